@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// LimiterConfig configures a [Limiter].
+type LimiterConfig struct {
+	// MaxBatchSize is the largest batch CheckAll accepts. Default 32.
+	MaxBatchSize int
+}
+
+// Limiter validates checks, applies them through a [ports.Store] and returns
+// decisions in caller order. It is safe for concurrent use.
+type Limiter struct {
+	store    ports.Store
+	maxBatch int
+	batches  sync.Pool
+}
+
+var _ ports.Limiter = (*Limiter)(nil)
+
+// NewLimiter returns a limiter over store.
+func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
+	if store == nil {
+		return nil, errors.New("runlimit: NewLimiter needs a store")
+	}
+	if cfg.MaxBatchSize < 0 {
+		return nil, fmt.Errorf("runlimit: max batch size %d is negative", cfg.MaxBatchSize)
+	}
+	if cfg.MaxBatchSize == 0 {
+		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
+	}
+	l := &Limiter{store: store, maxBatch: cfg.MaxBatchSize}
+	l.batches.New = func() any { return new(domain.Batch) }
+	return l, nil
+}
+
+// Check applies one check. Over the limit is a decision, not an error; an
+// error means invalid input or a store failure, and the request must not
+// proceed.
+func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	b := l.batches.Get().(*domain.Batch)
+	defer l.batches.Put(b)
+	if err := b.Reset([]domain.Check{check}, l.maxBatch); err != nil {
+		// A lone check reports its own error rather than the batch's.
+		var be *domain.BatchError
+		if errors.As(err, &be) && be.Err != nil {
+			return domain.Decision{}, be.Err
+		}
+		return domain.Decision{}, err
+	}
+	bd, err := l.admit(ctx, b)
+	if err != nil {
+		return domain.Decision{}, err
+	}
+	d, _ := bd.Decision(0)
+	return d, nil
+}
+
+// CheckAll applies checks as one atomic batch: all are consumed or none is.
+// When the batch is not allowed, the decision names the first failing check
+// in caller order.
+func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
+	b := l.batches.Get().(*domain.Batch)
+	defer l.batches.Put(b)
+	if err := b.Reset(checks, l.maxBatch); err != nil {
+		return domain.BatchDecision{}, err
+	}
+	bd, err := l.admit(ctx, b)
+	if err != nil {
+		return domain.BatchDecision{}, err
+	}
+	// The batch goes back to the pool: the caller gets its own decisions.
+	return bd.Clone(), nil
+}
+
+func (l *Limiter) admit(ctx context.Context, b *domain.Batch) (domain.BatchDecision, error) {
+	if err := l.store.Admit(ctx, b); err != nil {
+		return domain.BatchDecision{}, err
+	}
+	return b.Decision()
+}

@@ -1,0 +1,143 @@
+package domain
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"fmt"
+	"hash"
+	"sync"
+)
+
+// MinSecretLength is the shortest key secret accepted by [NewKeyHasher].
+const MinSecretLength = 32
+
+const subjectKeyDomain = "runlimit/subject-key/v1"
+
+// KeyHasher derives [SubjectKey] values with HMAC-SHA-256 under a secret:
+// the MAC over "runlimit/subject-key/v1", 0x00, the policy id, 0x00, the scope
+// id, 0x00 and the normalized subject. Every replica sharing a store must use
+// the same secret; rotating it starts fresh counters.
+//
+// A KeyHasher is safe for concurrent use, derives a key without allocating,
+// and prints as "KeyHasher[redacted]" under every fmt verb. It keeps no copy
+// of the raw secret: only the two SHA-256 states after absorbing the padded
+// key, which is all HMAC needs. The zero value is invalid.
+type KeyHasher struct {
+	st *hasherState
+}
+
+type hasherState struct {
+	inner, outer []byte // marshaled SHA-256 states after the ipad and opad blocks
+	scratch      sync.Pool
+}
+
+// scratch is one goroutine's working set; its buffer lives on the heap with
+// it, so passing it to the hash interfaces does not allocate per call.
+type scratch struct {
+	inner, outer   hash.Hash
+	innerU, outerU encoding.BinaryUnmarshaler
+	buf            [512]byte // holds the prefix (at most 283 bytes) and the first part of the subject
+	sum            [sha256.Size]byte
+}
+
+// NewKeyHasher builds a hasher from a raw secret of at least 32 bytes. The
+// caller may wipe secret afterwards.
+func NewKeyHasher(secret []byte) (KeyHasher, error) {
+	if len(secret) < MinSecretLength {
+		return KeyHasher{}, ErrSecretTooShort
+	}
+	const block = 64 // SHA-256 block size
+	var pad [block]byte
+	if len(secret) > block {
+		sum := sha256.Sum256(secret)
+		copy(pad[:], sum[:])
+		clear(sum[:])
+	} else {
+		copy(pad[:], secret)
+	}
+	st := &hasherState{}
+	for i := range pad {
+		pad[i] ^= 0x36
+	}
+	st.inner = keyedState(pad[:])
+	for i := range pad {
+		pad[i] ^= 0x36 ^ 0x5c
+	}
+	st.outer = keyedState(pad[:])
+	clear(pad[:])
+	st.scratch.New = func() any {
+		s := &scratch{inner: sha256.New(), outer: sha256.New()}
+		s.innerU = s.inner.(encoding.BinaryUnmarshaler)
+		s.outerU = s.outer.(encoding.BinaryUnmarshaler)
+		return s
+	}
+	return KeyHasher{st: st}, nil
+}
+
+func keyedState(pad []byte) []byte {
+	h := sha256.New()
+	h.Write(pad)
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		// crypto/sha256 always supports marshaling; reaching this is a
+		// broken standard library, not a runtime condition.
+		panic("runlimit: sha256 state cannot be marshaled: " + err.Error())
+	}
+	return state
+}
+
+// Key derives the subject key of subject under policy p. Normalize subjects
+// (case, Unicode form, IP prefix) before calling: different bytes are
+// different subjects.
+func (h KeyHasher) Key(p Policy, subject []byte) SubjectKey { return derive(h, p, subject) }
+
+// KeyString is [KeyHasher.Key] for a subject held in a string.
+func (h KeyHasher) KeyString(p Policy, subject string) SubjectKey { return derive(h, p, subject) }
+
+func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
+	if h.st == nil {
+		panic("runlimit: KeyHasher used without NewKeyHasher")
+	}
+	s := h.st.scratch.Get().(*scratch)
+	// Restoring a keyed state cannot fail: the same implementation produced
+	// it in NewKeyHasher. Restoring instead of rebuilding the HMAC saves two
+	// block compressions and every allocation.
+	_ = s.innerU.UnmarshalBinary(h.st.inner)
+	b := append(s.buf[:0], subjectKeyDomain...)
+	b = append(b, 0)
+	b = append(b, p.id.s...)
+	b = append(b, 0)
+	b = append(b, p.scope.s...)
+	b = append(b, 0)
+	// The subject goes through the scratch buffer rather than straight into
+	// the hash interface, so the caller's bytes never escape to the heap.
+	for len(subject) > 0 {
+		n := copy(s.buf[len(b):cap(b)], subject)
+		b = s.buf[:len(b)+n]
+		subject = subject[n:]
+		if len(b) == cap(b) {
+			s.inner.Write(b)
+			b = s.buf[:0]
+		}
+	}
+	s.inner.Write(b)
+	inner := s.inner.Sum(s.sum[:0])
+	_ = s.outerU.UnmarshalBinary(h.st.outer)
+	s.outer.Write(inner)
+	s.outer.Sum(s.sum[:0])
+	key := SubjectKey{b: s.sum, set: true}
+	h.st.scratch.Put(s)
+	return key
+}
+
+// IsZero reports whether h is the zero value rather than a built hasher.
+func (h KeyHasher) IsZero() bool { return h.st == nil }
+
+// String returns "KeyHasher[redacted]".
+func (h KeyHasher) String() string { return "KeyHasher" + redacted }
+
+// GoString returns "KeyHasher[redacted]".
+func (h KeyHasher) GoString() string { return h.String() }
+
+// Format prints h as "KeyHasher[redacted]" under every verb.
+func (h KeyHasher) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(h.String())) }

@@ -1,0 +1,31 @@
+package ports
+
+import (
+	"errors"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// QuotaConsumer is implemented by store errors that know whether the failed
+// operation may have consumed quota.
+type QuotaConsumer interface {
+	MayHaveConsumedQuota() bool
+}
+
+// MayHaveConsumedQuota reports whether the operation that returned err may
+// have consumed quota even though it failed, such as a commit whose outcome
+// is unknown. Callers must not blindly retry such an operation.
+//
+// It answers false for nil and for invalid input (which never reaches
+// storage), the error's own answer when it implements [QuotaConsumer], and
+// true for any other error: an unknown failure is assumed to have consumed.
+func MayHaveConsumedQuota(err error) bool {
+	if err == nil || errors.Is(err, domain.ErrInvalidInput) {
+		return false
+	}
+	var qc QuotaConsumer
+	if errors.As(err, &qc) {
+		return qc.MayHaveConsumedQuota()
+	}
+	return true
+}

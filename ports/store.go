@@ -1,0 +1,71 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// Store applies batches of checks atomically. It stores and locks; the domain
+// decides.
+//
+// Admit follows the protocol documented on [domain.Batch]: lock every key of
+// the batch in a deterministic order (so that batches naming the same keys
+// in opposite orders cannot deadlock), observe each key's state under the
+// lock together with whether an absent key can get a storage slot, sample the
+// store's authoritative clock after every lock is held, call
+// [domain.Batch.Evaluate], and persist [domain.Batch.Next] for every check
+// only if Evaluate reports commit. The store's time must never go backwards
+// for a key.
+//
+// Admit returns an error only for a structural problem the store detects
+// (for example a batch larger than it can hold) or a backend failure; a
+// denial is a decision, read by the caller from the batch. Errors should
+// implement [QuotaConsumer] to say whether quota may have been consumed.
+type Store interface {
+	Admit(ctx context.Context, batch *domain.Batch) error
+}
+
+// Cleaner is implemented by stores that can remove expired counters on
+// demand. CleanupExpired removes at most max expired counters and returns how
+// many it removed. It never removes an active counter.
+type Cleaner interface {
+	CleanupExpired(ctx context.Context, max int) (int, error)
+}
+
+// StatsReporter is implemented by stores that can report their occupancy.
+type StatsReporter interface {
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Closer is implemented by stores that hold resources. After Close, Admit
+// fails closed with an error that did not consume quota. Close releases only
+// what the store opened itself.
+type Closer interface {
+	Close() error
+}
+
+// Stats is a store's occupancy. It never contains key bytes.
+type Stats struct {
+	// Entries counts stored counters, expired ones not yet removed included.
+	Entries int64
+	// Capacity is the hard maximum of stored counters.
+	Capacity int64
+	// Shards is the number of capacity partitions.
+	Shards int
+	// Headroom holds the free slots of each partition, by partition index.
+	Headroom []int64
+}
+
+// MinHeadroom returns the free slots of the fullest partition, the first to
+// deny new keys, or 0 when there are no partitions.
+func (s Stats) MinHeadroom() int64 {
+	if len(s.Headroom) == 0 {
+		return 0
+	}
+	m := s.Headroom[0]
+	for _, h := range s.Headroom[1:] {
+		m = min(m, h)
+	}
+	return m
+}
