@@ -125,7 +125,7 @@ func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
 	_ = s.outerU.UnmarshalBinary(h.st.outer)
 	s.outer.Write(inner)
 	s.outer.Sum(s.sum[:0])
-	key := SubjectKey{b: s.sum, set: true}
+	key := SubjectKey{masked: maskKey(s.sum), set: true}
 	h.st.scratch.Put(s)
 	return key
 }

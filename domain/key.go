@@ -2,30 +2,60 @@ package domain
 
 import (
 	"bytes"
+	"cmp"
+	"crypto/rand"
+	"crypto/subtle"
 	"fmt"
 )
 
 const redacted = "[redacted]"
+
+// keyMask keeps key bytes out of reflection. fmt prints a struct's unexported
+// fields by reflection without calling their Format methods, so a host struct
+// holding a key in an unexported field (struct{ key domain.SubjectKey })
+// would print the key's bytes, and so would a [Batch]. Keys therefore hold
+// their subject-key bytes XORed with a mask drawn once per process: such a
+// print shows bytes that match no stored key, in no other process.
+// [SubjectKey.Bytes], [CounterKey.Bytes] and [CounterKey.Compare] remove the
+// mask; == is unaffected, as every key of a process shares it.
+var keyMask = newKeyMask()
+
+func newKeyMask() (m [32]byte) {
+	// crypto/rand.Read never fails since Go 1.24 (the program crashes
+	// instead), and this one read at start-up is the domain's only contact
+	// with the operating system.
+	_, _ = rand.Read(m[:])
+	return m
+}
+
+// maskKey applies or removes keyMask.
+func maskKey(b [32]byte) [32]byte {
+	subtle.XORBytes(b[:], b[:], keyMask[:])
+	return b
+}
 
 // SubjectKey is the 32-byte HMAC of a normalized subject (an email, an
 // account id, a network prefix) under one policy and scope. Stores keep it
 // instead of the subject, so raw subjects never reach storage, logs or
 // metrics.
 //
-// A SubjectKey never prints its bytes: every fmt verb shows "[redacted]".
+// A SubjectKey never prints its bytes: every fmt verb shows "[redacted]",
+// and reflection (fmt printing a host struct's unexported field) sees only
+// bytes masked for this process.
+//
 // The zero value is invalid; derive one with [KeyHasher.Key].
 type SubjectKey struct {
-	b   [32]byte
-	set bool
+	masked [32]byte // the key XOR keyMask
+	set    bool
 }
 
 // SubjectKeyFromBytes rebuilds a subject key that a store read back from
 // storage. Applications derive keys with [KeyHasher.Key] instead.
-func SubjectKeyFromBytes(b [32]byte) SubjectKey { return SubjectKey{b: b, set: true} }
+func SubjectKeyFromBytes(b [32]byte) SubjectKey { return SubjectKey{masked: maskKey(b), set: true} }
 
 // Bytes returns the key bytes for a storage adapter to persist. Never log
 // them.
-func (k SubjectKey) Bytes() [32]byte { return k.b }
+func (k SubjectKey) Bytes() [32]byte { return maskKey(k.masked) }
 
 // IsZero reports whether k is the zero value rather than a derived key.
 func (k SubjectKey) IsZero() bool { return !k.set }
@@ -46,14 +76,14 @@ const CounterKeySize = 64
 // followed by the subject key. Stores order keys byte-wise over these 64 bytes
 // with [CounterKey.Compare]; it never prints its bytes.
 type CounterKey struct {
-	b [CounterKeySize]byte
+	b [CounterKeySize]byte // the fingerprint, then the subject key XOR keyMask
 }
 
 // NewCounterKey joins a fingerprint and a subject key.
 func NewCounterKey(f Fingerprint, k SubjectKey) CounterKey {
 	var c CounterKey
 	copy(c.b[:32], f[:])
-	copy(c.b[32:], k.b[:])
+	copy(c.b[32:], k.masked[:])
 	return c
 }
 
@@ -61,14 +91,31 @@ func NewCounterKey(f Fingerprint, k SubjectKey) CounterKey {
 func (c CounterKey) Fingerprint() Fingerprint { return Fingerprint(c.b[:32]) }
 
 // SubjectKey returns the last 32 bytes of the key.
-func (c CounterKey) SubjectKey() SubjectKey { return SubjectKey{b: [32]byte(c.b[32:]), set: true} }
+func (c CounterKey) SubjectKey() SubjectKey { return SubjectKey{masked: [32]byte(c.b[32:]), set: true} }
 
 // Bytes returns the key bytes for a storage adapter. Never log them.
-func (c CounterKey) Bytes() [CounterKeySize]byte { return c.b }
+func (c CounterKey) Bytes() [CounterKeySize]byte {
+	b := c.b
+	subtle.XORBytes(b[32:], b[32:], keyMask[:])
+	return b
+}
 
 // Compare orders counter keys byte-wise; it returns -1, 0 or +1. Stores lock
 // keys in this order so that opposite-order batches cannot deadlock.
-func (c CounterKey) Compare(other CounterKey) int { return bytes.Compare(c.b[:], other.b[:]) }
+func (c CounterKey) Compare(other CounterKey) int {
+	if n := bytes.Compare(c.b[:32], other.b[:32]); n != 0 {
+		return n
+	}
+	// The mask maps equal bytes to equal bytes, so the first byte where the
+	// masked subject keys differ is the first byte where the keys differ;
+	// only that byte needs unmasking.
+	for i := 32; i < CounterKeySize; i++ {
+		if c.b[i] != other.b[i] {
+			return cmp.Compare(c.b[i]^keyMask[i-32], other.b[i]^keyMask[i-32])
+		}
+	}
+	return 0
+}
 
 // String returns "CounterKey[redacted]".
 func (c CounterKey) String() string { return "CounterKey" + redacted }
