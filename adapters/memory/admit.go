@@ -1,0 +1,193 @@
+package memory
+
+import (
+	"context"
+	"slices"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// Admit applies b atomically, following the protocol documented on
+// [domain.Batch]:
+//
+//  1. find each check's shard; reject a batch larger than
+//     [Config.MaxBatchSize] or one that puts more keys on a shard than the
+//     shard can ever hold ([ShardOverflowError]) before locking anything;
+//  2. lock the distinct shards in ascending index, so batches naming the same
+//     shards in any order cannot deadlock;
+//  3. read the clock once, truncated to milliseconds and raised to the
+//     latest time any of those shards has seen, and raise them all to it;
+//  4. let each check remove up to [Config.CleanupPerCheck] expired entries
+//     from its shard, oldest expiry first;
+//  5. observe every key in caller order (new keys on one shard take its free
+//     slots in that order), evaluate, and store the new counters only if
+//     the whole batch is allowed;
+//  6. unlock.
+//
+// A panic while shards are locked, such as from a panicking [Clock], marks
+// every one of them poisoned before it propagates. Errors never consume
+// quota: see [ErrClosed], [ErrPoisoned], [ShardOverflowError] and
+// [OpError].
+func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return &OpError{Op: "admit", Err: err}
+	}
+	n := b.Len()
+	if n > s.maxBatch {
+		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}
+	}
+	if n == 1 {
+		return s.admitOne(b)
+	}
+	p := s.plans.Get().(*plan)
+	defer s.plans.Put(p)
+	return s.admitMany(b, p)
+}
+
+// admitOne is Admit for a single check: one shard, nothing to sort, no
+// scratch space.
+func (s *Store) admitOne(b *domain.Batch) error {
+	key := b.Key(0)
+	i := s.shardOf(key)
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	locked := true
+	defer func() {
+		// Still locked here means a panic is unwinding: the shard may be
+		// half-changed, so it fails closed from now on. The panic goes on.
+		if locked {
+			s.poison(i)
+			sh.mu.Unlock()
+		}
+	}()
+	if err := s.usable("admit", i); err != nil {
+		locked = false
+		sh.mu.Unlock()
+		return err
+	}
+	now := max(s.sample(), sh.last)
+	sh.last = now
+	sh.removeExpired(now, s.cleanup)
+	slot, o, _ := sh.observe(key, 0)
+	b.Observe(0, o)
+	commit, err := b.Evaluate(now)
+	if commit {
+		sh.store(key, slot, b.Next(0))
+	}
+	locked = false
+	sh.mu.Unlock()
+	if err != nil {
+		return &OpError{Op: "admit", Err: err}
+	}
+	return nil
+}
+
+// plan is the scratch space of a multi-check admission, recycled through
+// Store.plans so that batches allocate nothing in the steady state.
+type plan struct {
+	shard   []int   // shard of check i
+	at      []int   // position of check i's shard in order
+	slot    []int32 // slot of check i, -1 when absent
+	order   []int   // distinct shards, ascending: the lock order
+	keys    []int   // checks on order[j]
+	pending []int   // new keys claimed on order[j] so far
+}
+
+func (s *Store) admitMany(b *domain.Batch, p *plan) error {
+	n := b.Len()
+	p.shard = resize(p.shard, n)
+	for i := range n {
+		p.shard[i] = s.shardOf(b.Key(i))
+	}
+	p.order = append(p.order[:0], p.shard...)
+	slices.Sort(p.order)
+	p.order = slices.Compact(p.order)
+	p.at = resize(p.at, n)
+	p.slot = resize(p.slot, n)
+	p.keys = resize(p.keys, len(p.order))
+	p.pending = resize(p.pending, len(p.order))
+	clear(p.keys)
+	clear(p.pending)
+	for i, si := range p.shard {
+		j, _ := slices.BinarySearch(p.order, si)
+		p.at[i] = j
+		p.keys[j]++
+	}
+	// A validated batch has distinct keys, so the checks on a shard are the
+	// keys it must hold at once if the batch is allowed.
+	for j, si := range p.order {
+		if c := s.shards[si].capacity; p.keys[j] > c {
+			return &ShardOverflowError{Shard: si, Count: p.keys[j], Capacity: c}
+		}
+	}
+
+	held := 0
+	defer func() {
+		// A panic unwinding through held shards poisons all of them: any
+		// may be half-changed. The panic goes on.
+		for _, si := range p.order[:held] {
+			s.poison(si)
+			s.shards[si].mu.Unlock()
+		}
+	}()
+	for _, si := range p.order {
+		s.shards[si].mu.Lock()
+		held++
+		if err := s.usable("admit", si); err != nil {
+			s.unlock(p.order[:held])
+			held = 0
+			return err
+		}
+	}
+
+	// One clock sample for the batch, raised to the latest time any of its
+	// shards has seen, and every shard raised to it: no shard, and so no
+	// key, ever sees time go backwards.
+	now := s.sample()
+	for _, si := range p.order {
+		now = max(now, s.shards[si].last)
+	}
+	for _, si := range p.order {
+		s.shards[si].last = now
+	}
+	// Cleanup runs before any key is observed, so a batch's own expired key
+	// is either still present (renewed in place) or already removed (and
+	// its slot is free): both keep the slot accounting exact.
+	for _, si := range p.shard {
+		s.shards[si].removeExpired(now, s.cleanup)
+	}
+	for i, si := range p.shard {
+		j := p.at[i]
+		slot, o, claims := s.shards[si].observe(b.Key(i), p.pending[j])
+		if claims {
+			p.pending[j]++
+		}
+		p.slot[i] = slot
+		b.Observe(i, o)
+	}
+	commit, err := b.Evaluate(now)
+	if commit {
+		for i, si := range p.shard {
+			s.shards[si].store(b.Key(i), p.slot[i], b.Next(i))
+		}
+	}
+	s.unlock(p.order)
+	held = 0
+	if err != nil {
+		return &OpError{Op: "admit", Err: err}
+	}
+	return nil
+}
+
+func (s *Store) unlock(order []int) {
+	for _, si := range order {
+		s.shards[si].mu.Unlock()
+	}
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,46 @@
+package memory
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Clock is an injectable monotonic clock: Now returns the time elapsed since
+// an arbitrary fixed origin. The store reads it once per admission, after
+// every lock the admission needs is held, and truncates it to whole
+// milliseconds. A Clock must be safe for concurrent use.
+//
+// A Clock that moves backwards does not move the store backwards: each shard
+// remembers the latest time it has seen and never goes below it.
+type Clock interface {
+	Now() time.Duration
+}
+
+// monotonicClock is the default [Clock]: the process's monotonic clock, read
+// as the time since the store was built. time.Since on a time.Time that
+// carries a monotonic reading never follows wall-clock steps.
+type monotonicClock struct {
+	origin time.Time
+}
+
+func (c monotonicClock) Now() time.Duration { return time.Since(c.origin) }
+
+// ManualClock is a [Clock] that moves only when told, for tests and demos.
+// It starts at zero and is safe for concurrent use.
+type ManualClock struct {
+	now atomic.Int64
+}
+
+// NewManualClock returns a ManualClock at zero.
+func NewManualClock() *ManualClock { return new(ManualClock) }
+
+// Now returns the clock's current reading.
+func (c *ManualClock) Now() time.Duration { return time.Duration(c.now.Load()) }
+
+// Advance moves the clock by d. A negative d moves it backwards, as
+// [ManualClock.Set] may.
+func (c *ManualClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+
+// Set moves the clock to d. It may move backwards, which lets tests show
+// that a store clamps a regressing clock instead of refilling quotas.
+func (c *ManualClock) Set(d time.Duration) { c.now.Store(int64(d)) }

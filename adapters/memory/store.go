@@ -1,0 +1,138 @@
+package memory
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// Store is a sharded, hard-bounded, process-local [ports.Store]. It holds at
+// most [Config.MaxKeys] counters, never evicts an active one, and applies
+// each batch atomically under the locks of the shards it touches. It is safe
+// for concurrent use.
+type Store struct {
+	shards   []shard
+	clock    Clock
+	maxKeys  int
+	cleanup  int
+	maxBatch int
+	closed   atomic.Bool
+	// poisoned counts poisoned shards, so that the operations that report
+	// them skip a full scan in the common case of none.
+	poisoned atomic.Int32
+	// sweep rotates the shard CleanupExpired starts from, so a bounded
+	// cleanup does not always spend its budget on the first shards.
+	sweep atomic.Uint32
+	// plans recycles the scratch space of multi-check admissions.
+	plans sync.Pool
+}
+
+var (
+	_ ports.Store         = (*Store)(nil)
+	_ ports.Cleaner       = (*Store)(nil)
+	_ ports.StatsReporter = (*Store)(nil)
+	_ ports.Closer        = (*Store)(nil)
+)
+
+// New builds a store. It returns a [*ConfigError] when cfg is out of bounds.
+func New(cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = monotonicClock{origin: time.Now()}
+	}
+	s := &Store{
+		shards:   make([]shard, cfg.Shards),
+		clock:    cfg.Clock,
+		maxKeys:  cfg.MaxKeys,
+		cleanup:  cfg.CleanupPerCheck,
+		maxBatch: cfg.MaxBatchSize,
+	}
+	base, extra := cfg.MaxKeys/cfg.Shards, cfg.MaxKeys%cfg.Shards
+	for i := range s.shards {
+		capacity := base
+		if i < extra {
+			capacity++
+		}
+		s.shards[i].shardState = newShardState(capacity)
+	}
+	s.plans.New = func() any { return new(plan) }
+	return s, nil
+}
+
+// shardOf maps a counter key to its shard. Counter keys are a SHA-256
+// fingerprint followed by an HMAC subject key, so their bytes are already
+// uniform: mixing one word of each half spreads both the subjects of one
+// policy and the policies of one subject. The multiply-high maps the word
+// onto the shard count without a division.
+func (s *Store) shardOf(k domain.CounterKey) int {
+	if len(s.shards) == 1 {
+		return 0
+	}
+	b := k.Bytes()
+	h := binary.LittleEndian.Uint64(b[0:8]) ^ binary.LittleEndian.Uint64(b[32:40])
+	hi, _ := bits.Mul64(h, uint64(len(s.shards)))
+	return int(hi)
+}
+
+// sample reads the clock, truncated to whole milliseconds. Callers clamp it
+// per shard.
+func (s *Store) sample() domain.Instant {
+	d := s.clock.Now()
+	return domain.InstantOf(d - d%time.Millisecond)
+}
+
+// usable reports why the locked shard i cannot serve op, if it cannot.
+func (s *Store) usable(op string, i int) error {
+	if s.closed.Load() {
+		return &OpError{Op: op, Err: ErrClosed}
+	}
+	if s.shards[i].poisoned {
+		return &PoisonedShardError{Shard: i}
+	}
+	return nil
+}
+
+// poison marks the locked shard i after a panic.
+func (s *Store) poison(i int) {
+	if sh := &s.shards[i]; !sh.poisoned {
+		sh.poisoned = true
+		s.poisoned.Add(1)
+	}
+}
+
+// Close releases the store's memory. Later admissions, cleanups and stats
+// fail closed with an error matching [ErrClosed] that consumed nothing.
+// Admissions already holding their locks finish first. Close is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.reset()
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// String describes the store's size. It never prints keys.
+func (s *Store) String() string {
+	return fmt.Sprintf("memory.Store{MaxKeys: %d, Shards: %d}", s.maxKeys, len(s.shards))
+}
+
+// GoString is String.
+func (s *Store) GoString() string { return s.String() }
+
+// Format prints s as String does under every verb, so that reflection never
+// walks into the shards and prints stored keys.
+func (s *Store) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }

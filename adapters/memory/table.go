@@ -1,0 +1,116 @@
+package memory
+
+import "github.com/runlimit/runlimit/domain"
+
+// maxIndexHint bounds the size hint a shard's index is created with, so a
+// store sized for millions of keys does not allocate them all up front; the
+// map grows on demand up to the shard's capacity.
+const maxIndexHint = 1024
+
+// table is one shard's storage, built without pointers that the garbage
+// collector would have to follow: a map from counter key to a slot number,
+// the slots themselves, a free list of vacated slots, and a min-heap of
+// (expiry, slot) pairs that finds the oldest expiry for cleanup. Every
+// stored entry is in both the index and the heap; each entry remembers its
+// heap position so a renewed window can be re-sifted in place.
+//
+// A table does not enforce capacity and does no locking: its shard does.
+type table struct {
+	index   map[domain.CounterKey]int32 // created on the first insert
+	entries []entry                     // grows on demand, never beyond the shard's capacity
+	free    []int32                     // vacated slots, reused before entries grows
+	heap    []heapNode                  // min-heap by expiry
+	hint    int                         // initial size of index
+}
+
+// entry is one stored counter. The key is kept so that cleanup, which finds
+// entries through the heap, can delete them from the index.
+type entry struct {
+	key     domain.CounterKey
+	counter domain.Counter
+	heapPos int32
+}
+
+// heapNode duplicates the entry's expiry so that sifting compares values
+// held in the heap's own contiguous memory instead of chasing slots.
+type heapNode struct {
+	expires domain.Instant
+	slot    int32
+}
+
+func newTable(capacity int) table {
+	return table{hint: min(capacity, maxIndexHint)}
+}
+
+// len returns the number of stored entries, expired ones included.
+func (t *table) len() int { return len(t.index) }
+
+// lookup returns the slot of k.
+func (t *table) lookup(k domain.CounterKey) (int32, bool) {
+	slot, ok := t.index[k]
+	return slot, ok
+}
+
+// counter returns the counter stored in slot.
+func (t *table) counter(slot int32) domain.Counter { return t.entries[slot].counter }
+
+// insert stores a new entry. The caller has checked that its shard has a
+// free slot and that k is absent.
+func (t *table) insert(k domain.CounterKey, c domain.Counter) {
+	if t.index == nil {
+		t.index = make(map[domain.CounterKey]int32, t.hint)
+	}
+	var slot int32
+	if n := len(t.free); n > 0 {
+		slot = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		slot = int32(len(t.entries))
+		t.entries = append(t.entries, entry{})
+	}
+	pos := len(t.heap)
+	t.entries[slot] = entry{key: k, counter: c, heapPos: int32(pos)}
+	t.index[k] = slot
+	t.heap = append(t.heap, heapNode{expires: c.Expires, slot: slot})
+	t.up(pos)
+}
+
+// update replaces the counter in slot. A renewed window moves its expiry,
+// so the entry is re-sifted; an active window keeps it and costs nothing.
+func (t *table) update(slot int32, c domain.Counter) {
+	e := &t.entries[slot]
+	moved := e.counter.Expires != c.Expires
+	e.counter = c
+	if moved {
+		pos := int(e.heapPos)
+		t.heap[pos].expires = c.Expires
+		t.fix(pos)
+	}
+}
+
+// earliest returns the earliest expiry stored, if any entry is.
+func (t *table) earliest() (domain.Instant, bool) {
+	if len(t.heap) == 0 {
+		return 0, false
+	}
+	return t.heap[0].expires, true
+}
+
+// removeExpired removes up to limit entries whose window has ended at now,
+// oldest expiry first, and returns how many it removed. Windows are
+// half-open: an entry expiring exactly at now is expired.
+func (t *table) removeExpired(now domain.Instant, limit int) int {
+	n := 0
+	for n < limit && len(t.heap) > 0 && t.heap[0].expires <= now {
+		slot := t.popMin()
+		e := &t.entries[slot]
+		delete(t.index, e.key)
+		*e = entry{} // leave no key bytes behind in a vacant slot
+		t.free = append(t.free, slot)
+		n++
+	}
+	return n
+}
+
+// reset drops every entry and releases the memory.
+func (t *table) reset() { *t = table{hint: t.hint} }
