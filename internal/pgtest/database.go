@@ -1,0 +1,204 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runlimit/runlimit/migrations"
+)
+
+// Database is one test's own database.
+type Database struct {
+	// Name is the database name.
+	Name string
+	// URL connects to the database, for tests that open their own
+	// connections or run a command against it.
+	URL string
+	// Pool is a small pool on the database (at most 4 connections), closed
+	// before the database is dropped.
+	Pool *pgxpool.Pool
+	// Source says which server holds the database.
+	Source Source
+}
+
+// New returns a fresh database with Runlimit's schema applied, dropped when
+// the test ends.
+func New(t testing.TB) *Database {
+	t.Helper()
+	srv := mustServer(t)
+	tpl, err := srv.migratedTemplate()
+	if err != nil {
+		t.Fatalf("pgtest: build the migrated template database: %v", err)
+	}
+	return srv.newDatabase(t, tpl)
+}
+
+// NewEmpty returns a fresh database without Runlimit's schema, dropped when
+// the test ends.
+func NewEmpty(t testing.TB) *Database {
+	t.Helper()
+	return mustServer(t).newDatabase(t, "")
+}
+
+// NewPool opens another pool on d, configured by configure (which may be
+// nil), and closes it when the test ends, before d is dropped. Tests use it
+// for a second replica or a pool with its own session settings.
+func (d *Database) NewPool(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(d.URL)
+	if err != nil {
+		t.Fatalf("pgtest: parse database URL: %v", err)
+	}
+	cfg.MaxConns = 4
+	cfg.MinConns = 0
+	if configure != nil {
+		configure(cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: open pool on %s: %v", d.Name, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func mustServer(t testing.TB) *server {
+	t.Helper()
+	srv, err := getServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// newDatabase creates a database (a clone of template, or empty when template
+// is "") and registers its removal.
+func (s *server) newDatabase(t testing.TB, template string) *Database {
+	t.Helper()
+	name := "runlimit_test_" + randomSuffix()
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if template != "" {
+		sql += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.admin.Exec(ctx, sql); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	// Registered before the pool's Close, so it runs after it.
+	t.Cleanup(func() {
+		if err := s.dropDatabase(name); err != nil {
+			t.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	u, err := databaseURL(s.adminURL, name)
+	if err != nil {
+		t.Fatalf("pgtest: database URL: %v", err)
+	}
+	d := &Database{Name: name, URL: u, Source: s.source}
+	d.Pool = d.NewPool(t, nil)
+	return d
+}
+
+// dropDatabase drops a database with a context of its own: the test's is
+// gone by the time cleanups run.
+func (s *server) dropDatabase(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sql := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize()
+	if s.version >= 130000 {
+		// A test that failed half-way may leave a session behind.
+		sql += " WITH (FORCE)"
+	}
+	_, err := s.admin.Exec(ctx, sql)
+	return err
+}
+
+// migratedTemplate returns a database holding the current schema, built once
+// per schema version and shared by later runs: its name carries a hash of
+// the migrations, and it appears under that name only once fully migrated.
+func (s *server) migratedTemplate() (string, error) {
+	s.templateOnce.Do(func() { s.template, s.templateErr = s.buildTemplate() })
+	return s.template, s.templateErr
+}
+
+func (s *server) buildTemplate() (string, error) {
+	steps, err := migrations.SQL()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, st := range steps {
+		fmt.Fprintf(h, "%d\x00%s\x00%s\x00", st.Version, st.Up, st.Down)
+	}
+	sum := h.Sum(nil)
+	name := "runlimit_tpl_" + hex.EncodeToString(sum[:8])
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := s.admin.Acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Release()
+	// Test binaries of several packages start at once; one builds the
+	// template while the others wait for it.
+	lock := int64(binary.BigEndian.Uint64(sum[8:16]))
+	if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock($1)", lock); err != nil {
+		return "", err
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), "SELECT pg_catalog.pg_advisory_unlock($1)", lock) }()
+
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_" + randomSuffix()
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
+		return "", err
+	}
+	if err := s.migrateDatabase(ctx, building); err != nil {
+		_ = s.dropDatabase(building)
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()); err != nil {
+		_ = s.dropDatabase(building)
+		return "", err
+	}
+	return name, nil
+}
+
+func (s *server) migrateDatabase(ctx context.Context, name string) error {
+	u, err := databaseURL(s.adminURL, name)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	// Closed before the caller renames or clones the database, which
+	// PostgreSQL refuses while anyone is connected.
+	defer conn.Close(context.Background())
+	return migrations.Migrate(ctx, conn)
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
