@@ -1,0 +1,163 @@
+package conformance
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// batchesScenario checks atomic batches: all or nothing, the first failure
+// in caller order, allowances in caller order, and structural errors that
+// never reach the store.
+func batchesScenario() scenario {
+	return scenario{name: "batches", cases: []testCase{
+		{name: "all_or_nothing", run: testAllOrNothing},
+		{name: "first_failing_index_in_caller_order", run: testFirstFailingIndex},
+		{name: "caller_order_of_allowances", run: testCallerOrderOfAllowances},
+		{name: "largest_batch_is_admitted", run: testLargestBatch},
+		{name: "structural_errors_never_touch_the_store", run: testStructuralErrors},
+	}}
+}
+
+func testAllOrNothing(t *testing.T, f *fixture) {
+	const g = "batches: a batch is all-or-nothing"
+	p := f.policy(2, window)
+	a, b, c := f.key(), f.key(), f.key()
+	f.allow(f.check(p, b), 1, g)
+	f.allow(f.check(p, b), 0, g)
+
+	bd := f.admit([]domain.Check{f.check(p, a), f.check(p, b), f.check(p, c)}, g)
+	require.Equal(t, domain.Denied, bd.Outcome(), "%s: a batch with an exhausted check is denied, got %s", g, describeBatch(bd))
+	require.Nil(t, bd.Decisions(), "%s: a denied batch has no allowances", g)
+	f.allow(f.check(p, a), 1, g+" (the check before the denied one consumed nothing)")
+	f.allow(f.check(p, c), 1, g+" (the check after the denied one consumed nothing)")
+
+	bd = f.admit([]domain.Check{f.check(p, a), f.check(p, c)}, g)
+	require.Equal(t, domain.Allowed, bd.Outcome(), "%s: got %s", g, describeBatch(bd))
+	f.deny(f.check(p, a), domain.QuotaExhausted, g+" (an allowed batch consumed every check)")
+	f.deny(f.check(p, c), domain.QuotaExhausted, g+" (an allowed batch consumed every check)")
+}
+
+func testFirstFailingIndex(t *testing.T, f *fixture) {
+	const g = "batches: a denied batch names its first failing check in caller order"
+	p := f.policy(1, window)
+	ks := f.keys(5)
+	f.allow(f.check(p, ks[2]), 0, g)
+	f.allow(f.check(p, ks[4]), 0, g)
+	checks := make([]domain.Check, len(ks))
+	for i, k := range ks {
+		checks[i] = f.check(p, k)
+	}
+	for _, order := range []struct {
+		name  string
+		idx   []int
+		first int
+	}{
+		{"caller order", []int{0, 1, 2, 3, 4}, 2},
+		{"reversed", []int{4, 3, 2, 1, 0}, 0},
+		{"exhausted last", []int{0, 1, 3, 4, 2}, 3},
+	} {
+		batch := make([]domain.Check, len(order.idx))
+		for i, j := range order.idx {
+			batch[i] = checks[j]
+		}
+		bd := f.admit(batch, g)
+		i, den, ok := bd.Denied()
+		require.True(t, ok, "%s (%s): got %s", g, order.name, describeBatch(bd))
+		require.Equal(t, domain.Denied, bd.Outcome(), "%s (%s)", g, order.name)
+		require.Equal(t, order.first, i, "%s (%s): got %s", g, order.name, describeBatch(bd))
+		require.Equal(t, len(batch), bd.Size(), "%s (%s): the decision reports the batch size", g, order.name)
+		require.Equal(t, domain.QuotaExhausted, den.Reason(), "%s (%s)", g, order.name)
+		f.requireRetry(den, window, g+" ("+order.name+")")
+	}
+	f.allow(f.check(p, ks[0]), 0, g+" (the denied batches consumed nothing)")
+}
+
+func testCallerOrderOfAllowances(t *testing.T, f *fixture) {
+	const g = "batches: allowances come back in caller order, each for its own counter"
+	const limit = 20
+	p := f.policy(limit, window)
+	n := min(f.opts.MaxBatchSize, 6)
+	ks := f.keys(n)
+	// Present the keys in descending key order, the reverse of the order a
+	// store locks them in, so that a store confusing lock order with caller
+	// order is caught whatever keys the random draw gave.
+	slices.SortFunc(ks, func(a, b domain.SubjectKey) int {
+		return domain.NewCounterKey(p.Fingerprint(), b).Compare(domain.NewCounterKey(p.Fingerprint(), a))
+	})
+	// Give every counter a distinct count first: check i has used i+1 units.
+	checks := make([]domain.Check, n)
+	for i, k := range ks {
+		f.allow(f.checkCost(p, k, int64(i+1)), limit-int64(i+1), g)
+		checks[i] = f.check(p, k)
+	}
+	bd := f.admit(checks, g)
+	require.Equal(t, domain.Allowed, bd.Outcome(), "%s: got %s", g, describeBatch(bd))
+	ds := bd.Decisions()
+	require.Len(t, ds, n, "%s: one decision per check", g)
+	for i, d := range ds {
+		a, ok := d.Allowance()
+		require.True(t, ok, "%s: decision %d of an allowed batch must be allowed, got %s", g, i, describe(d))
+		require.Equal(t, int64(limit-(i+1)-1), a.Remaining, "%s: decision %d reports another counter's count", g, i)
+		f.requireDuration(window, a.ResetAfter, g)
+	}
+	for i, k := range ks {
+		f.allow(f.checkCost(p, k, int64(limit-(i+1)-1)), 0, g+" (each counter was charged once)")
+	}
+}
+
+func testLargestBatch(t *testing.T, f *fixture) {
+	const g = "batches: a batch of MaxBatchSize distinct checks is admitted whole"
+	p := f.policy(3, window)
+	checks := make([]domain.Check, f.opts.MaxBatchSize)
+	for i := range checks {
+		checks[i] = f.check(p, f.key())
+	}
+	bd := f.admit(checks, g)
+	require.Equal(t, domain.Allowed, bd.Outcome(), "%s: got %s", g, describeBatch(bd))
+	require.Len(t, bd.Decisions(), len(checks), "%s: one decision per check", g)
+	for _, c := range checks {
+		f.allow(c, 1, g+" (every check was consumed)")
+	}
+}
+
+func testStructuralErrors(t *testing.T, f *fixture) {
+	const g = "batches: a structurally invalid batch is rejected before the store is touched"
+	p := f.policy(2, window)
+	sp := f.shadow(p)
+	a, b := f.key(), f.key()
+	oversized := make([]domain.Check, f.opts.MaxBatchSize+1)
+	for i := range oversized {
+		oversized[i] = f.check(p, f.key())
+	}
+	oversized[0] = f.check(p, a)
+	for _, bad := range []struct {
+		name    string
+		checks  []domain.Check
+		problem domain.BatchProblem
+		index   int
+		first   int
+	}{
+		{"empty", nil, domain.BatchEmpty, 0, 0},
+		{"oversized", oversized, domain.BatchTooLarge, 0, 0},
+		{"duplicate key", []domain.Check{f.check(p, a), f.check(p, b), f.checkCost(p, a, 2)}, domain.BatchDuplicateKey, 2, 0},
+		{"mixed modes", []domain.Check{f.check(p, a), f.check(sp, b)}, domain.BatchMixedModes, 1, 0},
+	} {
+		_, err := f.limiter.CheckAll(f.ctx, bad.checks)
+		require.ErrorIs(t, err, domain.ErrInvalidBatch, "%s (%s)", g, bad.name)
+		var be *domain.BatchError
+		require.True(t, errors.As(err, &be), "%s (%s): want a *domain.BatchError, got %T", g, bad.name, err)
+		require.Equal(t, bad.problem, be.Problem, "%s (%s): %v", g, bad.name, err)
+		if bad.problem == domain.BatchDuplicateKey || bad.problem == domain.BatchMixedModes {
+			require.Equal(t, bad.index, be.Index, "%s (%s): the offending check", g, bad.name)
+			require.Equal(t, bad.first, be.First, "%s (%s): the earlier check it conflicts with", g, bad.name)
+		}
+	}
+	require.Zero(t, f.counted.admits.Load(), "%s: the store saw an invalid batch", g)
+	f.allow(f.check(p, a), 1, g+" (nothing was consumed)")
+	f.allow(f.check(p, b), 1, g+" (nothing was consumed)")
+}

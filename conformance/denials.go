@@ -1,0 +1,62 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// denialsScenario checks that no kind of denial consumes anything: not a
+// quota denial, not a storage-capacity denial, not a shadow denial.
+func denialsScenario() scenario {
+	return scenario{name: "denials", cases: []testCase{
+		{name: "quota", run: testQuotaDenialConsumesNothing},
+		{name: "storage_capacity", opts: capacityOptions, run: testCapacityDenialConsumesNothing},
+		{name: "shadow", run: testShadowDenialConsumesNothing},
+	}}
+}
+
+func testQuotaDenialConsumesNothing(t *testing.T, f *fixture) {
+	const g = "denials: a quota denial consumes nothing"
+	p, k := f.policy(5, window), f.key()
+	f.allow(f.checkCost(p, k, 3), 2, g)
+	for range 3 {
+		f.deny(f.checkCost(p, k, 3), domain.QuotaExhausted, g+" (cost 3 with 2 left)")
+	}
+	f.allow(f.checkCost(p, k, 2), 0, g+" (the 2 units left by the denials are still there)")
+}
+
+func testCapacityDenialConsumesNothing(t *testing.T, f *fixture) {
+	const g = "denials: a storage-capacity denial stores nothing"
+	p := f.policy(2, window)
+	r := f.fill(p)
+	f.requireFull(r)
+	before, hasStats := f.stats()
+	for range 3 {
+		f.deny(f.check(p, r.refused), domain.StorageCapacity, g+" (the refused key is still absent and its partition still full)")
+	}
+	if hasStats {
+		after, _ := f.stats()
+		require.Equal(t, before.Entries, after.Entries, "%s: Stats.Entries changed across capacity denials", g)
+	}
+	f.allow(f.check(p, r.admitted[0]), 0, g+" (the admitted keys kept their counts)")
+}
+
+func testShadowDenialConsumesNothing(t *testing.T, f *fixture) {
+	const g = "denials: a shadow denial consumes nothing, in a batch as alone"
+	p := f.shadow(f.policy(5, window))
+	k, fresh := f.key(), f.key()
+	f.allow(f.checkCost(p, k, 3), 2, g)
+	f.refuse(f.checkCost(p, k, 3), domain.ShadowDenied, domain.QuotaExhausted, g+" (cost 3 with 2 left)")
+
+	bd := f.admit([]domain.Check{f.check(p, fresh), f.checkCost(p, k, 3)}, g)
+	require.Equal(t, domain.ShadowDenied, bd.Outcome(), "%s: got %s", g, describeBatch(bd))
+	require.True(t, bd.PermitsRequest(), "%s: a shadow denial lets the request through", g)
+	i, _, _ := bd.Denied()
+	require.Equal(t, 1, i, "%s: the shadow denial names the exhausted check", g)
+
+	f.allow(f.checkCost(p, k, 2), 0, g+" (the 2 units left by the denials are still there)")
+	f.allow(f.check(p, fresh), 4, g+" (the other check of the shadow-denied batch consumed nothing)")
+}
