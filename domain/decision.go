@@ -159,7 +159,7 @@ func (b BatchDecision) Decision(i int) (Decision, bool) {
 	switch {
 	case b.outcome == Allowed && i >= 0 && i < len(b.decisions):
 		return b.decisions[i], true
-	case b.outcome != Allowed && i == b.index:
+	case (b.outcome == Denied || b.outcome == ShadowDenied) && i == b.index:
 		return Decision{outcome: b.outcome, denial: b.denial}, true
 	}
 	return Decision{}, false

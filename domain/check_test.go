@@ -1,0 +1,145 @@
+package domain_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+func TestNewCheck(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+
+	key := f.key("user@example.test")
+	c := domain.NewCheck(f.policy, key)
+	require.NoError(t, c.Validate())
+	require.Equal(t, int64(1), c.Cost())
+	require.Equal(t, f.policy, c.Policy())
+	require.Equal(t, key, c.SubjectKey())
+	require.Equal(t, domain.NewCounterKey(f.policy.Fingerprint(), key), c.CounterKey())
+}
+
+func TestNewCheckCost(t *testing.T) {
+	t.Parallel()
+	f := setup(t) // limit 5
+	maxPolicy := newPolicy(t, "auth.login", "identity", domain.MaxLimit, time.Second)
+
+	accepted := []struct {
+		name   string
+		policy domain.Policy
+		cost   int64
+	}{
+		{"cost 1", f.policy, 1},
+		{"cost equal to the limit", f.policy, 5},
+		{"MaxLimit", maxPolicy, domain.MaxLimit},
+	}
+	for _, tc := range accepted {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := domain.NewCheckCost(tc.policy, f.key("s"), tc.cost)
+			require.NoError(t, err)
+			require.Equal(t, tc.cost, c.Cost())
+			require.NoError(t, c.Validate())
+		})
+	}
+
+	rejected := []struct {
+		name   string
+		policy domain.Policy
+		cost   int64
+		text   string
+	}{
+		{"cost 0", f.policy, 0, "runlimit: invalid check: cost 0 is outside 1..5"},
+		{"cost -1", f.policy, -1, "runlimit: invalid check: cost -1 is outside 1..5"},
+		{"cost MinInt64", maxPolicy, math.MinInt64, "runlimit: invalid check: cost -9223372036854775808 is outside 1..9223372036854775807"},
+		{"cost limit+1", f.policy, 6, "runlimit: invalid check: cost 6 is outside 1..5"},
+	}
+	for _, tc := range rejected {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := domain.NewCheckCost(tc.policy, f.key("s"), tc.cost)
+			require.Equal(t, domain.Check{}, c)
+			require.EqualError(t, err, tc.text)
+			requireCheckError(t, err, domain.CostOutOfRange)
+			var ce *domain.CheckError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, tc.cost, ce.Cost)
+			require.Equal(t, tc.policy.Limit(), ce.Limit)
+		})
+	}
+}
+
+func TestCheckValidateZeroParts(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := f.key("s")
+
+	cases := []struct {
+		name    string
+		build   func() (domain.Check, error)
+		problem domain.CheckProblem
+		text    string
+	}{
+		{
+			name:    "zero check",
+			build:   func() (domain.Check, error) { return domain.Check{}, domain.Check{}.Validate() },
+			problem: domain.CheckZeroPolicy,
+			text:    "runlimit: invalid check: zero policy (use NewPolicy)",
+		},
+		{
+			name:    "NewCheck with a zero policy",
+			build:   func() (domain.Check, error) { c := domain.NewCheck(domain.Policy{}, key); return c, c.Validate() },
+			problem: domain.CheckZeroPolicy,
+		},
+		{
+			name:    "NewCheckCost with a zero policy",
+			build:   func() (domain.Check, error) { return domain.NewCheckCost(domain.Policy{}, key, 1) },
+			problem: domain.CheckZeroPolicy,
+		},
+		{
+			name:    "NewCheck with a zero key",
+			build:   func() (domain.Check, error) { c := domain.NewCheck(f.policy, domain.SubjectKey{}); return c, c.Validate() },
+			problem: domain.CheckZeroKey,
+			text:    "runlimit: invalid check: zero subject key (derive one with a KeyHasher)",
+		},
+		{
+			name:    "NewCheckCost with a zero key",
+			build:   func() (domain.Check, error) { return domain.NewCheckCost(f.policy, domain.SubjectKey{}, 1) },
+			problem: domain.CheckZeroKey,
+		},
+		{
+			name:    "zero policy is reported before a zero key and a bad cost",
+			build:   func() (domain.Check, error) { return domain.NewCheckCost(domain.Policy{}, domain.SubjectKey{}, 0) },
+			problem: domain.CheckZeroPolicy,
+		},
+		{
+			name:    "zero key is reported before a bad cost",
+			build:   func() (domain.Check, error) { return domain.NewCheckCost(f.policy, domain.SubjectKey{}, 0) },
+			problem: domain.CheckZeroKey,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := tc.build()
+			requireCheckError(t, err, tc.problem)
+			if tc.text != "" {
+				require.EqualError(t, err, tc.text)
+			}
+		})
+	}
+}
+
+func requireCheckError(t *testing.T, err error, problem domain.CheckProblem) {
+	t.Helper()
+	require.ErrorIs(t, err, domain.ErrInvalidCheck)
+	require.ErrorIs(t, err, domain.ErrInvalidInput)
+	require.NotErrorIs(t, err, domain.ErrInvalidBatch)
+	var ce *domain.CheckError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, problem, ce.Problem)
+}
