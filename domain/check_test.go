@@ -101,8 +101,11 @@ func TestCheckValidateZeroParts(t *testing.T) {
 			problem: domain.CheckZeroPolicy,
 		},
 		{
-			name:    "NewCheck with a zero key",
-			build:   func() (domain.Check, error) { c := domain.NewCheck(f.policy, domain.SubjectKey{}); return c, c.Validate() },
+			name: "NewCheck with a zero key",
+			build: func() (domain.Check, error) {
+				c := domain.NewCheck(f.policy, domain.SubjectKey{})
+				return c, c.Validate()
+			},
 			problem: domain.CheckZeroKey,
 			text:    "runlimit: invalid check: zero subject key (derive one with a KeyHasher)",
 		},
