@@ -14,7 +14,13 @@ type Instant int64
 // InstantOf converts a duration since the store's epoch, truncating toward
 // the earlier microsecond.
 func InstantOf(sinceEpoch time.Duration) Instant {
-	return Instant(sinceEpoch / time.Microsecond)
+	micros := sinceEpoch / time.Microsecond
+	if sinceEpoch%time.Microsecond < 0 {
+		// Division truncates toward zero, which is the later microsecond
+		// before the epoch.
+		micros--
+	}
+	return Instant(micros)
 }
 
 // InstantFromTime converts a wall-clock time to microseconds since the Unix
