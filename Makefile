@@ -1,0 +1,46 @@
+# Runlimit for Go. Run "make help" for the targets.
+
+GO         ?= go
+PKGS       ?= ./...
+BENCHCOUNT ?= 5
+BENCHTIME  ?= 1s
+FUZZTIME   ?= 20s
+STATICCHECK_VERSION ?= v0.8.2
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: ## run the login admission demo on the embedded memory store
+	$(GO) run ./cmd/runlimit demo
+
+.PHONY: test
+test: ## run every test (PostgreSQL tests need a server, see README)
+	$(GO) test -count=1 $(PKGS)
+
+.PHONY: test-race
+test-race: ## run every test under the race detector
+	$(GO) test -count=1 -race $(PKGS)
+
+.PHONY: bench
+bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./domain/... ./adapters/memory/...
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME
+	@set -e; for pkg in ./domain; do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+.PHONY: lint
+lint: ## gofmt, go vet, staticcheck and go mod tidy must be clean
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	$(GO) mod tidy -diff

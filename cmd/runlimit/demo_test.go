@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/domain"
+)
+
+func TestDemoScenarioDecisions(t *testing.T) {
+	t.Parallel()
+
+	clock := memory.NewManualClock()
+	store, err := memory.New(memory.Config{MaxKeys: 1_000, Shards: 4, Clock: clock})
+	require.NoError(t, err)
+	rows, err := playDemo(context.Background(), store, clock.Advance)
+	require.NoError(t, err)
+	require.Len(t, rows, 45)
+
+	for _, r := range rows[:8] {
+		require.Equal(t, domain.Allowed, r.outcome, "attempt %d is within both limits", r.attempt)
+	}
+	require.Equal(t, "32", rows[7].clientLeft, "eight allowed attempts leave 32 of the client's 40")
+	require.Equal(t, "0", rows[7].identityLeft)
+	for _, r := range rows[8:10] {
+		require.Equal(t, domain.Denied, r.outcome, "attempt %d exceeds the identity limit", r.attempt)
+		require.Equal(t, "identity", r.deniedCheck)
+		// The window was anchored at +0s and attempts come one a second.
+		require.Equal(t, strconv.Itoa(60-(r.attempt-1)), r.retrySeconds)
+	}
+	// Denied attempts consumed nothing, so the client still has 32 left.
+	for i, r := range rows[10:42] {
+		require.Equal(t, domain.Allowed, r.outcome, "attempt %d sprays a fresh identity", r.attempt)
+		require.Equal(t, strconv.Itoa(31-i), r.clientLeft)
+	}
+	for _, r := range rows[42:44] {
+		require.Equal(t, domain.Denied, r.outcome, "attempt %d exceeds the client limit", r.attempt)
+		require.Equal(t, "client", r.deniedCheck)
+		require.Equal(t, strconv.Itoa(60-(r.attempt-1)), r.retrySeconds)
+	}
+	last := rows[44]
+	require.Equal(t, 61*time.Second, last.at)
+	require.Equal(t, domain.Allowed, last.outcome, "a minute later both windows have ended")
+	require.Equal(t, "39", last.clientLeft)
+	require.Equal(t, "7", last.identityLeft)
+}
+
+func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{name: "demo prints the table", args: []string{"demo"}, code: 0, stdout: "DENIED BY"},
+		{name: "help", args: []string{"help"}, code: 0, stdout: "Commands:"},
+		{name: "no command", args: nil, code: 2, stderr: "Usage:"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"demo", "--bogus"}, code: 2, stderr: "flag provided but not defined"},
+		{name: "stray argument", args: []string{"demo", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
+		{name: "command help", args: []string{"demo", "--help"}, code: 0, stderr: "Usage: runlimit demo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
+			require.Contains(t, stdout.String(), tt.stdout)
+			require.Contains(t, stderr.String(), tt.stderr)
+		})
+	}
+}
