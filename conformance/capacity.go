@@ -17,6 +17,7 @@ func capacityScenario() scenario {
 	return scenario{name: "capacity", cases: []testCase{
 		{name: "full_store_denies_a_new_key", opts: capacityOptions, run: testFullStoreDenies},
 		{name: "never_evicts_an_active_key", opts: capacityOptions, run: testNeverEvicts},
+		{name: "full_partition_leaves_others_open", opts: capacityOptions, run: testFullPartitionLeavesOthersOpen},
 		{name: "full_store_serves_existing_keys", opts: capacityOptions, run: testFullStoreServesExisting},
 		{name: "expired_key_renews_in_place", opts: capacityOptions, run: testExpiredKeyRenewsInPlace},
 		{name: "new_key_fits_after_expiry", opts: capacityOptions, run: testNewKeyFitsAfterExpiry},
@@ -57,6 +58,29 @@ func testNeverEvicts(t *testing.T, f *fixture) {
 			"%s: admitted key %d of %d must still be exhausted, got %s (its counter was evicted)",
 			g, i, len(r.admitted), describe(d))
 	}
+}
+
+func testFullPartitionLeavesOthersOpen(t *testing.T, f *fixture) {
+	const g = "capacity: a full partition refuses only the new keys it would hold; other partitions keep admitting"
+	if f.parts == 1 {
+		t.Skip("capacity: needs a store with several capacity partitions (Stats.Shards or Instance.Partitions)")
+	}
+	p := f.policy(1, window)
+	r := f.fill(p)
+	f.requireFull(r)
+	admitted := len(r.admitted)
+	for range f.parts * f.opts.Capacity {
+		d := f.decide(f.check(p, f.key()), g)
+		if d.Outcome() == domain.Allowed {
+			f.deny(f.check(p, r.refused), domain.StorageCapacity, g+" (the refused key's partition is still full)")
+			return
+		}
+	}
+	if admitted == f.parts*f.opts.Capacity {
+		t.Skip("capacity: inconclusive, the random keys happened to fill every partition before the first refusal")
+	}
+	require.Fail(t, g, "after one partition filled, %d further new keys were all refused although the store holds %d of %d counters",
+		f.parts*f.opts.Capacity, admitted, f.parts*f.opts.Capacity)
 }
 
 func testFullStoreServesExisting(t *testing.T, f *fixture) {
