@@ -45,10 +45,14 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // admitOne is Admit for a single check: one shard, nothing to sort, no
-// scratch space.
+// scratch space. It is the hot path, so the shard's common cases (nothing
+// expired, the key present) are spelled out inline.
 func (s *Store) admitOne(b *domain.Batch) error {
 	key := b.Key(0)
-	i := s.shardOf(key)
+	i := 0
+	if len(s.shards) > 1 {
+		i = s.shardOf(key)
+	}
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	locked := true
@@ -60,15 +64,23 @@ func (s *Store) admitOne(b *domain.Batch) error {
 			sh.mu.Unlock()
 		}
 	}()
-	if err := s.usable("admit", i); err != nil {
+	if s.closed.Load() || sh.poisoned {
 		locked = false
 		sh.mu.Unlock()
-		return err
+		return s.unusable("admit", i)
 	}
 	now := max(s.sample(), sh.last)
 	sh.last = now
-	sh.removeExpired(now, s.cleanup)
-	slot, o, _ := sh.observe(key, 0)
+	if len(sh.heap) > 0 && sh.heap[0].expires <= now {
+		sh.removeExpired(now, s.cleanup)
+	}
+	var o domain.Observation
+	slot, present := sh.index[key]
+	if present {
+		o.Counter = sh.entries[slot].counter
+	} else {
+		slot, o, _ = sh.observe(key, 0)
+	}
 	b.Observe(0, o)
 	commit, err := b.Evaluate(now)
 	if commit {
@@ -131,12 +143,13 @@ func (s *Store) admitMany(b *domain.Batch, p *plan) error {
 		}
 	}()
 	for _, si := range p.order {
-		s.shards[si].mu.Lock()
+		sh := &s.shards[si]
+		sh.mu.Lock()
 		held++
-		if err := s.usable("admit", si); err != nil {
+		if s.closed.Load() || sh.poisoned {
 			s.unlock(p.order[:held])
 			held = 0
-			return err
+			return s.unusable("admit", si)
 		}
 	}
 

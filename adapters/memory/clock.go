@@ -12,18 +12,13 @@ import (
 //
 // A Clock that moves backwards does not move the store backwards: each shard
 // remembers the latest time it has seen and never goes below it.
+//
+// Without a Clock, a store uses the process's monotonic clock, measured from
+// the moment it was built (time.Since on a time.Time that carries a
+// monotonic reading, which never follows wall-clock steps).
 type Clock interface {
 	Now() time.Duration
 }
-
-// monotonicClock is the default [Clock]: the process's monotonic clock, read
-// as the time since the store was built. time.Since on a time.Time that
-// carries a monotonic reading never follows wall-clock steps.
-type monotonicClock struct {
-	origin time.Time
-}
-
-func (c monotonicClock) Now() time.Duration { return time.Since(c.origin) }
 
 // ManualClock is a [Clock] that moves only when told, for tests and demos.
 // It starts at zero and is safe for concurrent use.

@@ -17,8 +17,11 @@ import (
 // each batch atomically under the locks of the shards it touches. It is safe
 // for concurrent use.
 type Store struct {
-	shards   []shard
+	shards []shard
+	// clock is the configured Clock, or nil for the process's monotonic
+	// clock measured from origin.
 	clock    Clock
+	origin   time.Time
 	maxKeys  int
 	cleanup  int
 	maxBatch int
@@ -46,12 +49,10 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = monotonicClock{origin: time.Now()}
-	}
 	s := &Store{
 		shards:   make([]shard, cfg.Shards),
 		clock:    cfg.Clock,
+		origin:   time.Now(),
 		maxKeys:  cfg.MaxKeys,
 		cleanup:  cfg.CleanupPerCheck,
 		maxBatch: cfg.MaxBatchSize,
@@ -84,21 +85,25 @@ func (s *Store) shardOf(k domain.CounterKey) int {
 }
 
 // sample reads the clock, truncated to whole milliseconds. Callers clamp it
-// per shard.
+// per shard. The default clock is called directly rather than through the
+// interface: this is on every admission's path.
 func (s *Store) sample() domain.Instant {
-	d := s.clock.Now()
+	var d time.Duration
+	if s.clock == nil {
+		d = time.Since(s.origin)
+	} else {
+		d = s.clock.Now()
+	}
 	return domain.InstantOf(d - d%time.Millisecond)
 }
 
-// usable reports why the locked shard i cannot serve op, if it cannot.
-func (s *Store) usable(op string, i int) error {
+// unusable returns why the locked shard i cannot serve op: the store is
+// closed, or else the shard is poisoned.
+func (s *Store) unusable(op string, i int) error {
 	if s.closed.Load() {
 		return &OpError{Op: op, Err: ErrClosed}
 	}
-	if s.shards[i].poisoned {
-		return &PoisonedShardError{Shard: i}
-	}
-	return nil
+	return &PoisonedShardError{Shard: i}
 }
 
 // poison marks the locked shard i after a panic.

@@ -1,0 +1,17 @@
+package memory
+
+import "github.com/runlimit/runlimit/domain"
+
+// ShardOf exposes the shard a key maps to, so external tests can aim keys
+// at shards.
+func (s *Store) ShardOf(k domain.CounterKey) int { return s.shardOf(k) }
+
+// Holds reports whether k has an entry, expired or not, so external tests
+// can see which entries cleanup removed.
+func (s *Store) Holds(k domain.CounterKey) bool {
+	sh := &s.shards[s.shardOf(k)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := sh.lookup(k)
+	return ok
+}

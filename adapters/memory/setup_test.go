@@ -1,0 +1,128 @@
+package memory_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/domain"
+)
+
+// fixture is a store on a manual clock, a limiter over it and a hasher.
+type fixture struct {
+	clock   *memory.ManualClock
+	store   *memory.Store
+	limiter *app.Limiter
+	hasher  domain.KeyHasher
+}
+
+// setup builds a fixture from cfg; cfg.Clock is replaced by a fresh manual
+// clock unless set.
+func setup(t *testing.T, cfg memory.Config) fixture {
+	t.Helper()
+	clock := memory.NewManualClock()
+	if cfg.Clock == nil {
+		cfg.Clock = clock
+	}
+	store, err := memory.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	// The limiter accepts any batch the store might: tests of the store's
+	// own batch bound go around it.
+	limiter, err := app.NewLimiter(store, app.LimiterConfig{MaxBatchSize: 1024})
+	require.NoError(t, err)
+	return fixture{clock: clock, store: store, limiter: limiter, hasher: newHasher(t)}
+}
+
+func newHasher(t testing.TB) domain.KeyHasher {
+	t.Helper()
+	hasher, err := domain.NewKeyHasher(bytes.Repeat([]byte("memory-store-test-secret/"), 2))
+	require.NoError(t, err)
+	return hasher
+}
+
+func policy(limit int64, window time.Duration) domain.Policy {
+	return domain.MustPolicy("test.memory", "subject", limit, window)
+}
+
+// check builds a cost-1 check of subject under p.
+func (f fixture) check(p domain.Policy, subject string) domain.Check {
+	return domain.NewCheck(p, f.hasher.KeyString(p, subject))
+}
+
+// onShard returns n checks of p with distinct subjects that land on shard.
+func (f fixture) onShard(t *testing.T, p domain.Policy, shard, n int) []domain.Check {
+	t.Helper()
+	var out []domain.Check
+	for i := 0; len(out) < n; i++ {
+		require.Less(t, i, 1_000_000, "no subject lands on shard %d", shard)
+		c := f.check(p, fmt.Sprintf("shard-%d-subject-%d", shard, i))
+		if f.store.ShardOf(c.CounterKey()) == shard {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// allow requires c to be allowed and returns its allowance.
+func (f fixture) allow(t *testing.T, c domain.Check) domain.Allowance {
+	t.Helper()
+	d, err := f.limiter.Check(context.Background(), c)
+	require.NoError(t, err)
+	a, ok := d.Allowance()
+	require.True(t, ok, "want allowed, got %v", d.Outcome())
+	return a
+}
+
+// deny requires c to be denied for reason and returns its denial.
+func (f fixture) deny(t *testing.T, c domain.Check, reason domain.DenialReason) domain.Denial {
+	t.Helper()
+	d, err := f.limiter.Check(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, domain.Denied, d.Outcome())
+	den, ok := d.Denial()
+	require.True(t, ok)
+	require.Equal(t, reason, den.Reason())
+	return den
+}
+
+// retry returns a denial's retry time, requiring one.
+func retry(t *testing.T, d domain.Denial) time.Duration {
+	t.Helper()
+	r, ok := d.RetryAfter()
+	require.True(t, ok, "denial has no retry time")
+	return r
+}
+
+// stats returns the store's stats.
+func (f fixture) stats(t *testing.T) memoryStats {
+	t.Helper()
+	st, err := f.store.Stats(context.Background())
+	require.NoError(t, err)
+	return memoryStats{Entries: st.Entries, Headroom: st.Headroom}
+}
+
+// memoryStats is the part of ports.Stats that changes as a store fills.
+type memoryStats struct {
+	Entries  int64
+	Headroom []int64
+}
+
+// resets returns the reset times of an allowed batch, in caller order.
+func resets(t *testing.T, bd domain.BatchDecision) []time.Duration {
+	t.Helper()
+	require.Equal(t, domain.Allowed, bd.Outcome())
+	var out []time.Duration
+	for _, d := range bd.Decisions() {
+		a, ok := d.Allowance()
+		require.True(t, ok)
+		out = append(out, a.ResetAfter)
+	}
+	return out
+}
