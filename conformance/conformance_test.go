@@ -1,7 +1,9 @@
 package conformance_test
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/runlimit/runlimit/conformance"
 	"github.com/runlimit/runlimit/conformance/internal/brokenstores"
@@ -27,4 +29,29 @@ func harness(fault brokenstores.Fault) conformance.NewStoreFunc {
 func TestRunPassesACorrectStore(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, harness(brokenstores.None))
+}
+
+// runningClock stands in for a database clock: besides Advance, it moves
+// forward a little on every reading, as real time passes between requests.
+type runningClock struct {
+	conformance.ManualClock
+	passed atomic.Int64
+}
+
+func (c *runningClock) Now() time.Duration {
+	return c.ManualClock.Now() + time.Duration(c.passed.Add(int64(37*time.Microsecond)))
+}
+
+// TestRunPassesACorrectStoreOnARunningClock checks the suite's inexact path
+// (ExactTime false), the one a database store takes: durations are bounds,
+// and a correct store whose clock keeps running passes.
+func TestRunPassesACorrectStoreOnARunningClock(t *testing.T) {
+	t.Parallel()
+	conformance.Run(t, func(_ testing.TB, opts conformance.Options) conformance.Instance {
+		clock := new(runningClock)
+		return conformance.Instance{
+			Store:   brokenstores.New(brokenstores.None, opts.Capacity, clock.Now),
+			Advance: clock.Advance,
+		}
+	})
 }
