@@ -545,3 +545,152 @@ func TestBatchDecisionsShareMemoryUntilCloned(t *testing.T) {
 	cloned.Decisions()[0] = domain.Decision{}
 	requireAllowed(t, shared.Decisions()[0], 5, 1, 500*time.Millisecond)
 }
+
+// between maps any v onto [lo, hi], so fuzzed inputs always build valid
+// policies and counters.
+func between(v, lo, hi int64) int64 {
+	span := uint64(hi) - uint64(lo) + 1
+	if span == 0 { // the whole int64 range
+		return v
+	}
+	return lo + int64(uint64(v)%span)
+}
+
+// FuzzEvaluate evaluates one check of a random policy against a random valid
+// counter at a random time and checks the window invariants.
+func FuzzEvaluate(f *testing.F) {
+	type seed struct {
+		limit, windowMs, cost, used, start, length, now, earliest int64
+		full, hasEarliest, shadow                                 bool
+	}
+	for _, s := range []seed{
+		{limit: 5, windowMs: 1000, cost: 1, used: 0, now: 1_000_000},
+		{limit: 5, windowMs: 1000, cost: 2, used: 4, start: 0, length: 1_000_000, now: 999_999},
+		{limit: 5, windowMs: 1000, cost: 1, used: 5, start: 0, length: 1_000_000, now: 1_000_000},
+		{limit: 5, windowMs: 1000, cost: 1, used: 5, start: 0, length: 1_000_000, now: -7, shadow: true},
+		{limit: 1, windowMs: 1, cost: 1, used: 0, now: 5, full: true, earliest: 3, hasEarliest: true},
+		{limit: 3, windowMs: 10, cost: 3, used: 2, start: 50, length: 100, now: 60, full: true},
+		{limit: math.MaxInt64, windowMs: int64(domain.MaxWindow / time.Millisecond), cost: math.MaxInt64, used: math.MaxInt64, start: 1 << 61, length: math.MaxInt64, now: 1<<61 + 1},
+		{limit: 7, windowMs: 60_000, cost: 1, used: 0, now: math.MaxInt64},
+		{limit: 7, windowMs: 60_000, cost: 1, used: 0, now: math.MinInt64, full: true, earliest: math.MaxInt64, hasEarliest: true},
+	} {
+		f.Add(s.limit, s.windowMs, s.cost, s.used, s.start, s.length, s.now, s.earliest, s.full, s.hasEarliest, s.shadow)
+	}
+
+	hasher, err := domain.NewKeyHasher(testSecret)
+	require.NoError(f, err)
+	id, err := domain.NewPolicyID("fuzz")
+	require.NoError(f, err)
+	scope, err := domain.NewScopeID("evaluate")
+	require.NoError(f, err)
+
+	f.Fuzz(func(t *testing.T, limit, windowMs, cost, used, start, length, rawNow, earliest int64, full, hasEarliest, shadow bool) {
+		// Stores' clocks stay within ±2^62 µs (146,000 years) of their
+		// epoch; beyond that now+window saturates. Every invariant but the
+		// validity of the persisted state is also checked at the raw time.
+		const realistic = 1 << 62
+		limit = between(limit, 1, domain.MaxLimit)
+		window := time.Duration(between(windowMs, 1, int64(domain.MaxWindow/time.Millisecond))) * time.Millisecond
+		cost = between(cost, 1, limit)
+		var counter domain.Counter
+		if used = between(used, 0, limit); used > 0 {
+			s := domain.Instant(between(start, -realistic, realistic))
+			span := between(length, 1, int64(window/time.Microsecond))
+			counter = domain.Counter{Used: used, Start: s, Expires: s + domain.Instant(span)}
+		}
+		obs := domain.Observation{Counter: counter, Full: full, EarliestExpiry: domain.Instant(earliest), HasEarliestExpiry: hasEarliest}
+		mode := domain.Enforce
+		if shadow {
+			mode = domain.Shadow
+		}
+		p, err := domain.NewPolicy(id, scope, limit, window)
+		require.NoError(t, err)
+		p, err = p.WithMode(mode)
+		require.NoError(t, err)
+		check, err := domain.NewCheckCost(p, hasher.KeyString(p, "subject"), cost)
+		require.NoError(t, err)
+
+		times := []struct {
+			now       domain.Instant
+			realistic bool
+		}{
+			{domain.Instant(between(rawNow, -realistic, realistic)), true},
+			{domain.Instant(rawNow), false},
+		}
+		for _, at := range times {
+			now := at.now
+			b := newBatch(t, check)
+			commit, err := observeAndEvaluate(t, b, now, obs)
+			require.NoError(t, err, "a valid counter is never corrupt")
+			bd, err := b.Decision()
+			require.NoError(t, err)
+			d, ok := bd.Decision(0)
+			require.True(t, ok)
+			require.Equal(t, commit, d.Outcome() == domain.Allowed)
+
+			// Evaluation is a pure function of its inputs: a denial that
+			// is retried at the same time is denied again, identically.
+			again := newBatch(t, check)
+			commitAgain, err := observeAndEvaluate(t, again, now, obs)
+			require.NoError(t, err)
+			require.Equal(t, commit, commitAgain)
+			bdAgain, err := again.Decision()
+			require.NoError(t, err)
+			require.Equal(t, bd.Clone(), bdAgain.Clone())
+
+			active := counter.Active(now)
+			switch d.Outcome() {
+			case domain.Allowed:
+				a, _ := d.Allowance()
+				require.Equal(t, limit, a.Limit)
+				require.GreaterOrEqual(t, a.Remaining, int64(0))
+				require.Less(t, a.Remaining, limit)
+				require.Positive(t, a.ResetAfter)
+				require.LessOrEqual(t, a.ResetAfter, window)
+				next := b.Next(0)
+				require.LessOrEqual(t, next.Used, limit)
+				require.Equal(t, limit-a.Remaining, next.Used)
+				if active {
+					require.Equal(t, domain.Counter{Used: used + cost, Start: counter.Start, Expires: counter.Expires}, next)
+				} else {
+					require.False(t, full && !counter.Present(), "an absent key in a full partition is never allowed")
+					require.Equal(t, cost, next.Used)
+					require.Equal(t, now, next.Start)
+				}
+				if at.realistic {
+					// The persisted state is valid and reads back as active.
+					require.True(t, next.Active(now))
+					require.Equal(t, a.ResetAfter, next.Expires.Sub(max(now, next.Start)))
+					b2 := newBatch(t, check)
+					_, err := observeAndEvaluate(t, b2, now, domain.Observation{Counter: next})
+					require.NoError(t, err)
+				}
+			case domain.Denied, domain.ShadowDenied:
+				require.False(t, commit, "a denial persists nothing")
+				require.Nil(t, bd.Decisions())
+				den, _ := d.Denial()
+				retry, hasRetry := den.RetryAfter()
+				switch den.Reason() {
+				case domain.QuotaExhausted:
+					require.True(t, active)
+					require.Greater(t, cost, limit-used)
+					require.Equal(t, mode == domain.Shadow, d.Outcome() == domain.ShadowDenied)
+					require.True(t, hasRetry)
+					require.Positive(t, retry)
+					require.LessOrEqual(t, retry, window)
+					require.Equal(t, counter.Expires.Sub(max(now, counter.Start)), retry)
+				case domain.StorageCapacity:
+					require.Equal(t, domain.Denied, d.Outcome(), "capacity is never shadowed")
+					require.False(t, counter.Present())
+					require.True(t, full)
+					require.Equal(t, hasEarliest, hasRetry)
+					require.GreaterOrEqual(t, retry, time.Duration(0))
+				default:
+					t.Fatalf("unknown denial reason %v", den.Reason())
+				}
+			default:
+				t.Fatalf("unknown outcome %v", d.Outcome())
+			}
+		}
+	})
+}
