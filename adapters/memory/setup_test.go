@@ -22,12 +22,13 @@ type fixture struct {
 	hasher  domain.KeyHasher
 }
 
-// setup builds a fixture from cfg; cfg.Clock is replaced by a fresh manual
-// clock unless set.
+// setup builds a fixture from cfg. Unless cfg.Clock is set, the store runs
+// on a fresh manual clock, the fixture's clock.
 func setup(t *testing.T, cfg memory.Config) fixture {
 	t.Helper()
-	clock := memory.NewManualClock()
+	var clock *memory.ManualClock
 	if cfg.Clock == nil {
+		clock = memory.NewManualClock()
 		cfg.Clock = clock
 	}
 	store, err := memory.New(cfg)
