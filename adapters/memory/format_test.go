@@ -25,7 +25,7 @@ func keyForms(k domain.CounterKey) []string {
 			strings.ToUpper(hex.EncodeToString(part)),
 			string(part),
 			base64.StdEncoding.EncodeToString(part),
-			strings.Trim(fmt.Sprint(part[:8]), "[]"), // decimal, as %v prints a byte array
+			strings.Trim(fmt.Sprint(part[:8]), "[]"),               // decimal, as %v prints a byte array
 			strings.Trim(fmt.Sprintf("%#v", part[:8]), "[]byte{}"), // 0x.. as %#v prints it
 		)
 	}
