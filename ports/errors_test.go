@@ -1,0 +1,62 @@
+package ports_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// consumer is a store error that knows whether it consumed quota.
+type consumer struct{ consumed bool }
+
+func (e consumer) Error() string              { return "store failed" }
+func (e consumer) MayHaveConsumedQuota() bool { return e.consumed }
+
+// invalidConsumer claims to be invalid input and to have consumed: invalid
+// input never reaches storage, so that claim cannot be true.
+type invalidConsumer struct{}
+
+func (invalidConsumer) Error() string              { return "invalid" }
+func (invalidConsumer) Is(target error) bool       { return target == domain.ErrInvalidInput }
+func (invalidConsumer) MayHaveConsumedQuota() bool { return true }
+
+func TestMayHaveConsumedQuota(t *testing.T) {
+	t.Parallel()
+
+	_, identifierErr := domain.NewPolicyID("")
+	_, batchErr := domain.NewBatch(nil, 0)
+	checkErr := domain.Check{}.Validate()
+
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"invalid input sentinel", domain.ErrInvalidInput, false},
+		{"invalid identifier", identifierErr, false},
+		{"invalid check", checkErr, false},
+		{"invalid batch", batchErr, false},
+		{"wrapped invalid input", fmt.Errorf("limiter: %w", checkErr), false},
+		{"invalid input wins over a consumer's claim", invalidConsumer{}, false},
+		{"store error that did not consume", consumer{consumed: false}, false},
+		{"store error that may have consumed", consumer{consumed: true}, true},
+		{"wrapped store error that did not consume", fmt.Errorf("admit: %w", consumer{consumed: false}), false},
+		{"joined store error that may have consumed", errors.Join(errors.New("commit"), consumer{consumed: true}), true},
+		{"unknown error", errors.New("connection reset"), true},
+		{"context cancelled", context.Canceled, true},
+		{"broken batch protocol", domain.ErrBatchProtocol, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, ports.MayHaveConsumedQuota(tc.err))
+		})
+	}
+}
