@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// Bounds and defaults of a [Config].
+const (
+	// ShardCount is the number of capacity shards. A counter's shard is the
+	// first byte of its fingerprint XOR the first byte of its subject key.
+	ShardCount = 256
+	// DefaultRowsPerShard is [Config.RowsPerShard] when it is zero: 4,096
+	// rows per shard, 1,048,576 counters in all.
+	DefaultRowsPerShard = 4096
+	// MaxRowsPerShard is the database's own hard bound per shard, enforced by
+	// the capacity ledger's CHECK constraint whoever inserts.
+	MaxRowsPerShard = 65536
+	// MaxBatchSizeLimit is the largest [Config.MaxBatchSize]. Every key of a
+	// batch holds an advisory lock in PostgreSQL's shared lock table, sized
+	// by max_locks_per_transaction (64 per connection by default).
+	MaxBatchSizeLimit = 256
+	// DefaultTimeout is [Config.AcquireTimeout] and [Config.OperationTimeout]
+	// when they are zero.
+	DefaultTimeout = 3 * time.Second
+	// MaxTimeout bounds both timeouts.
+	MaxTimeout = 60 * time.Second
+)
+
+// ErrInvalidConfig is matched by every [ConfigError].
+var ErrInvalidConfig = errors.New("runlimit: invalid postgres store config")
+
+// Config tunes a PostgreSQL [Store]. The zero value is the default
+// configuration.
+type Config struct {
+	// RowsPerShard is how many counters each of the 256 capacity shards may
+	// hold, expired ones not yet cleaned up included. A new key whose shard
+	// is full is denied for storage capacity. 1 to 65,536. Default 4,096.
+	RowsPerShard int
+	// MaxBatchSize is the largest batch Admit accepts. 1 to 256. Default 32.
+	MaxBatchSize int
+	// AcquireTimeout bounds the wait for a connection from the pool. At most
+	// 60 s. Default 3 s.
+	AcquireTimeout time.Duration
+	// OperationTimeout is the budget of one operation once it holds a
+	// connection; statement, lock and idle-in-transaction timeouts are set
+	// from what is left of it. At most 60 s. Default 3 s.
+	OperationTimeout time.Duration
+}
+
+// ConfigError reports a [Config] field outside its bounds. It unwraps to
+// [ErrInvalidConfig].
+type ConfigError struct {
+	Field string // the Config field, such as "RowsPerShard"
+	Value any    // the rejected value
+	Want  string // the bound it breaks, such as "1 to 65536"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("runlimit: invalid postgres store config: %s is %v, want %s", e.Field, e.Value, e.Want)
+}
+
+// Unwrap returns [ErrInvalidConfig].
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// withDefaults validates cfg and fills in its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	switch {
+	case cfg.RowsPerShard == 0:
+		cfg.RowsPerShard = DefaultRowsPerShard
+	case cfg.RowsPerShard < 1 || cfg.RowsPerShard > MaxRowsPerShard:
+		return cfg, &ConfigError{Field: "RowsPerShard", Value: cfg.RowsPerShard,
+			Want: fmt.Sprintf("1 to %d (0 means %d)", MaxRowsPerShard, DefaultRowsPerShard)}
+	}
+	switch {
+	case cfg.MaxBatchSize == 0:
+		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
+	case cfg.MaxBatchSize < 1 || cfg.MaxBatchSize > MaxBatchSizeLimit:
+		return cfg, &ConfigError{Field: "MaxBatchSize", Value: cfg.MaxBatchSize,
+			Want: fmt.Sprintf("1 to %d (0 means %d)", MaxBatchSizeLimit, domain.DefaultMaxBatchSize)}
+	}
+	var err error
+	if cfg.AcquireTimeout, err = timeout("AcquireTimeout", cfg.AcquireTimeout); err != nil {
+		return cfg, err
+	}
+	if cfg.OperationTimeout, err = timeout("OperationTimeout", cfg.OperationTimeout); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func timeout(field string, d time.Duration) (time.Duration, error) {
+	switch {
+	case d == 0:
+		return DefaultTimeout, nil
+	case d < 0 || d > MaxTimeout:
+		return 0, &ConfigError{Field: field, Value: d,
+			Want: fmt.Sprintf("more than 0 and at most %v (0 means %v)", MaxTimeout, DefaultTimeout)}
+	}
+	return d, nil
+}

@@ -1,0 +1,144 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// Errors of a PostgreSQL [Store]. Each comes wrapped in a typed error that
+// says whether quota may have been consumed ([CheckError]) or rows removed
+// ([MaintenanceError]).
+var (
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("runlimit: postgres store is closed")
+	// ErrNilPool: New was given no pool.
+	ErrNilPool = errors.New("runlimit: postgres store needs a pool")
+	// ErrTimeout is matched by an error whose operation ran out of time: a
+	// client-side deadline, or a server statement or lock timeout set from
+	// the operation's budget.
+	ErrTimeout = errors.New("runlimit: postgres store operation timed out")
+	// ErrNegativeMax: CleanupExpired was asked to remove a negative number
+	// of rows.
+	ErrNegativeMax = errors.New("runlimit: cleanup maximum is negative")
+	// ErrLedger: the capacity ledger does not have a row for every shard;
+	// the schema is missing or damaged.
+	ErrLedger = errors.New("runlimit: postgres capacity ledger is incomplete")
+	// ErrCommitOutcome: COMMIT answered that the transaction was rolled back.
+	ErrCommitOutcome = errors.New("runlimit: postgres commit rolled back")
+)
+
+// Steps of an admission, as named by [CheckError.Op].
+const (
+	OpAdmit    = "admit"    // before any connection was used: closed store, done context
+	OpAcquire  = "acquire"  // waiting for a pooled connection
+	OpLock     = "lock"     // round trip 1: begin, locks, reads, clock sample
+	OpEvaluate = "evaluate" // the domain rejected the stored state
+	OpWrite    = "write"    // round trip 2, a statement before COMMIT
+	OpCommit   = "commit"   // round trip 2, COMMIT itself or the connection under it
+)
+
+// CheckError reports a failed admission. It always fails closed: the request
+// must not proceed. MayHaveConsumed says whether the batch may nevertheless
+// have been committed: only once COMMIT may have reached the server (a
+// commit error, a commit timeout, a connection lost under it). Callers ask
+// through [github.com/runlimit/runlimit/ports.MayHaveConsumedQuota].
+//
+// The text never contains key bytes; the wrapped error may carry the
+// server's detail fields, which can.
+type CheckError struct {
+	Op              string // the step that failed: OpAdmit, OpAcquire, OpLock, OpEvaluate, OpWrite or OpCommit
+	MayHaveConsumed bool   // the batch may have been committed
+	Timeout         bool   // the step ran out of time; the error matches [ErrTimeout]
+	Err             error
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("runlimit: postgres admission failed at %s (%s%s): %v",
+		e.Op, consumedText(e.MayHaveConsumed), timeoutText(e.Timeout), e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrTimeout] and the step timed out.
+func (e *CheckError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
+
+// MayHaveConsumedQuota reports e.MayHaveConsumed.
+func (e *CheckError) MayHaveConsumedQuota() bool { return e.MayHaveConsumed }
+
+func consumedText(may bool) string {
+	if may {
+		return "quota may have been consumed"
+	}
+	return "no quota consumed"
+}
+
+func timeoutText(timeout bool) string {
+	if timeout {
+		return ", timed out"
+	}
+	return ""
+}
+
+// MaintenanceError reports a failed cleanup or stats read. MayHaveRemoved
+// says whether a cleanup may nevertheless have committed its deletions.
+type MaintenanceError struct {
+	Op             string // "cleanup" or "stats"
+	MayHaveRemoved bool   // a cleanup may have removed rows
+	Timeout        bool   // the operation ran out of time; the error matches [ErrTimeout]
+	Err            error
+}
+
+func (e *MaintenanceError) Error() string {
+	removed := "no rows removed"
+	if e.MayHaveRemoved {
+		removed = "rows may have been removed"
+	}
+	if e.Op != opCleanup {
+		removed = "nothing changed"
+	}
+	return fmt.Sprintf("runlimit: postgres %s failed (%s%s): %v", e.Op, removed, timeoutText(e.Timeout), e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *MaintenanceError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrTimeout] and the operation timed out.
+func (e *MaintenanceError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
+
+// MayHaveRemovedRows reports e.MayHaveRemoved.
+func (e *MaintenanceError) MayHaveRemovedRows() bool { return e.MayHaveRemoved }
+
+// MayHaveConsumedQuota returns false: maintenance never consumes quota.
+func (e *MaintenanceError) MayHaveConsumedQuota() bool { return false }
+
+const (
+	opCleanup = "cleanup"
+	opStats   = "stats"
+)
+
+// ShardOverflowError reports a batch that puts more distinct keys on one
+// capacity shard than [Config.RowsPerShard], so it could never be allowed.
+// It is a structural error found before any connection is used: it unwraps
+// to [domain.ErrInvalidBatch] and matches [domain.ErrInvalidInput].
+type ShardOverflowError struct {
+	Shard    int // the shard, 0 to 255
+	Count    int // distinct keys of the batch on that shard
+	Capacity int // the configured rows per shard
+}
+
+func (e *ShardOverflowError) Error() string {
+	return fmt.Sprintf("runlimit: invalid batch: %d checks fall on postgres capacity shard %d, which holds at most %d rows",
+		e.Count, e.Shard, e.Capacity)
+}
+
+// Unwrap returns [domain.ErrInvalidBatch].
+func (e *ShardOverflowError) Unwrap() error { return domain.ErrInvalidBatch }
+
+// Is reports whether target is [domain.ErrInvalidInput].
+func (e *ShardOverflowError) Is(target error) bool { return target == domain.ErrInvalidInput }
+
+// MayHaveConsumedQuota returns false: the batch never reached the database.
+func (e *ShardOverflowError) MayHaveConsumedQuota() bool { return false }
