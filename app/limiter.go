@@ -48,12 +48,11 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
 	b := l.batches.Get().(*domain.Batch)
 	defer l.batches.Put(b)
+	// A lone check reports its own error rather than a batch error about it.
+	if err := check.Validate(); err != nil {
+		return domain.Decision{}, err
+	}
 	if err := b.Reset([]domain.Check{check}, l.maxBatch); err != nil {
-		// A lone check reports its own error rather than the batch's.
-		var be *domain.BatchError
-		if errors.As(err, &be) && be.Err != nil {
-			return domain.Decision{}, be.Err
-		}
 		return domain.Decision{}, err
 	}
 	bd, err := l.admit(ctx, b)

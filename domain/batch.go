@@ -31,6 +31,10 @@ func (e *CorruptCounterError) Error() string {
 // Unwrap returns [ErrCorruptCounter].
 func (e *CorruptCounterError) Unwrap() error { return ErrCorruptCounter }
 
+// MayHaveConsumedQuota returns false: a store persists nothing for a batch
+// whose evaluation failed.
+func (e *CorruptCounterError) MayHaveConsumedQuota() bool { return false }
+
 type batchPhase uint8
 
 const (

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -31,6 +32,20 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
+// GoString returns the constant's name, so test failures read
+// "domain.Allowed" rather than "0x1".
+func (o Outcome) GoString() string {
+	switch o {
+	case Allowed:
+		return "domain.Allowed"
+	case Denied:
+		return "domain.Denied"
+	case ShadowDenied:
+		return "domain.ShadowDenied"
+	}
+	return "domain.Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
 // DenialReason says why a check was denied.
 type DenialReason uint8
 
@@ -51,6 +66,17 @@ func (r DenialReason) String() string {
 		return "storage-capacity"
 	}
 	return "unknown"
+}
+
+// GoString returns the constant's name.
+func (r DenialReason) GoString() string {
+	switch r {
+	case QuotaExhausted:
+		return "domain.QuotaExhausted"
+	case StorageCapacity:
+		return "domain.StorageCapacity"
+	}
+	return "domain.DenialReason(" + strconv.Itoa(int(r)) + ")"
 }
 
 // Allowance describes an allowed check.

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -147,4 +148,16 @@ func TestBatchDecisionClone(t *testing.T) {
 	clone = allowed.Clone()
 	require.Equal(t, allowed, clone)
 	require.NotSame(t, &allowed.Decisions()[0], &clone.Decisions()[0], "the clone has its own decisions")
+}
+
+func TestEnumsGoStringNameTheirConstants(t *testing.T) {
+	t.Parallel()
+
+	require.Equal(t, "domain.Allowed", fmt.Sprintf("%#v", domain.Allowed))
+	require.Equal(t, "domain.ShadowDenied", fmt.Sprintf("%#v", domain.ShadowDenied))
+	require.Equal(t, "domain.Outcome(9)", fmt.Sprintf("%#v", domain.Outcome(9)))
+	require.Equal(t, "domain.StorageCapacity", fmt.Sprintf("%#v", domain.StorageCapacity))
+	require.Equal(t, "domain.DenialReason(0)", fmt.Sprintf("%#v", domain.DenialReason(0)))
+	require.Equal(t, "domain.Shadow", fmt.Sprintf("%#v", domain.Shadow))
+	require.Equal(t, "domain.Mode(7)", fmt.Sprintf("%#v", domain.Mode(7)))
 }

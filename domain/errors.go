@@ -63,8 +63,7 @@ type PolicyProblem uint8
 
 // Policy problems, in the order they are checked.
 const (
-	PolicyMissingIdentifier PolicyProblem = iota + 1
-	LimitOutOfRange
+	LimitOutOfRange PolicyProblem = iota + 1
 	WindowNotPositive
 	WindowNotWholeMilliseconds
 	WindowTooLarge
@@ -81,8 +80,6 @@ type PolicyError struct {
 
 func (e *PolicyError) Error() string {
 	switch e.Problem {
-	case PolicyMissingIdentifier:
-		return "runlimit: invalid policy: zero policy (use NewPolicy)"
 	case LimitOutOfRange:
 		return fmt.Sprintf("runlimit: invalid policy: limit %d is outside 1..%d", e.Limit, MaxLimit)
 	case WindowNotPositive:

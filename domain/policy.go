@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -37,6 +38,17 @@ func (m Mode) String() string {
 		return "shadow"
 	}
 	return "unknown"
+}
+
+// GoString returns the constant's name.
+func (m Mode) GoString() string {
+	switch m {
+	case Enforce:
+		return "domain.Enforce"
+	case Shadow:
+		return "domain.Shadow"
+	}
+	return "domain.Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // Policy is a validated fixed-window policy: at most Limit units per anchored

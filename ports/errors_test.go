@@ -52,6 +52,7 @@ func TestMayHaveConsumedQuota(t *testing.T) {
 		{"unknown error", errors.New("connection reset"), true},
 		{"context cancelled", context.Canceled, true},
 		{"broken batch protocol", domain.ErrBatchProtocol, true},
+		{"corrupt stored counter, nothing persisted", &domain.CorruptCounterError{Index: 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
