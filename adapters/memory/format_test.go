@@ -47,41 +47,41 @@ func TestPrintedValuesNeverContainKeyBytes(t *testing.T) {
 	// Values are printed as soon as they exist: the store is printed while
 	// it holds entries, before it is closed.
 	var printed []string
-	print := func(values ...any) {
+	record := func(values ...any) {
 		for _, v := range values {
 			for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 				printed = append(printed, fmt.Sprintf("%T "+verb, v, v))
 			}
 		}
 	}
-	print(f.store)
+	record(f.store)
 	_, err := f.limiter.CheckAll(ctx, checks[:4]) // four on a shard of three
 	require.ErrorAs(t, err, new(*memory.ShardOverflowError))
-	print(err)
+	record(err)
 
 	clock.armed.Store(true)
 	require.Panics(t, func() { _, _ = f.limiter.Check(ctx, checks[5]) })
 	clock.armed.Store(false)
 	_, err = f.limiter.Check(ctx, checks[5])
 	require.ErrorAs(t, err, new(*memory.PoisonedShardError))
-	print(err, f.store)
+	record(err, f.store)
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = f.limiter.Check(cancelled, checks[0])
 	require.ErrorAs(t, err, new(*memory.OpError))
-	print(err)
+	record(err)
 
 	st, err := f.store.Stats(ctx)
 	require.NoError(t, err)
-	print(st, memory.Config{MaxKeys: 1, Clock: clock})
+	record(st, memory.Config{MaxKeys: 1, Clock: clock})
 
 	_, err = memory.New(memory.Config{MaxKeys: -1})
-	print(err)
+	record(err)
 	require.NoError(t, f.store.Close())
 	_, err = f.limiter.Check(ctx, checks[0])
 	require.ErrorIs(t, err, memory.ErrClosed)
-	print(err)
+	record(err)
 
 	for _, text := range printed {
 		for _, c := range checks {

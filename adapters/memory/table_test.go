@@ -1,0 +1,168 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// checkTable reports the first broken invariant of t: every indexed key has
+// one slot holding it and one heap node pointing at that slot with its
+// expiry; the heap is ordered; vacant slots are on the free list, cleared.
+func checkTable(t *table) error {
+	if len(t.index) != len(t.heap) {
+		return fmt.Errorf("%d indexed entries, %d heap nodes", len(t.index), len(t.heap))
+	}
+	if len(t.index)+len(t.free) != len(t.entries) {
+		return fmt.Errorf("%d indexed + %d free slots != %d slots", len(t.index), len(t.free), len(t.entries))
+	}
+	for k, slot := range t.index {
+		if slot < 0 || int(slot) >= len(t.entries) {
+			return fmt.Errorf("slot %d out of range", slot)
+		}
+		e := t.entries[slot]
+		if e.key != k {
+			return fmt.Errorf("slot %d holds another key", slot)
+		}
+		if e.heapPos < 0 || int(e.heapPos) >= len(t.heap) || t.heap[e.heapPos].slot != slot {
+			return fmt.Errorf("slot %d has a wrong heap position %d", slot, e.heapPos)
+		}
+		if t.heap[e.heapPos].expires != e.counter.Expires {
+			return fmt.Errorf("slot %d expires at %d, its heap node says %d", slot, e.counter.Expires, t.heap[e.heapPos].expires)
+		}
+	}
+	for i := 1; i < len(t.heap); i++ {
+		if t.heap[(i-1)/2].expires > t.heap[i].expires {
+			return fmt.Errorf("heap node %d expires before its parent", i)
+		}
+	}
+	seen := make(map[int32]bool)
+	for _, slot := range t.free {
+		if seen[slot] || slot < 0 || int(slot) >= len(t.entries) || t.entries[slot] != (entry{}) {
+			return fmt.Errorf("free slot %d is duplicated, out of range or not cleared", slot)
+		}
+		seen[slot] = true
+	}
+	return nil
+}
+
+func testKey(i int) domain.CounterKey {
+	var f domain.Fingerprint
+	f[0], f[1] = byte(i), byte(i>>8)
+	var s [32]byte
+	s[31] = byte(i)
+	return domain.NewCounterKey(f, domain.SubjectKeyFromBytes(s))
+}
+
+func TestTableKeepsItsInvariantsAndRemovesOldestFirst(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 1))
+			tb := newTable(64)
+			want := map[domain.CounterKey]domain.Instant{} // key -> expiry
+			next := 0
+			for step := range 1000 {
+				switch op := rng.IntN(10); {
+				case op < 4 && len(want) < 64:
+					k := testKey(next)
+					next++
+					exp := domain.Instant(rng.IntN(1000) + 1)
+					tb.insert(k, domain.Counter{Used: 1, Start: exp - 1, Expires: exp})
+					want[k] = exp
+				case op < 7 && len(want) > 0:
+					k := testKey(next - 1 - rng.IntN(min(next, 8)))
+					slot, ok := tb.lookup(k)
+					if !ok {
+						continue
+					}
+					exp := want[k] + domain.Instant(rng.IntN(500)) // renewals only move later
+					tb.update(slot, domain.Counter{Used: 2, Start: exp - 1, Expires: exp})
+					want[k] = exp
+					require.Equal(t, slot, must(tb.lookup(k)), "an update keeps the slot")
+				default:
+					now, limit := domain.Instant(rng.IntN(1200)), rng.IntN(5)
+					before := len(want)
+					n := tb.removeExpired(now, limit)
+					require.LessOrEqual(t, n, limit)
+					var removed []domain.Instant
+					for k, exp := range want {
+						if _, ok := tb.lookup(k); !ok {
+							removed = append(removed, exp)
+							delete(want, k)
+						}
+					}
+					require.Len(t, removed, n)
+					require.Equal(t, before-n, len(want))
+					for _, r := range removed {
+						require.LessOrEqual(t, r, now, "only expired entries go")
+						for _, kept := range want {
+							require.LessOrEqual(t, r, kept, "oldest first")
+						}
+					}
+					if n < limit {
+						for _, kept := range want {
+							require.Greater(t, kept, now, "an expired entry stayed within the allowance")
+						}
+					}
+				}
+				require.NoError(t, checkTable(&tb), "step %d", step)
+				require.Len(t, want, tb.len())
+				if exp, ok := tb.earliest(); ok {
+					for _, e := range want {
+						require.LessOrEqual(t, exp, e)
+					}
+				}
+			}
+		})
+	}
+}
+
+func must[T any](v T, ok bool) T {
+	if !ok {
+		panic("must: not ok")
+	}
+	return v
+}
+
+func TestRenewalKeepsTheSlot(t *testing.T) {
+	t.Parallel()
+	clock := NewManualClock()
+	s, err := New(Config{MaxKeys: 3, CleanupPerCheck: 1, Clock: clock})
+	require.NoError(t, err)
+	hasher, err := domain.NewKeyHasher([]byte("renewal-test-secret-of-32-bytes!"))
+	require.NoError(t, err)
+	admit := func(p domain.Policy) domain.Decision {
+		b, err := domain.NewBatch([]domain.Check{domain.NewCheck(p, hasher.KeyString(p, "subject"))}, 1)
+		require.NoError(t, err)
+		require.NoError(t, s.Admit(context.Background(), b))
+		bd, err := b.Decision()
+		require.NoError(t, err)
+		d, ok := bd.Decision(0)
+		require.True(t, ok)
+		return d
+	}
+	older := domain.MustPolicy("renew", "older", 1, time.Second)
+	renewed := domain.MustPolicy("renew", "renewed", 1, 2*time.Second)
+	admit(older)
+	admit(renewed)
+	sh := &s.shards[0]
+	key := domain.NewCounterKey(renewed.Fingerprint(), hasher.KeyString(renewed, "subject"))
+	slot := must(sh.lookup(key))
+
+	clock.Advance(3 * time.Second)
+	require.Equal(t, domain.Allowed, admit(renewed).Outcome())
+	// The allowance of one went to the older entry; the renewed one stayed
+	// in its slot with a new window and a re-sifted heap node.
+	require.Equal(t, 1, sh.len())
+	require.Equal(t, slot, must(sh.lookup(key)))
+	require.Equal(t, domain.Counter{Used: 1, Start: 3_000_000, Expires: 5_000_000}, sh.counter(slot))
+	require.NoError(t, checkTable(&sh.table))
+}
