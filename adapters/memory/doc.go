@@ -1,0 +1,75 @@
+// Package memory is Runlimit's process-local store: sharded, hard-bounded and
+// safe for concurrent use. It implements [ports.Store] and the optional
+// [ports.Cleaner], [ports.StatsReporter] and [ports.Closer].
+//
+// Use it as a per-process quota, or as the coarse first gate in front of a
+// shared PostgreSQL quota, where its hard bound protects request parsing and
+// the database from attacker-controlled key cardinality.
+//
+// # Sizing
+//
+// [Config.MaxKeys] is required: the store never holds more counters than
+// that, expired ones not yet removed included. Storage grows on demand up to
+// the bound, so a generous bound costs nothing until it is used.
+//
+//	store, err := memory.New(memory.Config{MaxKeys: 50_000, Shards: 64})
+//	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
+//
+// # Shards and capacity
+//
+// A store is split into [Config.Shards] partitions (one by default), each
+// with its own lock and a fixed share of MaxKeys: MaxKeys/Shards each, the
+// first MaxKeys%Shards shards one more. A key's shard is fixed by its counter
+// key bytes. More shards mean less lock contention; the price is that a new
+// key whose shard is full is denied with [domain.StorageCapacity] even when
+// other shards have room. Active counters are never evicted to make room:
+// the denial says when the shard's earliest entry expires, the earliest time
+// a retry can succeed.
+//
+// # Cleanup
+//
+// Expired counters keep their slot until removed. Each check first removes
+// up to [Config.CleanupPerCheck] expired entries from its own shard, oldest
+// expiry first, so a store under steady traffic cleans itself with bounded
+// work per check; an expired counter of the key being checked is renewed in
+// place. [Store.CleanupExpired] removes more on demand, for a background
+// maintenance loop.
+//
+// # Time
+//
+// The store reads its [Clock] once per admission, after every lock it needs
+// is held, and truncates the reading to whole milliseconds. Each shard
+// remembers the latest time it has seen and is never evaluated at an earlier
+// one, so a clock that moves backwards cannot refill a quota. The default
+// clock is the process's monotonic clock; tests and demos use a
+// [ManualClock]:
+//
+//	clock := memory.NewManualClock()
+//	store, err := memory.New(memory.Config{MaxKeys: 1_000, Clock: clock})
+//	clock.Advance(time.Minute)
+//
+// # Batches
+//
+// A batch locks the shards of its keys in ascending shard order, so batches
+// naming the same keys in any order cannot deadlock, and stores its counters
+// only if every check is allowed. New keys of a batch take the free slots of
+// their shard in caller order. A batch with more keys on one shard than that
+// shard can ever hold is rejected before any lock with a
+// [*ShardOverflowError], which matches [domain.ErrInvalidInput].
+//
+// # Failures
+//
+// Every error fails closed and consumed nothing:
+// [ports.MayHaveConsumedQuota] answers false for all of them. If a panic
+// strikes while shards are locked (a panicking [Clock], say), those shards
+// are marked poisoned before the panic goes on: their counters may be
+// half-changed, so every later operation touching them fails with a
+// [*PoisonedShardError] naming the shard, while other shards keep working.
+// With the default single shard that is the whole store. Alert on it
+// ([Store.PoisonedShards] suits a readiness check) and recover explicitly
+// with [Store.RecoverPoisoned], which empties only the poisoned shards.
+//
+// [Store.Stats] reports entries, capacity and each shard's free slots.
+// Nothing the store prints or reports (errors, stats, the store itself)
+// contains key bytes.
+package memory
