@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/domain"
@@ -366,12 +368,19 @@ func (a *admission) writeAndCommit(ctx context.Context, conn *pgxpool.Conn, b *d
 	return op, err
 }
 
-// writeResults reads the writes' results and COMMIT's. COMMIT of a
+// writeResults reads the writes' results and COMMIT's. An error is
+// attributed to OpWrite only when the server reported it for a write
+// statement, which proves COMMIT was skipped; any other failure of the round
+// trip (a timeout, a broken connection) is the commit's. COMMIT of a
 // transaction that had failed answers ROLLBACK instead of an error.
 func writeResults(br pgx.BatchResults, writes int) (string, error) {
 	for range writes {
 		if _, err := br.Exec(); err != nil {
-			return OpWrite, err
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) {
+				return OpWrite, err
+			}
+			return OpCommit, err
 		}
 	}
 	tag, err := br.Exec()

@@ -35,8 +35,8 @@ const (
 	OpAcquire  = "acquire"  // waiting for a pooled connection
 	OpLock     = "lock"     // round trip 1: begin, locks, reads, clock sample
 	OpEvaluate = "evaluate" // the domain rejected the stored state
-	OpWrite    = "write"    // round trip 2, a statement before COMMIT
-	OpCommit   = "commit"   // round trip 2, COMMIT itself or the connection under it
+	OpWrite    = "write"    // round trip 2: the server rejected a write, so COMMIT never ran
+	OpCommit   = "commit"   // round trip 2: COMMIT failed, or the round trip's outcome is unknown
 )
 
 // CheckError reports a failed admission. It always fails closed: the request
