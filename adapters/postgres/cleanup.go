@@ -10,18 +10,20 @@ import (
 // the expiry index from its start. The scalar subquery samples the database
 // clock once for the whole statement. Rows locked by an admission are
 // skipped rather than waited for: such a row is being renewed, and a row
-// renewed since the statement's snapshot fails the re-checked expiry
-// condition, so an active row is never deleted. The ledger's delete trigger
-// frees the rows' slots in the same transaction.
-const sqlCleanup = `DELETE FROM runlimit_fixed_windows AS w
-USING (
-    SELECT e.config_fingerprint, e.subject_key
+// renewed after the statement's snapshot is re-read when locked and fails
+// the re-checked expiry condition, so an active row is never deleted. The
+// rows are then deleted by their physical address (a TID scan), which
+// cannot change while this statement holds their locks; a join back on the
+// key would let the planner scan the whole table. The ledger's delete
+// trigger frees the rows' slots in the same transaction.
+const sqlCleanup = `DELETE FROM runlimit_fixed_windows
+WHERE ctid = ANY (ARRAY(
+    SELECT e.ctid
     FROM runlimit_fixed_windows AS e
     WHERE e.window_expires_at <= (SELECT pg_catalog.clock_timestamp())
     ORDER BY e.window_expires_at
     LIMIT $1
-    FOR UPDATE SKIP LOCKED) AS x
-WHERE w.config_fingerprint = x.config_fingerprint AND w.subject_key = x.subject_key`
+    FOR UPDATE SKIP LOCKED))`
 
 // CleanupExpired deletes at most maxRows expired counters and returns how
 // many it deleted, freeing their capacity slots. It never deletes an active

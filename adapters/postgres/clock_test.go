@@ -1,0 +1,105 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+)
+
+// A clock_timestamp() planted ahead of pg_catalog on the search_path, as a
+// hostile role with CREATE on a schema could, changes nothing: every clock
+// call of the store and its triggers is schema-qualified.
+func TestHostileClockOnSearchPathChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	ctx := context.Background()
+	_, err := f.db.Pool.Exec(ctx, `
+		CREATE SCHEMA hostile;
+		CREATE FUNCTION hostile.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+			AS $$ SELECT timestamptz '2001-02-03 04:05:06+00' $$;
+		CREATE FUNCTION hostile.now() RETURNS timestamptz LANGUAGE sql
+			AS $$ SELECT timestamptz '2001-02-03 04:05:06+00' $$;`)
+	require.NoError(t, err)
+	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["search_path"] = "hostile, pg_catalog, public"
+	})
+	// The trap is armed: an unqualified call on this pool reaches it.
+	var trap time.Time
+	require.NoError(t, pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&trap))
+	require.Equal(t, 2001, trap.UTC().Year())
+
+	p := policy(t, "hostile", 2, time.Hour)
+	c := f.check(p, "c")
+	before := f.databaseNow(t)
+	requireAllowed(t, admit(t, store, c))
+	requireAllowed(t, admit(t, store, c))
+	requireDenied(t, admit(t, store, c), 0, domain.QuotaExhausted)
+	after := f.databaseNow(t)
+	got, _ := f.stored(t, c)
+	require.GreaterOrEqual(t, got.Start, before)
+	require.LessOrEqual(t, got.Start, after)
+
+	// Cleanup samples the real clock too (in 2001 nothing has expired), and
+	// the ledger trigger still finds its table.
+	shift(t, f.db.Pool, 2*time.Hour)
+	removed, err := store.CleanupExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, removed)
+	require.Zero(t, f.ledger(t, postgres.ShardOf(c.CounterKey())))
+}
+
+// A check that waited on a lock while its window ended sees the window
+// expired: the store samples the clock only once it holds every lock. The
+// lock holder ends the window at the database's present moment, which is
+// after the waiting admission began, so a clock read before the wait would
+// still see the window active and deny.
+func TestAdmitWaitingOnALockSeesTheTimeAfterIt(t *testing.T) {
+	t.Parallel()
+	for _, lock := range []string{"advisory", "row"} {
+		t.Run(lock, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			app := "waiter-" + lock
+			store, _ := f.newStore(t, postgres.Config{}, named(app))
+			p := policy(t, "waited", 1, time.Hour)
+			c := f.check(p, "c")
+			requireAllowed(t, admit(t, f.store, c))
+
+			tx := f.hold(t)
+			if lock == "advisory" {
+				lockAdvisory(t, tx, c)
+			} else {
+				lockRow(t, tx, c)
+			}
+			results := make(chan result, 1)
+			go func() {
+				d, err := tryAdmit(context.Background(), store, c)
+				results <- result{d, err}
+			}()
+			f.waitForLockWait(t, app)
+			k := c.CounterKey().Bytes()
+			_, err := tx.Exec(context.Background(), `UPDATE runlimit_fixed_windows AS w
+				SET window_started_at = n.t - interval '1 hour', window_expires_at = n.t
+				FROM (SELECT pg_catalog.clock_timestamp() AS t) AS n
+				WHERE w.config_fingerprint = $1 AND w.subject_key = $2`, k[:32], k[32:])
+			require.NoError(t, err)
+			var ended time.Time
+			require.NoError(t, tx.QueryRow(context.Background(), `SELECT window_expires_at FROM runlimit_fixed_windows
+				WHERE config_fingerprint = $1 AND subject_key = $2`, k[:32], k[32:]).Scan(&ended))
+			require.NoError(t, tx.Commit(context.Background()))
+
+			r := <-results
+			require.NoError(t, r.err)
+			requireAllowed(t, r.d)
+			got, _ := f.stored(t, c)
+			require.Equal(t, int64(1), got.Used)
+			require.GreaterOrEqual(t, got.Start, domain.InstantFromTime(ended))
+		})
+	}
+}

@@ -1,0 +1,4 @@
+package postgres
+
+// SQLCleanup is the cleanup statement, for the test that explains its plan.
+const SQLCleanup = sqlCleanup
