@@ -32,6 +32,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return &OpError{Op: "admit", Err: err}
 	}
+	if b == nil {
+		return &OpError{Op: "admit", Err: domain.ErrBatchProtocol}
+	}
 	n := b.Len()
 	if n > s.maxBatch {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}

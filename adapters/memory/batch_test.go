@@ -184,6 +184,9 @@ func TestAdmitRejectsBatchesItCannotRun(t *testing.T) {
 		}
 		err := f.store.Admit(ctx, new(domain.Batch)) // never validated
 		require.ErrorIs(t, err, domain.ErrBatchProtocol)
+		err = f.store.Admit(ctx, nil)
+		require.ErrorIs(t, err, domain.ErrBatchProtocol)
+		require.False(t, ports.MayHaveConsumedQuota(err))
 		// Each key was consumed once, by the first Admit only.
 		d, err := f.limiter.Check(ctx, f.check(p, "protocol"))
 		require.NoError(t, err)

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,25 +89,31 @@ func BenchmarkCheckKeys10k(b *testing.B) {
 func BenchmarkCheckParallel(b *testing.B) {
 	const (
 		shards = 64
-		keys   = 1024 // per goroutine's share of the rotation
+		shares = 64   // key sets, one per goroutine up to 64 goroutines
+		keys   = 1024 // per share
 	)
-	store, limiter := benchLimiter(b, memory.Config{MaxKeys: 1 << 20, Shards: shards})
-	checks := benchChecks(b, 64*keys)
-	next := make(chan []domain.Check, 64)
-	for g := range 64 {
-		next <- checks[g*keys : (g+1)*keys]
-	}
+	// Room for twice the keys: shards fill unevenly.
+	store, limiter := benchLimiter(b, memory.Config{MaxKeys: 2 * shares * keys, Shards: shards})
+	checks := benchChecks(b, shares*keys)
 	ctx := context.Background()
+	// Every key is stored before timing starts, so the benchmark measures
+	// the steady state, not map growth.
+	for _, c := range checks {
+		d, err := limiter.Check(ctx, c)
+		requireAllowed(b, d, err)
+	}
+	st, err := store.Stats(ctx)
+	require.NoError(b, err)
+	require.Equal(b, int64(shares*keys), st.Entries, "the store must hold every benchmark key")
+
+	var share atomic.Int32
 	b.ReportAllocs()
+	b.ResetTimer() // RunParallel, unlike b.Loop, does not leave the setup out
 	b.RunParallel(func(pb *testing.PB) {
 		// Each goroutine takes its own keys; with more goroutines than
 		// shares (GOMAXPROCS above 64), later ones share.
-		var mine []domain.Check
-		select {
-		case mine = <-next:
-		default:
-			mine = checks[:keys]
-		}
+		g := int(share.Add(1)-1) % shares
+		mine := checks[g*keys : (g+1)*keys]
 		i := 0
 		for pb.Next() {
 			d, err := limiter.Check(ctx, mine[i])
@@ -118,10 +125,6 @@ func BenchmarkCheckParallel(b *testing.B) {
 			}
 		}
 	})
-	b.StopTimer()
-	st, err := store.Stats(ctx)
-	require.NoError(b, err)
-	require.Positive(b, st.Entries)
 }
 
 func BenchmarkCheckAllPair(b *testing.B) {

@@ -65,6 +65,9 @@ func (e *ConfigError) Error() string {
 // Unwrap returns [ErrInvalidConfig].
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
+// MayHaveConsumedQuota returns false: no store was built.
+func (e *ConfigError) MayHaveConsumedQuota() bool { return false }
+
 // withDefaults validates cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxKeys < 1 {

@@ -42,6 +42,7 @@ func TestNewRejectsConfigOutOfBounds(t *testing.T) {
 			require.Equal(t, tt.field, ce.Field)
 			require.Equal(t, tt.value, ce.Value)
 			require.Contains(t, err.Error(), tt.field)
+			require.False(t, ports.MayHaveConsumedQuota(err))
 		})
 	}
 }
