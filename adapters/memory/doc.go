@@ -10,7 +10,8 @@
 //
 // [Config.MaxKeys] is required: the store never holds more counters than
 // that, expired ones not yet removed included. Storage grows on demand up to
-// the bound, so a generous bound costs nothing until it is used.
+// the bound, so a generous bound costs nothing until it is used; what a shard
+// has grown to is kept for reuse until [Store.Close].
 //
 //	store, err := memory.New(memory.Config{MaxKeys: 50_000, Shards: 64})
 //	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
