@@ -14,6 +14,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/ports"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -76,7 +77,7 @@ func (f *fixture) checksInShard(t *testing.T, p domain.Policy, shard, n int) []d
 
 // tryAdmit runs one batch and returns its decision; it is safe to call from
 // any goroutine.
-func tryAdmit(ctx context.Context, s *postgres.Store, checks ...domain.Check) (domain.BatchDecision, error) {
+func tryAdmit(ctx context.Context, s ports.Store, checks ...domain.Check) (domain.BatchDecision, error) {
 	b, err := domain.NewBatch(checks, 0)
 	if err != nil {
 		return domain.BatchDecision{}, err
@@ -88,7 +89,7 @@ func tryAdmit(ctx context.Context, s *postgres.Store, checks ...domain.Check) (d
 	return d.Clone(), err
 }
 
-func admit(t *testing.T, s *postgres.Store, checks ...domain.Check) domain.BatchDecision {
+func admit(t *testing.T, s ports.Store, checks ...domain.Check) domain.BatchDecision {
 	t.Helper()
 	d, err := tryAdmit(context.Background(), s, checks...)
 	require.NoError(t, err)
