@@ -19,7 +19,9 @@ type LimiterConfig struct {
 // Limiter validates checks, applies them through a [ports.Store] and returns
 // decisions in caller order. It is safe for concurrent use.
 type Limiter struct {
-	store    ports.Store
+	store ports.Store
+	// single is store's fast path for one check, when it has one.
+	single   ports.CheckAdmitter
 	maxBatch int
 	batches  sync.Pool
 }
@@ -38,6 +40,7 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
 	}
 	l := &Limiter{store: store, maxBatch: cfg.MaxBatchSize}
+	l.single, _ = store.(ports.CheckAdmitter)
 	l.batches.New = func() any { return new(domain.Batch) }
 	return l, nil
 }
@@ -45,22 +48,35 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 // Check applies one check. Over the limit is a decision, not an error; an
 // error means invalid input or a store failure, and the request must not
 // proceed.
+//
+// Check is small enough to inline, so a single check on a store with a
+// single-check path ([ports.CheckAdmitter]) costs one interface call.
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	b := l.batches.Get().(*domain.Batch)
-	defer l.batches.Put(b)
+	if l.single != nil {
+		// The store validates through domain.EvaluateCheck before it reads
+		// or changes any counter.
+		return l.single.AdmitCheck(ctx, check)
+	}
+	return l.checkBatch(ctx, check)
+}
+
+// checkBatch applies one check as a batch of one, for stores without a
+// single-check path.
+func (l *Limiter) checkBatch(ctx context.Context, check domain.Check) (domain.Decision, error) {
 	// A lone check reports its own error rather than a batch error about it.
 	if err := check.Validate(); err != nil {
 		return domain.Decision{}, err
 	}
+	b := l.batches.Get().(*domain.Batch)
+	defer l.batches.Put(b)
 	if err := b.Reset([]domain.Check{check}, l.maxBatch); err != nil {
 		return domain.Decision{}, err
 	}
-	bd, err := l.admit(ctx, b)
-	if err != nil {
+	if err := l.store.Admit(ctx, b); err != nil {
 		return domain.Decision{}, err
 	}
-	d, _ := bd.Decision(0)
-	return d, nil
+	d, _, err := b.DecisionOf(0)
+	return d, err
 }
 
 // CheckAll applies checks as one atomic batch: all are consumed or none is.

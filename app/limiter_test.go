@@ -433,3 +433,61 @@ func TestLimiterConcurrentUse(t *testing.T) {
 	require.Equal(t, 50, allowed, "exactly the limit is admitted on the shared key")
 	require.Equal(t, int64(50), f.store.counter(shared.CounterKey()).Used)
 }
+
+// singleStore adds a single-check path to mapStore and counts its calls.
+type singleStore struct {
+	*mapStore
+	singles int
+}
+
+var _ ports.CheckAdmitter = (*singleStore)(nil)
+
+func (s *singleStore) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.singles++
+	k := c.CounterKey()
+	o := domain.Observation{Counter: s.counters[k]}
+	var next domain.Counter
+	var d domain.Decision
+	commit, err := domain.EvaluateCheck(&c, s.now, &o, &next, &d)
+	if err != nil {
+		return domain.Decision{}, err
+	}
+	if commit {
+		s.counters[k] = next
+	}
+	return d, nil
+}
+
+func TestCheckTakesTheStoresSingleCheckPath(t *testing.T) {
+	t.Parallel()
+
+	f := setup(t)
+	store := &singleStore{mapStore: f.store}
+	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	c := f.check("user@example.test")
+	d, err := limiter.Check(ctx, c)
+	require.NoError(t, err)
+	a, ok := d.Allowance()
+	require.True(t, ok)
+	require.Equal(t, int64(2), a.Remaining)
+	require.Equal(t, 1, store.singles, "a single check must take AdmitCheck")
+	require.Equal(t, 0, store.admitCount(), "a single check must not go through Admit")
+
+	bd, err := limiter.CheckAll(ctx, []domain.Check{c})
+	require.NoError(t, err)
+	a, _ = bd.Decisions()[0].Allowance()
+	require.Equal(t, int64(1), a.Remaining, "both paths share the counter")
+	require.Equal(t, 1, store.admitCount(), "batches always go through Admit")
+
+	// An invalid check is refused by EvaluateCheck with the check's error.
+	_, err = limiter.Check(ctx, domain.Check{})
+	var ce *domain.CheckError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, domain.CheckZeroPolicy, ce.Problem)
+	require.Equal(t, int64(2), store.counter(c.CounterKey()).Used, "a refused check changes nothing")
+}

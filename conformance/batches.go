@@ -20,6 +20,7 @@ func batchesScenario() scenario {
 		{name: "caller_order_of_allowances", run: testCallerOrderOfAllowances},
 		{name: "largest_batch_is_admitted", run: testLargestBatch},
 		{name: "structural_errors_never_touch_the_store", run: testStructuralErrors},
+		{name: "single_check_and_batch_of_one_agree", run: testSingleAndBatchOfOneAgree},
 	}}
 }
 
@@ -160,4 +161,25 @@ func testStructuralErrors(t *testing.T, f *fixture) {
 	require.Zero(t, f.counted.admits.Load(), "%s: the store saw an invalid batch", g)
 	f.allow(f.check(p, a), 1, g+" (nothing was consumed)")
 	f.allow(f.check(p, b), 1, g+" (nothing was consumed)")
+}
+
+// testSingleAndBatchOfOneAgree alternates single checks (which a store with
+// a single-check path, ports.CheckAdmitter, serves there) and batches of one
+// (always through Admit) on one key: both paths must count the same counter.
+func testSingleAndBatchOfOneAgree(t *testing.T, f *fixture) {
+	const g = "batches: a single check and a batch of one share one counter"
+	p := f.policy(4, window)
+	k := f.key()
+	f.allow(f.check(p, k), 3, g)
+	bd := f.admit([]domain.Check{f.check(p, k)}, g)
+	require.Equal(t, domain.Allowed, bd.Outcome(), "%s: got %s", g, describeBatch(bd))
+	a, _ := bd.Decisions()[0].Allowance()
+	require.Equal(t, int64(2), a.Remaining, "%s: the batch of one must see the single check's unit", g)
+	f.allow(f.checkCost(p, k, 2), 0, g+" (the single check must see the batch's unit)")
+	bd = f.admit([]domain.Check{f.check(p, k)}, g)
+	index, den, ok := bd.Denied()
+	require.True(t, ok, "%s: the batch of one must be denied once the single checks exhausted the counter, got %s", g, describeBatch(bd))
+	require.Equal(t, 0, index, g)
+	require.Equal(t, domain.QuotaExhausted.String(), den.Reason().String(), g)
+	f.deny(f.check(p, k), domain.QuotaExhausted, g)
 }

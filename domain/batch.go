@@ -58,14 +58,18 @@ const (
 // through [Batch.Reset] and is not safe for concurrent use.
 type Batch struct {
 	checks    []Check
-	keys      []CounterKey
 	obs       []Observation
 	seen      []bool
 	next      []Counter
 	decisions []Decision
 	phase     batchPhase
 	observed  int
-	result    BatchDecision
+	// The evaluated result. Allowed decisions live in decisions; they are
+	// joined into a BatchDecision only when asked for, which keeps pointer
+	// writes (and their write barriers) off the admission path.
+	outcome Outcome
+	failed  int
+	denied  Decision // the failing check's decision
 }
 
 // NewBatch validates checks as a batch of at most maxSize checks (maxSize < 1
@@ -96,17 +100,15 @@ func (b *Batch) Reset(checks []Check, maxSize int) error {
 		return &BatchError{Problem: BatchTooLarge, Size: n, Max: maxSize}
 	}
 	b.checks = append(b.checks[:0], checks...)
-	b.keys = resize(b.keys, n)
 	for i := range b.checks {
 		c := &b.checks[i]
-		if err := c.Validate(); err != nil {
+		if err := c.validate(); err != nil {
 			return &BatchError{Problem: BatchInvalidCheck, Size: n, Index: i, Err: err}
 		}
 		if c.policy.mode != b.checks[0].policy.mode {
 			return &BatchError{Problem: BatchMixedModes, Size: n, Index: i, First: 0}
 		}
-		b.keys[i] = NewCounterKey(c.policy.fingerprint, c.key)
-		if j := b.indexOf(b.keys[i], i); j >= 0 {
+		if j := b.indexOf(i); i > 0 && j >= 0 {
 			return &BatchError{Problem: BatchDuplicateKey, Size: n, Index: i, First: j}
 		}
 	}
@@ -115,16 +117,18 @@ func (b *Batch) Reset(checks []Check, maxSize int) error {
 	clear(b.seen)
 	b.next = resize(b.next, n)
 	b.observed = 0
-	b.result = BatchDecision{}
+	b.outcome = 0
 	b.phase = phaseObserving
 	return nil
 }
 
-// indexOf returns the index below end whose key equals k, or -1. Batches are
-// small (32 by default), so a linear scan beats hashing and allocates nothing.
-func (b *Batch) indexOf(k CounterKey, end int) int {
-	for j := 0; j < end; j++ {
-		if b.keys[j] == k {
+// indexOf returns the index below i whose key equals key i, or -1. Batches
+// are small (32 by default), so a linear scan beats hashing and allocates
+// nothing.
+func (b *Batch) indexOf(i int) int {
+	k := &b.checks[i].counter
+	for j := range i {
+		if b.checks[j].counter == *k {
 			return j
 		}
 	}
@@ -145,7 +149,7 @@ func (b *Batch) Len() int { return len(b.checks) }
 func (b *Batch) Check(i int) Check { return b.checks[i] }
 
 // Key returns the counter key of check i.
-func (b *Batch) Key(i int) CounterKey { return b.keys[i] }
+func (b *Batch) Key(i int) CounterKey { return b.checks[i].counter }
 
 // Mode returns the quota mode shared by every check.
 func (b *Batch) Mode() Mode { return b.checks[0].policy.mode }
@@ -179,23 +183,35 @@ func (b *Batch) Evaluate(now Instant) (commit bool, err error) {
 	for i := range b.checks {
 		c := &b.checks[i]
 		o := &b.obs[i]
-		if !o.Counter.valid(c.policy) {
+		if !o.Counter.valid(c.policy.def) {
 			b.phase = phaseInvalid
 			return false, &CorruptCounterError{Index: i}
 		}
-		next, d := evaluate(c.policy, c.cost, now, o)
-		if d.outcome != Allowed {
-			if d.denial.reason == QuotaExhausted && c.policy.mode == Shadow {
-				d.outcome = ShadowDenied
-			}
-			b.result = BatchDecision{outcome: d.outcome, index: i, size: len(b.checks), denial: d.denial}
+		d := &b.decisions[i]
+		if !evaluate(c, now, o, &b.next[i], d) {
+			b.outcome, b.failed, b.denied = d.outcome, i, *d
 			return false, nil
 		}
-		b.next[i] = next
-		b.decisions[i] = d
 	}
-	b.result = BatchDecision{outcome: Allowed, size: len(b.checks), decisions: b.decisions}
+	b.outcome = Allowed
 	return true, nil
+}
+
+// DecisionOf returns the decision of check i once evaluated: its allowance
+// when the batch was allowed, its denial when it is the failing check, and
+// ok false for the other checks of a batch that was not allowed. It is
+// [Batch.Decision] followed by [BatchDecision.Decision] without building the
+// batch's result, for callers that check one key.
+func (b *Batch) DecisionOf(i int) (d Decision, ok bool, err error) {
+	switch {
+	case b.phase != phaseEvaluated:
+		return Decision{}, false, ErrBatchProtocol
+	case b.outcome == Allowed:
+		return b.decisions[i], true, nil
+	case i == b.failed:
+		return b.denied, true, nil
+	}
+	return Decision{}, false, nil
 }
 
 // Next returns the state a committing store persists for check i.
@@ -207,13 +223,16 @@ func (b *Batch) Decision() (BatchDecision, error) {
 	if b.phase != phaseEvaluated {
 		return BatchDecision{}, ErrBatchProtocol
 	}
-	return b.result, nil
+	if b.outcome == Allowed {
+		return BatchDecision{outcome: Allowed, size: len(b.checks), decisions: b.decisions}, nil
+	}
+	return BatchDecision{outcome: b.outcome, index: b.failed, size: len(b.checks), denial: b.denied.denialPart()}, nil
 }
 
 // valid reports whether a stored counter can belong to policy p: nothing
 // stored, or a positive count within the limit over a window no longer than
 // the policy's.
-func (c Counter) valid(p Policy) bool {
+func (c *Counter) valid(p *policyDef) bool {
 	if c.Used == 0 {
 		return c.Start == 0 && c.Expires == 0
 	}
@@ -221,33 +240,47 @@ func (c Counter) valid(p Policy) bool {
 		c.Expires.Sub(c.Start) <= p.window
 }
 
-// evaluate applies the anchored fixed-window rule to one counter.
-func evaluate(p Policy, cost int64, now Instant, o *Observation) (Counter, Decision) {
-	c := o.Counter
-	if c.Active(now) {
+// evaluate applies the anchored fixed-window rule to one counter, writing
+// the counter to persist on commit to next and the decision to d, and
+// reports whether the check is allowed. A quota denial under a shadow-mode
+// policy is shadow-denied; a storage-capacity denial never is.
+//
+// It works through pointers because it runs on every admission: passing
+// checks, observations and decisions by value cost several times the rule
+// itself.
+func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision) bool {
+	p := c.policy.def
+	cur := &o.Counter
+	if cur.Active(now) {
 		// Time never runs backwards for a key: a store clock behind the
 		// window's start is read as the start, so no duration below can
 		// exceed the window.
-		if now < c.Start {
-			now = c.Start
+		if now < cur.Start {
+			now = cur.Start
 		}
-		left := c.Expires.Sub(now)
-		if cost > p.limit-c.Used {
-			return c, Decision{outcome: Denied, denial: Denial{reason: QuotaExhausted, retryAfter: left, hasRetry: true}}
+		left := cur.Expires.Sub(now)
+		if c.cost > p.limit-cur.Used {
+			*d = denied(QuotaExhausted, left, true)
+			if c.policy.mode == Shadow {
+				d.outcome = ShadowDenied
+			}
+			return false
 		}
-		used := c.Used + cost
-		return Counter{Used: used, Start: c.Start, Expires: c.Expires},
-			Decision{outcome: Allowed, allowance: Allowance{Limit: p.limit, Remaining: p.limit - used, ResetAfter: left}}
+		used := cur.Used + c.cost
+		*next = Counter{Used: used, Start: cur.Start, Expires: cur.Expires}
+		*d = allowed(p.limit, p.limit-used, left)
+		return true
 	}
-	if !c.Present() && o.Full {
-		d := Denial{reason: StorageCapacity}
+	if !cur.Present() && o.Full {
+		*d = denied(StorageCapacity, 0, false)
 		if o.HasEarliestExpiry {
-			d.retryAfter, d.hasRetry = max(o.EarliestExpiry.Sub(now), 0), true
+			d.after, d.hasRetry = max(o.EarliestExpiry.Sub(now), 0), true
 		}
-		return c, Decision{outcome: Denied, denial: d}
+		return false
 	}
 	// Absent or expired: anchor a new window at now. An expired counter of
 	// this key is renewed in place and needs no new slot.
-	return Counter{Used: cost, Start: now, Expires: now.Add(p.window)},
-		Decision{outcome: Allowed, allowance: Allowance{Limit: p.limit, Remaining: p.limit - cost, ResetAfter: p.window}}
+	*next = Counter{Used: c.cost, Start: now, Expires: now.Add(p.window)}
+	*d = allowed(p.limit, p.limit-c.cost, p.window)
+	return true
 }

@@ -6,20 +6,30 @@ import "fmt"
 // value is invalid; build one with [NewCheck] or [NewCheckCost].
 type Check struct {
 	policy Policy
-	key    SubjectKey
-	cost   int64
+	// counter is the policy's fingerprint joined to the subject key, built
+	// once here rather than on every admission.
+	counter CounterKey
+	keySet  bool
+	cost    int64
 }
 
 // NewCheck builds a check with cost 1.
 func NewCheck(p Policy, key SubjectKey) Check {
-	return Check{policy: p, key: key, cost: 1}
+	c := Check{policy: p, keySet: key.set, cost: 1}
+	if p.def != nil {
+		c.counter.join(&p.def.fingerprint, &key)
+	} else {
+		c.counter.join(&Fingerprint{}, &key)
+	}
+	return c
 }
 
 // NewCheckCost builds a check that consumes cost units, 1 to the policy's
 // limit.
 func NewCheckCost(p Policy, key SubjectKey, cost int64) (Check, error) {
-	c := Check{policy: p, key: key, cost: cost}
-	if err := c.Validate(); err != nil {
+	c := NewCheck(p, key)
+	c.cost = cost
+	if err := c.validate(); err != nil {
 		return Check{}, err
 	}
 	return c, nil
@@ -27,14 +37,16 @@ func NewCheckCost(p Policy, key SubjectKey, cost int64) (Check, error) {
 
 // Validate reports whether c has a policy, a subject key and a cost within
 // 1..limit. Limiters validate every check; stores may rely on it.
-func (c Check) Validate() error {
+func (c Check) Validate() error { return c.validate() }
+
+func (c *Check) validate() error {
 	switch {
 	case c.policy.IsZero():
 		return &CheckError{Problem: CheckZeroPolicy}
-	case c.key.IsZero():
+	case !c.keySet:
 		return &CheckError{Problem: CheckZeroKey}
-	case c.cost < 1 || c.cost > c.policy.limit:
-		return &CheckError{Problem: CostOutOfRange, Cost: c.cost, Limit: c.policy.limit}
+	case c.cost < 1 || c.cost > c.policy.def.limit:
+		return &CheckError{Problem: CostOutOfRange, Cost: c.cost, Limit: c.policy.def.limit}
 	}
 	return nil
 }
@@ -43,18 +55,23 @@ func (c Check) Validate() error {
 func (c Check) Policy() Policy { return c.policy }
 
 // SubjectKey returns the check's subject key.
-func (c Check) SubjectKey() SubjectKey { return c.key }
+func (c Check) SubjectKey() SubjectKey {
+	if !c.keySet {
+		return SubjectKey{}
+	}
+	return c.counter.SubjectKey()
+}
 
 // Cost returns the units the check consumes when allowed.
 func (c Check) Cost() int64 { return c.cost }
 
 // CounterKey returns the key of the counter the check reads and updates.
-func (c Check) CounterKey() CounterKey { return NewCounterKey(c.policy.fingerprint, c.key) }
+func (c Check) CounterKey() CounterKey { return c.counter }
 
 // String describes the check without its subject key.
 func (c Check) String() string {
 	return fmt.Sprintf("Check{policy: %s, scope: %s, cost: %d, key: %s}",
-		c.policy.id.s, c.policy.scope.s, c.cost, redacted)
+		c.policy.ID().s, c.policy.Scope().s, c.cost, redacted)
 }
 
 // GoString is String.

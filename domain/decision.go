@@ -122,10 +122,24 @@ func ceilSeconds(d time.Duration) int64 {
 
 // Decision is the result of one check: exactly one of allowed (with an
 // [Allowance]), denied or shadow-denied (with a [Denial]).
+//
+// It is four words wide: stores return one on every admission, and the
+// allowance's reset time and the denial's retry time share a field.
 type Decision struct {
 	outcome   Outcome
-	allowance Allowance
-	denial    Denial
+	reason    DenialReason
+	hasRetry  bool
+	limit     int64
+	remaining int64
+	after     time.Duration // Allowed: ResetAfter; otherwise RetryAfter
+}
+
+func allowed(limit, remaining int64, resetAfter time.Duration) Decision {
+	return Decision{outcome: Allowed, limit: limit, remaining: remaining, after: resetAfter}
+}
+
+func denied(reason DenialReason, retryAfter time.Duration, hasRetry bool) Decision {
+	return Decision{outcome: Denied, reason: reason, after: retryAfter, hasRetry: hasRetry}
 }
 
 // Outcome returns the kind of decision.
@@ -136,11 +150,23 @@ func (d Decision) Outcome() Outcome { return d.outcome }
 func (d Decision) PermitsRequest() bool { return d.outcome == Allowed || d.outcome == ShadowDenied }
 
 // Allowance returns the allowance of an allowed decision.
-func (d Decision) Allowance() (Allowance, bool) { return d.allowance, d.outcome == Allowed }
+func (d Decision) Allowance() (Allowance, bool) {
+	if d.outcome != Allowed {
+		return Allowance{}, false
+	}
+	return Allowance{Limit: d.limit, Remaining: d.remaining, ResetAfter: d.after}, true
+}
 
 // Denial returns the denial of a denied or shadow-denied decision.
 func (d Decision) Denial() (Denial, bool) {
-	return d.denial, d.outcome == Denied || d.outcome == ShadowDenied
+	if d.outcome != Denied && d.outcome != ShadowDenied {
+		return Denial{}, false
+	}
+	return d.denialPart(), true
+}
+
+func (d Decision) denialPart() Denial {
+	return Denial{reason: d.reason, retryAfter: d.after, hasRetry: d.hasRetry}
 }
 
 // BatchDecision is the result of an atomic batch. When allowed, it holds one
@@ -186,7 +212,7 @@ func (b BatchDecision) Decision(i int) (Decision, bool) {
 	case b.outcome == Allowed && i >= 0 && i < len(b.decisions):
 		return b.decisions[i], true
 	case (b.outcome == Denied || b.outcome == ShadowDenied) && i == b.index:
-		return Decision{outcome: b.outcome, denial: b.denial}, true
+		return Decision{outcome: b.outcome, reason: b.denial.reason, hasRetry: b.denial.hasRetry, after: b.denial.retryAfter}, true
 	}
 	return Decision{}, false
 }

@@ -105,9 +105,9 @@ func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
 	_ = s.innerU.UnmarshalBinary(h.st.inner)
 	b := append(s.buf[:0], subjectKeyDomain...)
 	b = append(b, 0)
-	b = append(b, p.id.s...)
+	b = append(b, p.ID().s...)
 	b = append(b, 0)
-	b = append(b, p.scope.s...)
+	b = append(b, p.Scope().s...)
 	b = append(b, 0)
 	// The subject goes through the scratch buffer rather than straight into
 	// the hash interface, so the caller's bytes never escape to the heap.

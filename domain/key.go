@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/binary"
 	"fmt"
 )
 
@@ -82,9 +83,15 @@ type CounterKey struct {
 // NewCounterKey joins a fingerprint and a subject key.
 func NewCounterKey(f Fingerprint, k SubjectKey) CounterKey {
 	var c CounterKey
+	c.join(&f, &k)
+	return c
+}
+
+// join fills c in place; batches build their keys with it, without
+// temporaries, on every admission.
+func (c *CounterKey) join(f *Fingerprint, k *SubjectKey) {
 	copy(c.b[:32], f[:])
 	copy(c.b[32:], k.masked[:])
-	return c
 }
 
 // Fingerprint returns the first 32 bytes of the key.
@@ -92,6 +99,14 @@ func (c CounterKey) Fingerprint() Fingerprint { return Fingerprint(c.b[:32]) }
 
 // SubjectKey returns the last 32 bytes of the key.
 func (c CounterKey) SubjectKey() SubjectKey { return SubjectKey{masked: [32]byte(c.b[32:]), set: true} }
+
+// Hash64 returns a well-mixed 64-bit digest of the key for in-memory hash
+// tables and shard selection: a word of the fingerprint XOR a word of the
+// subject key, both already uniform. It is stable only within one process
+// (it reads the masked form) and must never be stored or sent.
+func (c *CounterKey) Hash64() uint64 {
+	return binary.LittleEndian.Uint64(c.b[0:8]) ^ binary.LittleEndian.Uint64(c.b[32:40])
+}
 
 // Bytes returns the key bytes for a storage adapter. Never log them.
 func (c CounterKey) Bytes() [CounterKeySize]byte {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -56,11 +57,18 @@ func (m Mode) GoString() string {
 //
 // The zero value is invalid; build one with [NewPolicy].
 type Policy struct {
+	// def is shared by every copy, so a Policy (and a Check holding one)
+	// stays two words wide on the admission path. It is nil in the zero
+	// Policy and never changes after NewPolicy.
+	def  *policyDef
+	mode Mode
+}
+
+type policyDef struct {
 	id          PolicyID
 	scope       ScopeID
 	limit       int64
 	window      time.Duration
-	mode        Mode
 	fingerprint Fingerprint
 }
 
@@ -84,13 +92,13 @@ func NewPolicy(id PolicyID, scope ScopeID, limit int64, window time.Duration) (P
 	case window > MaxWindow:
 		return Policy{}, &PolicyError{Problem: WindowTooLarge, Window: window}
 	}
-	return Policy{
+	return Policy{def: &policyDef{
 		id:          id,
 		scope:       scope,
 		limit:       limit,
 		window:      window,
 		fingerprint: fingerprintOf(id.s, scope.s, limit, window),
-	}, nil
+	}}, nil
 }
 
 // WithMode returns a copy of p in the given mode. The mode is not part of the
@@ -104,25 +112,71 @@ func (p Policy) WithMode(mode Mode) (Policy, error) {
 }
 
 // ID returns the policy identifier.
-func (p Policy) ID() PolicyID { return p.id }
+func (p Policy) ID() PolicyID {
+	if p.def == nil {
+		return PolicyID{}
+	}
+	return p.def.id
+}
 
 // Scope returns the scope identifier.
-func (p Policy) Scope() ScopeID { return p.scope }
+func (p Policy) Scope() ScopeID {
+	if p.def == nil {
+		return ScopeID{}
+	}
+	return p.def.scope
+}
 
 // Limit returns the number of units allowed per window.
-func (p Policy) Limit() int64 { return p.limit }
+func (p Policy) Limit() int64 {
+	if p.def == nil {
+		return 0
+	}
+	return p.def.limit
+}
 
 // Window returns the window length.
-func (p Policy) Window() time.Duration { return p.window }
+func (p Policy) Window() time.Duration {
+	if p.def == nil {
+		return 0
+	}
+	return p.def.window
+}
 
 // Mode returns the quota mode.
 func (p Policy) Mode() Mode { return p.mode }
 
 // Fingerprint returns the SHA-256 fingerprint of the policy's identity.
-func (p Policy) Fingerprint() Fingerprint { return p.fingerprint }
+func (p Policy) Fingerprint() Fingerprint {
+	if p.def == nil {
+		return Fingerprint{}
+	}
+	return p.def.fingerprint
+}
 
 // IsZero reports whether p is the zero value rather than a validated policy.
-func (p Policy) IsZero() bool { return p.limit == 0 }
+func (p Policy) IsZero() bool { return p.def == nil }
+
+// String describes the policy, such as
+// "auth.login/client: 40 per 1m0s (enforce)".
+func (p Policy) String() string {
+	if p.def == nil {
+		return "Policy(zero)"
+	}
+	return fmt.Sprintf("%s/%s: %d per %v (%s)", p.def.id.s, p.def.scope.s, p.def.limit, p.def.window, p.mode)
+}
+
+// GoString is String.
+func (p Policy) GoString() string { return p.String() }
+
+// Equal reports whether p and q are the same policy in the same mode. It
+// compares what the policy means, not where it is stored.
+func (p Policy) Equal(q Policy) bool {
+	if p.def == nil || q.def == nil {
+		return p.def == q.def && p.mode == q.mode
+	}
+	return *p.def == *q.def && p.mode == q.mode
+}
 
 // Fingerprint identifies a policy's counters. It is SHA-256 over
 // "runlimit/fixed-window-policy/v1", 0x00, the policy id, 0x00, the scope id,

@@ -69,3 +69,13 @@ func (s Stats) MinHeadroom() int64 {
 	}
 	return m
 }
+
+// CheckAdmitter is implemented by stores with a faster path for a single
+// check. AdmitCheck must behave exactly as Admit does for a batch holding
+// only check: lock its key, observe it, evaluate with
+// [domain.EvaluateCheck] at the store's clock, and persist the new counter
+// only on commit. Limiters use it for single checks; the conformance suite
+// runs single checks through it and batches through Admit.
+type CheckAdmitter interface {
+	AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error)
+}

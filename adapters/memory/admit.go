@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/runlimit/runlimit/domain"
@@ -47,15 +48,11 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	return s.admitMany(b, p)
 }
 
-// admitOne is Admit for a single check: one shard, nothing to sort, no
-// scratch space. It is the hot path, so the shard's common cases (nothing
-// expired, the key present) are spelled out inline.
+// admitOne is Admit for a batch of one check: one shard, nothing to sort, no
+// scratch space.
 func (s *Store) admitOne(b *domain.Batch) error {
 	key := b.Key(0)
-	i := 0
-	if len(s.shards) > 1 {
-		i = s.shardOf(key)
-	}
+	i := s.shardOf(key)
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	locked := true
@@ -72,18 +69,9 @@ func (s *Store) admitOne(b *domain.Batch) error {
 		sh.mu.Unlock()
 		return s.unusable("admit", i)
 	}
-	now := max(s.sample(), sh.last)
-	sh.last = now
-	if len(sh.heap) > 0 && sh.heap[0].expires <= now {
-		sh.removeExpired(now, s.cleanup)
-	}
+	now := s.nowOn(sh)
 	var o domain.Observation
-	slot, present := sh.index[key]
-	if present {
-		o.Counter = sh.entries[slot].counter
-	} else {
-		slot, o, _ = sh.observe(key, 0)
-	}
+	slot := sh.observeOne(&key, now, s.cleanup, &o)
 	b.Observe(0, o)
 	commit, err := b.Evaluate(now)
 	if commit {
@@ -95,6 +83,77 @@ func (s *Store) admitOne(b *domain.Batch) error {
 		return &OpError{Op: "admit", Err: err}
 	}
 	return nil
+}
+
+// AdmitCheck applies a single check, exactly as Admit applies a batch of
+// one, without a [domain.Batch]: it is the path [app.Limiter.Check] takes,
+// and the one the single-check benchmarks measure.
+func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Decision{}, &OpError{Op: "admit", Err: err}
+	}
+	key := c.CounterKey()
+	i := s.shardOf(key)
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	locked := true
+	defer func() {
+		// As in admitOne: a panic poisons the shard and goes on.
+		if locked {
+			s.poison(i)
+			sh.mu.Unlock()
+		}
+	}()
+	if s.closed.Load() || sh.poisoned {
+		locked = false
+		sh.mu.Unlock()
+		return domain.Decision{}, s.unusable("admit", i)
+	}
+	now := s.nowOn(sh)
+	var (
+		o    domain.Observation
+		next domain.Counter
+		d    domain.Decision
+	)
+	slot := sh.observeOne(&key, now, s.cleanup, &o)
+	commit, err := domain.EvaluateCheck(&c, now, &o, &next, &d)
+	if commit {
+		sh.store(key, slot, next)
+	}
+	locked = false
+	sh.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, domain.ErrInvalidInput) {
+			return domain.Decision{}, err
+		}
+		return domain.Decision{}, &OpError{Op: "admit", Err: err}
+	}
+	return d, nil
+}
+
+// nowOn samples the clock for the locked shard sh: truncated to whole
+// milliseconds and never earlier than the latest time sh has seen.
+func (s *Store) nowOn(sh *shard) domain.Instant {
+	now := max(s.sample(), sh.last)
+	sh.last = now
+	return now
+}
+
+// observeOne prepares the locked shard for a single check on k at now: it
+// spends the cleanup allowance on expired entries, oldest first, then reads
+// k into o and returns its slot (-1 when absent). The common cases (nothing
+// expired, k present) stay inline.
+func (sh *shard) observeOne(k *domain.CounterKey, now domain.Instant, cleanup int, o *domain.Observation) int32 {
+	if len(sh.heap) > 0 && sh.heap[0].expires <= now {
+		sh.removeExpired(now, cleanup)
+	}
+	if slot, present := sh.lookup(k); present {
+		o.Counter = sh.entries[slot].counter
+		return slot
+	}
+	slot, obs, _ := sh.observe(*k, 0)
+	*o = obs
+	return slot
 }
 
 // plan is the scratch space of a multi-check admission, recycled through

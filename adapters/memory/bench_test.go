@@ -63,6 +63,19 @@ func BenchmarkCheckHotKey(b *testing.B) {
 	}
 }
 
+// BenchmarkStoreHotKey is BenchmarkCheckHotKey without the limiter: the
+// store's own share of a check.
+func BenchmarkStoreHotKey(b *testing.B) {
+	store, _ := benchLimiter(b, memory.Config{MaxKeys: 1})
+	check := benchChecks(b, 1)[0]
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := store.AdmitCheck(ctx, check)
+		requireAllowed(b, d, err)
+	}
+}
+
 func BenchmarkCheckKeys10k(b *testing.B) {
 	const keys = 10_000
 	store, limiter := benchLimiter(b, memory.Config{MaxKeys: keys})

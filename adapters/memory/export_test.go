@@ -12,6 +12,6 @@ func (s *Store) Holds(k domain.CounterKey) bool {
 	sh := &s.shards[s.shardOf(k)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	_, ok := sh.lookup(k)
+	_, ok := sh.lookup(&k)
 	return ok
 }

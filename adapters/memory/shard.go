@@ -44,7 +44,7 @@ func newShardState(capacity int) shardState {
 // slot (-1 when absent), what to report to the batch, and whether k claims a
 // free slot.
 func (sh *shard) observe(k domain.CounterKey, pending int) (int32, domain.Observation, bool) {
-	if slot, ok := sh.lookup(k); ok {
+	if slot, ok := sh.lookup(&k); ok {
 		// Present, even if expired: an expired entry is renewed in place
 		// and needs no new slot.
 		return slot, domain.Observation{Counter: sh.counter(slot)}, false

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -41,6 +40,7 @@ var (
 	_ ports.Cleaner       = (*Store)(nil)
 	_ ports.StatsReporter = (*Store)(nil)
 	_ ports.Closer        = (*Store)(nil)
+	_ ports.CheckAdmitter = (*Store)(nil)
 )
 
 // New builds a store. It returns a [*ConfigError] when cfg is out of bounds.
@@ -71,16 +71,14 @@ func New(cfg Config) (*Store, error) {
 
 // shardOf maps a counter key to its shard. Counter keys are a SHA-256
 // fingerprint followed by an HMAC subject key, so their bytes are already
-// uniform: mixing one word of each half spreads both the subjects of one
-// policy and the policies of one subject. The multiply-high maps the word
-// onto the shard count without a division.
+// uniform: the key's digest mixes one word of each half, spreading both the
+// subjects of one policy and the policies of one subject. The multiply-high
+// maps the digest onto the shard count without a division.
 func (s *Store) shardOf(k domain.CounterKey) int {
 	if len(s.shards) == 1 {
 		return 0
 	}
-	b := k.Bytes()
-	h := binary.LittleEndian.Uint64(b[0:8]) ^ binary.LittleEndian.Uint64(b[32:40])
-	hi, _ := bits.Mul64(h, uint64(len(s.shards)))
+	hi, _ := bits.Mul64(k.Hash64(), uint64(len(s.shards)))
 	return int(hi)
 }
 

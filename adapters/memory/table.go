@@ -8,7 +8,9 @@ import "github.com/runlimit/runlimit/domain"
 const maxIndexHint = 1024
 
 // table is one shard's storage, built without pointers that the garbage
-// collector would have to follow: a map from counter key to a slot number,
+// collector would have to follow: a map from a key's 64-bit digest to a slot
+// number (with an overflow map for the rare key whose digest another stored
+// key already holds),
 // the slots themselves, a free list of vacated slots, and a min-heap of
 // (expiry, slot) pairs that finds the oldest expiry for cleanup. Every
 // stored entry is in both the index and the heap; each entry remembers its
@@ -16,11 +18,18 @@ const maxIndexHint = 1024
 //
 // A table does not enforce capacity and does no locking: its shard does.
 type table struct {
-	index   map[domain.CounterKey]int32 // created on the first insert
-	entries []entry                     // grows on demand, never beyond the shard's capacity
-	free    []int32                     // vacated slots, reused before entries grows
-	heap    []heapNode                  // min-heap by expiry
-	hint    int                         // initial size of index
+	// index maps CounterKey.Hash64 to a slot: hashing and comparing 8 bytes
+	// instead of 64 is most of the cost of a lookup. Each hit is confirmed
+	// against the full key stored in the slot.
+	index map[uint64]int32 // created on the first insert
+	// overflow holds the keys whose digest was already indexed for another
+	// key when they were inserted. Digests are uniform, so it is almost
+	// always nil, and a key is in index or in overflow, never both.
+	overflow map[domain.CounterKey]int32
+	entries  []entry    // grows on demand, never beyond the shard's capacity
+	free     []int32    // vacated slots, reused before entries grows
+	heap     []heapNode // min-heap by expiry
+	hint     int        // initial size of index
 }
 
 // entry is one stored counter. The key is kept so that cleanup, which finds
@@ -43,12 +52,30 @@ func newTable(capacity int) table {
 }
 
 // len returns the number of stored entries, expired ones included.
-func (t *table) len() int { return len(t.index) }
+func (t *table) len() int { return len(t.index) + len(t.overflow) }
 
 // lookup returns the slot of k.
-func (t *table) lookup(k domain.CounterKey) (int32, bool) {
-	slot, ok := t.index[k]
-	return slot, ok
+func (t *table) lookup(k *domain.CounterKey) (int32, bool) {
+	if slot, ok := t.index[k.Hash64()]; ok && t.entries[slot].key == *k {
+		return slot, true
+	}
+	if len(t.overflow) > 0 {
+		slot, ok := t.overflow[*k]
+		return slot, ok
+	}
+	return -1, false
+}
+
+// indexed reports whether digest h is in the index.
+func (t *table) indexed(h uint64) bool {
+	_, ok := t.index[h]
+	return ok
+}
+
+// indexedAt reports whether digest h is in the index, for slot.
+func (t *table) indexedAt(h uint64, slot int32) bool {
+	s, ok := t.index[h]
+	return ok && s == slot
 }
 
 // counter returns the counter stored in slot.
@@ -58,7 +85,7 @@ func (t *table) counter(slot int32) domain.Counter { return t.entries[slot].coun
 // free slot and that k is absent.
 func (t *table) insert(k domain.CounterKey, c domain.Counter) {
 	if t.index == nil {
-		t.index = make(map[domain.CounterKey]int32, t.hint)
+		t.index = make(map[uint64]int32, t.hint)
 	}
 	var slot int32
 	if n := len(t.free); n > 0 {
@@ -70,7 +97,14 @@ func (t *table) insert(k domain.CounterKey, c domain.Counter) {
 	}
 	pos := len(t.heap)
 	t.entries[slot] = entry{key: k, counter: c, heapPos: int32(pos)}
-	t.index[k] = slot
+	if h := k.Hash64(); !t.indexed(h) {
+		t.index[h] = slot
+	} else {
+		if t.overflow == nil {
+			t.overflow = make(map[domain.CounterKey]int32)
+		}
+		t.overflow[k] = slot
+	}
 	t.heap = append(t.heap, heapNode{expires: c.Expires, slot: slot})
 	t.up(pos)
 }
@@ -104,7 +138,11 @@ func (t *table) removeExpired(now domain.Instant, limit int) int {
 	for n < limit && len(t.heap) > 0 && t.heap[0].expires <= now {
 		slot := t.popMin()
 		e := &t.entries[slot]
-		delete(t.index, e.key)
+		if h := e.key.Hash64(); t.indexedAt(h, slot) {
+			delete(t.index, h)
+		} else {
+			delete(t.overflow, e.key)
+		}
 		*e = entry{} // leave no key bytes behind in a vacant slot
 		t.free = append(t.free, slot)
 		n++

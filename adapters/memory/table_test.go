@@ -16,16 +16,32 @@ import (
 // one slot holding it and one heap node pointing at that slot with its
 // expiry; the heap is ordered; vacant slots are on the free list, cleared.
 func checkTable(t *table) error {
-	if len(t.index) != len(t.heap) {
-		return fmt.Errorf("%d indexed entries, %d heap nodes", len(t.index), len(t.heap))
+	if t.len() != len(t.heap) {
+		return fmt.Errorf("%d indexed entries, %d heap nodes", t.len(), len(t.heap))
 	}
-	if len(t.index)+len(t.free) != len(t.entries) {
-		return fmt.Errorf("%d indexed + %d free slots != %d slots", len(t.index), len(t.free), len(t.entries))
+	if t.len()+len(t.free) != len(t.entries) {
+		return fmt.Errorf("%d indexed + %d free slots != %d slots", t.len(), len(t.free), len(t.entries))
 	}
-	for k, slot := range t.index {
+	slots := make(map[int32]domain.CounterKey, t.len())
+	for h, slot := range t.index {
 		if slot < 0 || int(slot) >= len(t.entries) {
 			return fmt.Errorf("slot %d out of range", slot)
 		}
+		if k := t.entries[slot].key; k.Hash64() != h {
+			return fmt.Errorf("slot %d is indexed under another key's digest", slot)
+		}
+		slots[slot] = t.entries[slot].key
+	}
+	for k, slot := range t.overflow {
+		if slot < 0 || int(slot) >= len(t.entries) {
+			return fmt.Errorf("overflow slot %d out of range", slot)
+		}
+		if _, dup := slots[slot]; dup {
+			return fmt.Errorf("slot %d is both indexed and in overflow", slot)
+		}
+		slots[slot] = k
+	}
+	for slot, k := range slots {
 		e := t.entries[slot]
 		if e.key != k {
 			return fmt.Errorf("slot %d holds another key", slot)
@@ -79,14 +95,14 @@ func TestTableKeepsItsInvariantsAndRemovesOldestFirst(t *testing.T) {
 					want[k] = exp
 				case op < 7 && len(want) > 0:
 					k := testKey(next - 1 - rng.IntN(min(next, 8)))
-					slot, ok := tb.lookup(k)
+					slot, ok := tb.lookup(&k)
 					if !ok {
 						continue
 					}
 					exp := want[k] + domain.Instant(rng.IntN(500)) // renewals only move later
 					tb.update(slot, domain.Counter{Used: 2, Start: exp - 1, Expires: exp})
 					want[k] = exp
-					require.Equal(t, slot, must(tb.lookup(k)), "an update keeps the slot")
+					require.Equal(t, slot, must(tb.lookup(&k)), "an update keeps the slot")
 				default:
 					now, limit := domain.Instant(rng.IntN(1200)), rng.IntN(5)
 					before := len(want)
@@ -94,7 +110,7 @@ func TestTableKeepsItsInvariantsAndRemovesOldestFirst(t *testing.T) {
 					require.LessOrEqual(t, n, limit)
 					var removed []domain.Instant
 					for k, exp := range want {
-						if _, ok := tb.lookup(k); !ok {
+						if _, ok := tb.lookup(&k); !ok {
 							removed = append(removed, exp)
 							delete(want, k)
 						}
@@ -155,14 +171,64 @@ func TestRenewalKeepsTheSlot(t *testing.T) {
 	admit(renewed)
 	sh := &s.shards[0]
 	key := domain.NewCounterKey(renewed.Fingerprint(), hasher.KeyString(renewed, "subject"))
-	slot := must(sh.lookup(key))
+	slot := must(sh.lookup(&key))
 
 	clock.Advance(3 * time.Second)
 	require.Equal(t, domain.Allowed, admit(renewed).Outcome())
 	// The allowance of one went to the older entry; the renewed one stayed
 	// in its slot with a new window and a re-sifted heap node.
 	require.Equal(t, 1, sh.len())
-	require.Equal(t, slot, must(sh.lookup(key)))
+	require.Equal(t, slot, must(sh.lookup(&key)))
 	require.Equal(t, domain.Counter{Used: 1, Start: 3_000_000, Expires: 5_000_000}, sh.counter(slot))
 	require.NoError(t, checkTable(&sh.table))
+}
+
+// collidingKeys returns two distinct counter keys with the same digest, as
+// no pair of real HMAC keys will ever have in practice: flipping the same
+// bits in the first word of the fingerprint and of the subject key leaves
+// their XOR unchanged.
+func collidingKeys() (domain.CounterKey, domain.CounterKey) {
+	var f1, f2 domain.Fingerprint
+	var s1, s2 [32]byte
+	for i := range f1 {
+		f1[i], s1[i] = byte(i), byte(3*i+1)
+	}
+	f2, s2 = f1, s1
+	f2[0] ^= 0x5a
+	s2[0] ^= 0x5a
+	return domain.NewCounterKey(f1, domain.SubjectKeyFromBytes(s1)), domain.NewCounterKey(f2, domain.SubjectKeyFromBytes(s2))
+}
+
+func TestTableDigestCollisionsKeepKeysApart(t *testing.T) {
+	t.Parallel()
+
+	a, b := collidingKeys()
+	require.NotEqual(t, a, b)
+	require.Equal(t, a.Hash64(), b.Hash64(), "the fixture must collide")
+
+	tb := newTable(4)
+	tb.insert(a, domain.Counter{Used: 1, Start: 0, Expires: 10})
+	_, ok := tb.lookup(&b)
+	require.False(t, ok, "a key must not be found through another key's digest")
+	tb.insert(b, domain.Counter{Used: 2, Start: 0, Expires: 20})
+	require.NoError(t, checkTable(&tb))
+	require.Equal(t, 2, tb.len())
+	require.Equal(t, int64(1), tb.counter(must(tb.lookup(&a))).Used)
+	require.Equal(t, int64(2), tb.counter(must(tb.lookup(&b))).Used)
+
+	// a, the indexed one, expires first: b must stay reachable through the
+	// overflow map once a's digest leaves the index.
+	require.Equal(t, 1, tb.removeExpired(10, 8))
+	require.NoError(t, checkTable(&tb))
+	_, ok = tb.lookup(&a)
+	require.False(t, ok)
+	require.Equal(t, int64(2), tb.counter(must(tb.lookup(&b))).Used)
+
+	// A re-inserted a takes the free digest again.
+	tb.insert(a, domain.Counter{Used: 3, Start: 10, Expires: 30})
+	require.NoError(t, checkTable(&tb))
+	require.Equal(t, int64(3), tb.counter(must(tb.lookup(&a))).Used)
+	require.Equal(t, 2, tb.removeExpired(30, 8))
+	require.NoError(t, checkTable(&tb))
+	require.Equal(t, 0, tb.len())
 }
