@@ -40,6 +40,8 @@ type model struct {
 	keys     [modelKeys]domain.CounterKey
 	counters [modelKeys]modelCounter
 	last     []domain.Instant
+	// single alternates single checks between Admit and AdmitCheck.
+	single bool
 }
 
 func newModel(t *testing.T, maxKeys, shards, cleanup int) *model {
@@ -74,9 +76,20 @@ func (m *model) admit(idx []int, costs []int64) {
 		require.NoError(t, err)
 		checks[n] = c
 	}
-	b, err := domain.NewBatch(checks, 4)
-	require.NoError(t, err)
-	err = m.store.Admit(context.Background(), b)
+	// Single checks alternate between the batch path (Admit) and the
+	// single-check path (AdmitCheck): both must follow the model.
+	var got admission
+	m.single = !m.single
+	var b *domain.Batch
+	if len(checks) == 1 && m.single {
+		var d domain.Decision
+		d, err = m.store.AdmitCheck(context.Background(), checks[0])
+		got = singleAdmission{d}
+	} else {
+		b, err = domain.NewBatch(checks, 4)
+		require.NoError(t, err)
+		err = m.store.Admit(context.Background(), b)
+	}
 
 	// Structural: more keys on a shard than it holds.
 	perShard := map[int]int{}
@@ -91,8 +104,11 @@ func (m *model) admit(idx []int, costs []int64) {
 		}
 	}
 	require.NoError(t, err)
-	got, err := b.Decision()
-	require.NoError(t, err)
+	if b != nil {
+		bd, err := b.Decision()
+		require.NoError(t, err)
+		got = bd
+	}
 
 	now := m.clockInstant()
 	for s := range perShard {
@@ -139,7 +155,32 @@ func (m *model) admit(idx []int, costs []int64) {
 	}
 }
 
-func (m *model) requireDenied(got domain.BatchDecision, index int, reason domain.DenialReason, retry time.Duration, hasRetry bool) {
+// admission is what the model reads of a store's answer: a BatchDecision, or
+// a single decision through singleAdmission.
+type admission interface {
+	Outcome() domain.Outcome
+	Denied() (int, domain.Denial, bool)
+	Decisions() []domain.Decision
+}
+
+// singleAdmission reads a single check's decision as a batch of one.
+type singleAdmission struct{ d domain.Decision }
+
+func (a singleAdmission) Outcome() domain.Outcome { return a.d.Outcome() }
+
+func (a singleAdmission) Denied() (int, domain.Denial, bool) {
+	den, ok := a.d.Denial()
+	return 0, den, ok
+}
+
+func (a singleAdmission) Decisions() []domain.Decision {
+	if a.d.Outcome() != domain.Allowed {
+		return nil
+	}
+	return []domain.Decision{a.d}
+}
+
+func (m *model) requireDenied(got admission, index int, reason domain.DenialReason, retry time.Duration, hasRetry bool) {
 	t := m.t
 	i, d, ok := got.Denied()
 	require.True(t, ok, "want a denial at %d", index)
