@@ -78,9 +78,12 @@ func (m *model) admit(idx []int, costs []int64) {
 	}
 	// Single checks alternate between the batch path (Admit) and the
 	// single-check path (AdmitCheck): both must follow the model.
-	var got admission
+	var (
+		got admission
+		b   *domain.Batch
+		err error
+	)
 	m.single = !m.single
-	var b *domain.Batch
 	if len(checks) == 1 && m.single {
 		var d domain.Decision
 		d, err = m.store.AdmitCheck(context.Background(), checks[0])
