@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/domain"
@@ -16,58 +17,94 @@ import (
 
 // The admission protocol. Round trip 1 sends, pipelined:
 //
-//	BEGIN; timeouts; advisory locks; row locks and reads; ledger locks and
-//	reads; clock sample
+//	BEGIN; settings and advisory locks; row locks, ledger locks and the
+//	clock sample
 //
 // and round trip 2 sends the writes and COMMIT, or ROLLBACK when the batch
 // is denied. Every statement works on arrays, so the number of statements
-// does not grow with the batch. Names of functions are schema-qualified so
-// that no search_path can substitute them; the clock above all.
+// does not grow with the batch, and each costs the server about as much as
+// the next: round trip 1 is as few statements as the lock order allows.
+// Names of functions are schema-qualified so that no search_path can
+// substitute them; the clock above all.
 const (
-	// sqlAdvisoryLocks serialises every admission of a key, including the
-	// ones that find it absent and would create it: row locks cannot do
-	// that, there is no row yet. Ids arrive sorted and de-duplicated; the
-	// ORDER BY keeps the locking order ascending whatever the client sends
-	// (PostgreSQL evaluates a volatile select list after the sort).
-	sqlAdvisoryLocks = `SELECT pg_catalog.pg_advisory_xact_lock(l.id)
-FROM pg_catalog.unnest($1::bigint[]) AS l(id)
+	// sqlLock applies the transaction's settings, then serialises every
+	// admission of the batch's keys, including the ones that find a key
+	// absent and would create it: row locks cannot do that, there is no row
+	// yet.
+	//
+	// The settings are an uncorrelated subquery, which PostgreSQL runs once
+	// as a one-time filter before the scan, so they hold before the first
+	// lock is requested: lock_timeout bounds these waits, and the timeouts
+	// and generic plans hold for every later statement. Ids arrive sorted
+	// and de-duplicated; the ORDER BY keeps the locking order ascending
+	// whatever the client sends (a volatile select list is evaluated after
+	// the sort).
+	//
+	// Generic plans: pgx prepares each statement once per connection, but
+	// PostgreSQL would otherwise re-plan the array statements on every
+	// execution, because a generic plan's guess of 10 elements per array
+	// looks costlier than a custom plan for the array at hand, although both
+	// are the same nested loop over the primary key. Planning was most of
+	// the cost of round trip 1. A generic plan cannot know how many shards
+	// the ledger lookup wants either, and would scan all 256 ledger rows
+	// rather than probe their primary key; sequential scans are off for the
+	// transaction (every statement of it has an index to use).
+	sqlLock = `SELECT pg_catalog.pg_advisory_xact_lock(l.id)
+FROM pg_catalog.unnest($2::bigint[]) AS l(id)
+` + sqlSettings + `
 ORDER BY l.id`
 
-	// sqlLockRows reads and locks the batch's stored counters in ascending
-	// counter-key order (the sort runs below the row locking). It runs after
-	// the advisory locks in a statement of its own: under read committed its
-	// snapshot is taken only now, so it sees every row committed by the
-	// admissions it waited for.
-	sqlLockRows = `SELECT k.i, w.used, w.window_started_at, w.window_expires_at
-FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]))
-     WITH ORDINALITY AS k(fp, sk, i)
-JOIN runlimit_fixed_windows AS w
-  ON w.config_fingerprint = k.fp AND w.subject_key = k.sk
-ORDER BY w.config_fingerprint, w.subject_key
-FOR UPDATE OF w`
+	// sqlSettings is the one-time filter of sqlLock and sqlLockOne.
+	sqlSettings = `WHERE (SELECT pg_catalog.set_config('statement_timeout', $1, true) IS NOT NULL
+          AND pg_catalog.set_config('lock_timeout', $1, true) IS NOT NULL
+          AND pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true) IS NOT NULL
+          AND pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL
+          AND pg_catalog.set_config('enable_seqscan', 'off', true) IS NOT NULL)`
 
-	// sqlLockLedger locks, in ascending shard order, the ledger rows of the
-	// shards that would receive a new row: those of the batch's keys that
-	// have no row. Keys with a row need no slot, and their admissions must
-	// not queue on a ledger row shared with up to 65,535 other counters.
-	// The row locks and advisory locks already held make "has no row" the
-	// same answer the previous statement saw.
-	sqlLockLedger = `SELECT c.shard, c.rows
-FROM runlimit_capacity_shards AS c
-WHERE c.shard IN (
-    SELECT k.shard
-    FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]),
-                    pg_catalog.unnest($3::smallint[])) AS k(fp, sk, shard)
-    WHERE NOT EXISTS (
-        SELECT FROM runlimit_fixed_windows AS w
-        WHERE w.config_fingerprint = k.fp AND w.subject_key = k.sk))
-ORDER BY c.shard
-FOR UPDATE OF c`
-
-	// sqlClock is the store's one time sample, taken once every lock is
-	// held: a check that waited for a lock is evaluated at the time it got
-	// it, never at the time it asked.
-	sqlClock = `SELECT pg_catalog.clock_timestamp()`
+	// sqlRead takes the remaining locks and the clock sample in one
+	// statement, in the protocol's order. It runs after the advisory locks,
+	// in a statement of its own: under read committed its snapshot is taken
+	// only now, so it sees every row committed by the admissions it waited
+	// for.
+	//
+	// PostgreSQL runs the branches of a UNION ALL one after the other, and
+	// runs a materialised CTE when a branch first reads it:
+	//
+	//  1. locked: the batch's stored counters, read and locked in ascending
+	//     counter-key order (the sort runs below the row locking). A row
+	//     updated while we waited is re-read in its latest version.
+	//  2. ledger: the capacity-ledger rows of the shards that would receive
+	//     a new row (keys absent from locked), locked in ascending shard
+	//     order. Keys with a row need no slot, and their admissions must not
+	//     queue on a ledger row shared with thousands of other counters.
+	//  3. the one clock sample, taken once every lock is held: a check that
+	//     waited for a lock is judged at the time it got it, never at the
+	//     time it asked.
+	//
+	// Rows come back tagged by part: 0 (i = check index from 1), 1 (i =
+	// shard, used = rows in the shard) and 2 (started = the clock).
+	sqlRead = `WITH locked AS MATERIALIZED (
+    SELECT k.i, w.used, w.window_started_at, w.window_expires_at
+    FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]))
+         WITH ORDINALITY AS k(fp, sk, i)
+    JOIN runlimit_fixed_windows AS w
+      ON w.config_fingerprint = k.fp AND w.subject_key = k.sk
+    ORDER BY w.config_fingerprint, w.subject_key
+    FOR UPDATE OF w),
+ledger AS MATERIALIZED (
+    SELECT c.shard, c.rows
+    FROM runlimit_capacity_shards AS c
+    WHERE c.shard = ANY (ARRAY(
+        SELECT n.shard
+        FROM pg_catalog.unnest($3::smallint[]) WITH ORDINALITY AS n(shard, i)
+        WHERE NOT EXISTS (SELECT FROM locked WHERE locked.i = n.i)))
+    ORDER BY c.shard
+    FOR UPDATE OF c)
+SELECT 0::smallint, i, used, window_started_at, window_expires_at FROM locked
+UNION ALL
+SELECT 1::smallint, shard::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
+UNION ALL
+SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
 
 	// sqlUpdate writes the counters that have a row. Their rows are locked,
 	// so every one of them is still there.
@@ -88,6 +125,40 @@ SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::te
                          pg_catalog.unnest($3::bytea[]), pg_catalog.unnest($4::bytea[]),
                          pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::timestamptz[]),
                          pg_catalog.unnest($7::bigint[]))`
+)
+
+// The same statements for a batch of one check, the common case, with
+// scalar parameters: the same locks in the same order and the same answers,
+// without array encoding, and with plans the server runs faster.
+const (
+	sqlLockOne = `SELECT pg_catalog.pg_advisory_xact_lock($2)
+` + sqlSettings
+
+	// sqlReadOne is sqlRead for one key; its ledger branch reads the shard
+	// only when the key has no row (a one-time filter on locked).
+	sqlReadOne = `WITH locked AS MATERIALIZED (
+    SELECT w.used, w.window_started_at, w.window_expires_at
+    FROM runlimit_fixed_windows AS w
+    WHERE w.config_fingerprint = $1 AND w.subject_key = $2
+    FOR UPDATE),
+ledger AS MATERIALIZED (
+    SELECT c.rows
+    FROM runlimit_capacity_shards AS c
+    WHERE c.shard = $3 AND NOT EXISTS (SELECT FROM locked)
+    FOR UPDATE)
+SELECT 0::smallint, 1::bigint, used, window_started_at, window_expires_at FROM locked
+UNION ALL
+SELECT 1::smallint, $3::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
+UNION ALL
+SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
+
+	sqlUpdateOne = `UPDATE runlimit_fixed_windows
+SET used = $3, window_started_at = $4, window_expires_at = $5
+WHERE config_fingerprint = $1 AND subject_key = $2`
+
+	sqlInsertOne = `INSERT INTO runlimit_fixed_windows
+    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
 )
 
 // Admit applies batch atomically under the protocol of [domain.Batch]:
@@ -224,11 +295,13 @@ func (a *admission) lockAndRead(ctx context.Context, conn *pgxpool.Conn) (domain
 	q := &a.read
 	q.QueuedQueries = q.QueuedQueries[:0]
 	q.Queue(sqlBegin)
-	q.Queue(sqlTimeouts, serverTimeout(ctx))
-	q.Queue(sqlAdvisoryLocks, a.lockIDs)
-	q.Queue(sqlLockRows, a.fps, a.sks)
-	q.Queue(sqlLockLedger, a.fps, a.sks, a.shards)
-	q.Queue(sqlClock)
+	if len(a.fps) == 1 {
+		q.Queue(sqlLockOne, serverTimeout(ctx), a.lockIDs[0])
+		q.Queue(sqlReadOne, a.fps[0], a.sks[0], a.shards[0])
+	} else {
+		q.Queue(sqlLock, serverTimeout(ctx), a.lockIDs)
+		q.Queue(sqlRead, a.fps, a.sks, a.shards)
+	}
 	br := conn.SendBatch(ctx, q)
 	now, err := a.readResults(br)
 	if cerr := br.Close(); err == nil {
@@ -237,8 +310,15 @@ func (a *admission) lockAndRead(ctx context.Context, conn *pgxpool.Conn) (domain
 	return now, err
 }
 
+// Parts of sqlRead's answer.
+const (
+	partCounter = 0
+	partLedger  = 1
+	partClock   = 2
+)
+
 func (a *admission) readResults(br pgx.BatchResults) (domain.Instant, error) {
-	for range 3 { // BEGIN, timeouts, advisory locks
+	for range 2 { // BEGIN, settings and advisory locks
 		if _, err := br.Exec(); err != nil {
 			return 0, err
 		}
@@ -247,51 +327,44 @@ func (a *admission) readResults(br pgx.BatchResults) (domain.Instant, error) {
 	if err != nil {
 		return 0, err
 	}
-	for rows.Next() {
-		var (
-			i              int64
-			used           int64
-			start, expires time.Time
-		)
-		if err := rows.Scan(&i, &used, &start, &expires); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		if i < 1 || int(i) > len(a.present) {
-			rows.Close()
-			return 0, fmt.Errorf("runlimit: row lock returned check %d of %d", i, len(a.present))
-		}
-		a.present[i-1] = true
-		a.counters[i-1] = domain.Counter{
-			Used:    used,
-			Start:   domain.InstantFromTime(start),
-			Expires: domain.InstantFromTime(expires),
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	rows, err = br.Query()
-	if err != nil {
-		return 0, err
-	}
+	defer rows.Close()
 	a.ledger = a.ledger[:0]
+	var (
+		now     domain.Instant
+		sampled bool
+		part    int16
+		i, used int64
+		start   pgtype.Timestamptz
+		expires pgtype.Timestamptz
+	)
 	for rows.Next() {
-		var r ledgerRow
-		if err := rows.Scan(&r.shard, &r.rows); err != nil {
-			rows.Close()
+		if err := rows.Scan(&part, &i, &used, &start, &expires); err != nil {
 			return 0, err
 		}
-		a.ledger = append(a.ledger, r)
+		switch part {
+		case partCounter:
+			if i < 1 || int(i) > len(a.present) || !start.Valid || !expires.Valid {
+				return 0, fmt.Errorf("runlimit: row lock returned check %d of %d", i, len(a.present))
+			}
+			a.present[i-1] = true
+			a.counters[i-1] = domain.Counter{
+				Used:    used,
+				Start:   domain.InstantFromTime(start.Time),
+				Expires: domain.InstantFromTime(expires.Time),
+			}
+		case partLedger:
+			a.ledger = append(a.ledger, ledgerRow{shard: int16(i), rows: used})
+		case partClock:
+			now, sampled = domain.InstantFromTime(start.Time), start.Valid
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	var now time.Time
-	if err := br.QueryRow().Scan(&now); err != nil {
-		return 0, err
+	if !sampled {
+		return 0, errors.New("runlimit: the read returned no clock sample")
 	}
-	return domain.InstantFromTime(now), nil
+	return now, nil
 }
 
 // observe reports what round trip 1 read. A key without a row finds its
@@ -352,11 +425,19 @@ func (a *admission) writeAndCommit(ctx context.Context, conn *pgxpool.Conn, b *d
 
 	q := &a.write
 	q.QueuedQueries = q.QueuedQueries[:0]
-	if len(a.upFps) > 0 {
-		q.Queue(sqlUpdate, a.upFps, a.upSks, a.upUsed, a.upStart, a.upExpire)
-	}
-	if len(a.inFps) > 0 {
-		q.Queue(sqlInsert, a.inPolicy, a.inScope, a.inFps, a.inSks, a.inStart, a.inExpire, a.inUsed)
+	if len(a.present) == 1 {
+		if a.present[0] {
+			q.Queue(sqlUpdateOne, a.upFps[0], a.upSks[0], a.upUsed[0], a.upStart[0], a.upExpire[0])
+		} else {
+			q.Queue(sqlInsertOne, a.inPolicy[0], a.inScope[0], a.inFps[0], a.inSks[0], a.inStart[0], a.inExpire[0], a.inUsed[0])
+		}
+	} else {
+		if len(a.upFps) > 0 {
+			q.Queue(sqlUpdate, a.upFps, a.upSks, a.upUsed, a.upStart, a.upExpire)
+		}
+		if len(a.inFps) > 0 {
+			q.Queue(sqlInsert, a.inPolicy, a.inScope, a.inFps, a.inSks, a.inStart, a.inExpire, a.inUsed)
+		}
 	}
 	q.Queue(sqlCommit)
 	br := conn.SendBatch(ctx, q)

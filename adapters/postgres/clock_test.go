@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,18 +41,24 @@ func TestHostileClockOnSearchPathChangesNothing(t *testing.T) {
 	requireAllowed(t, admit(t, store, c))
 	requireAllowed(t, admit(t, store, c))
 	requireDenied(t, admit(t, store, c), 0, domain.QuotaExhausted)
+	batch := []domain.Check{f.check(p, "d"), f.check(p, "e")}
+	requireAllowed(t, admit(t, store, batch...))
 	after := f.databaseNow(t)
-	got, _ := f.stored(t, c)
-	require.GreaterOrEqual(t, got.Start, before)
-	require.LessOrEqual(t, got.Start, after)
+	for _, c := range append(batch, c) {
+		got, _ := f.stored(t, c)
+		require.GreaterOrEqual(t, got.Start, before)
+		require.LessOrEqual(t, got.Start, after)
+	}
 
 	// Cleanup samples the real clock too (in 2001 nothing has expired), and
 	// the ledger trigger still finds its table.
 	shift(t, f.db.Pool, 2*time.Hour)
 	removed, err := store.CleanupExpired(ctx, 10)
 	require.NoError(t, err)
-	require.Equal(t, 1, removed)
-	require.Zero(t, f.ledger(t, postgres.ShardOf(c.CounterKey())))
+	require.Equal(t, 3, removed)
+	for _, c := range append(batch, c) {
+		require.Zero(t, f.ledger(t, postgres.ShardOf(c.CounterKey())))
+	}
 }
 
 // A check that waited on a lock while its window ended sees the window
@@ -61,15 +68,28 @@ func TestHostileClockOnSearchPathChangesNothing(t *testing.T) {
 // still see the window active and deny.
 func TestAdmitWaitingOnALockSeesTheTimeAfterIt(t *testing.T) {
 	t.Parallel()
-	for _, lock := range []string{"advisory", "row"} {
-		t.Run(lock, func(t *testing.T) {
+	// A lone check and a batch take different statements; both must wait.
+	for _, tc := range []struct {
+		lock  string
+		batch bool
+	}{{"advisory", false}, {"row", false}, {"advisory", true}, {"row", true}} {
+		name := tc.lock
+		if tc.batch {
+			name += "/batch"
+		}
+		lock := tc.lock
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, postgres.Config{})
-			app := "waiter-" + lock
+			app := "waiter-" + strings.ReplaceAll(name, "/", "-")
 			store, _ := f.newStore(t, postgres.Config{}, named(app))
 			p := policy(t, "waited", 1, time.Hour)
 			c := f.check(p, "c")
 			requireAllowed(t, admit(t, f.store, c))
+			checks := []domain.Check{c}
+			if tc.batch {
+				checks = append(checks, f.check(p, "fresh"))
+			}
 
 			tx := f.hold(t)
 			if lock == "advisory" {
@@ -79,7 +99,7 @@ func TestAdmitWaitingOnALockSeesTheTimeAfterIt(t *testing.T) {
 			}
 			results := make(chan result, 1)
 			go func() {
-				d, err := tryAdmit(context.Background(), store, c)
+				d, err := tryAdmit(context.Background(), store, checks...)
 				results <- result{d, err}
 			}()
 			f.waitForLockWait(t, app)

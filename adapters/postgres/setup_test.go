@@ -26,7 +26,7 @@ type fixture struct {
 	hasher domain.KeyHasher
 }
 
-func setup(t *testing.T, cfg postgres.Config) *fixture {
+func setup(t testing.TB, cfg postgres.Config) *fixture {
 	t.Helper()
 	db := pgtest.New(t)
 	store, err := postgres.New(db.Pool, cfg)
@@ -46,7 +46,7 @@ func (f *fixture) newStore(t *testing.T, cfg postgres.Config, configure func(*pg
 	return store, pool
 }
 
-func policy(t *testing.T, id string, limit int64, window time.Duration) domain.Policy {
+func policy(t testing.TB, id string, limit int64, window time.Duration) domain.Policy {
 	t.Helper()
 	pid, err := domain.NewPolicyID(id)
 	require.NoError(t, err)

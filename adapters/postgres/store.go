@@ -129,9 +129,9 @@ const (
 	sqlBegin    = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	sqlCommit   = "COMMIT"
 	sqlRollback = "ROLLBACK"
-	// sqlTimeouts bounds every statement, lock wait and idle gap of the
-	// transaction by the operation's budget; a replica that dies between
-	// round trips cannot hold its locks for longer.
+	// sqlTimeouts bounds every statement, lock wait and idle gap of a
+	// cleanup transaction by the operation's budget (admissions set the
+	// same in sqlLock).
 	sqlTimeouts = `SELECT pg_catalog.set_config('statement_timeout', $1, true),
        pg_catalog.set_config('lock_timeout', $1, true),
        pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true)`
