@@ -1,0 +1,88 @@
+// Command pgload measures Runlimit's PostgreSQL store against two baselines
+// on the same server, side by side in one run: single-check admissions per
+// second and p50/p99 latency at several counts of concurrent callers, each
+// caller on keys of its own.
+//
+//   - naive: one INSERT ... ON CONFLICT DO UPDATE ... RETURNING per check,
+//     the application's clock, no batches, no capacity bound;
+//   - stepwise: the store's protocol (advisory lock, row lock, ledger read,
+//     database clock, write, commit) with each statement its own round trip;
+//   - store: postgres.Store behind app.Limiter, two pipelined round trips.
+//
+// It works in a database of its own, created on the server and dropped at
+// the end, and prints a markdown table.
+//
+//	go run ./cmd/pgload -database-url postgres://postgres@127.0.0.1:5432/postgres
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	cfg := config{}
+	flag.StringVar(&cfg.url, "database-url", defaultURL(),
+		"server to measure on (a role that may CREATE DATABASE); default $RUNLIMIT_POSTGRES_TEST_DATABASE_URL or the local server")
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured time per limiter and caller count")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "turns each limiter takes, interleaved with the others, within -duration")
+	callers := flag.String("callers", "1,8,32", "comma-separated counts of concurrent callers")
+	flag.IntVar(&cfg.keysPerCaller, "keys-per-caller", 64, "distinct keys each caller cycles through")
+	limiters := flag.String("limiters", "naive,stepwise,store", "comma-separated limiters to measure")
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to `file`")
+	flag.Parse()
+	for _, s := range strings.Split(*limiters, ",") {
+		s = strings.TrimSpace(s)
+		if s != "naive" && s != "stepwise" && s != "store" {
+			fmt.Fprintf(os.Stderr, "pgload: -limiters: unknown limiter %q\n", s)
+			os.Exit(2)
+		}
+		cfg.limiters = append(cfg.limiters, s)
+	}
+	for _, s := range strings.Split(*callers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "pgload: -callers: %q is not a positive count\n", s)
+			os.Exit(2)
+		}
+		cfg.callers = append(cfg.callers, n)
+	}
+	if cfg.keysPerCaller < 1 || cfg.duration <= 0 || cfg.rounds < 1 {
+		fmt.Fprintln(os.Stderr, "pgload: -keys-per-caller, -duration and -rounds must be positive")
+		os.Exit(2)
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgload:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "pgload:", err)
+			os.Exit(1)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, cfg, os.Stdout)
+	stop()
+	pprof.StopCPUProfile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pgload:", err)
+		os.Exit(1)
+	}
+}
+
+func defaultURL() string {
+	if u := os.Getenv("RUNLIMIT_POSTGRES_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
