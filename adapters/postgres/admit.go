@@ -242,7 +242,7 @@ func (a *admission) prepare(b *domain.Batch, rowsPerShard int) error {
 		copy(a.keys[off:], kb[:])
 		a.fps[i] = a.keys[off : off+32 : off+32]
 		a.sks[i] = a.keys[off+32 : off+64 : off+64]
-		a.shards[i] = int16(kb[0] ^ kb[32])
+		a.shards[i] = int16(ShardOf(k))
 		a.lockIDs[i] = AdvisoryLockID(k)
 		a.present[i] = false
 		a.counters[i] = domain.Counter{}
