@@ -31,7 +31,7 @@ bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME
-	@set -e; for pkg in ./domain; do \
+	@set -e; for pkg in ./domain ./adapters/memory; do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$target"; \
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
@@ -44,3 +44,4 @@ lint: ## gofmt, go vet, staticcheck and go mod tidy must be clean
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 	$(GO) mod tidy -diff
+	cd benchmarks && $(GO) vet ./... && $(GO) mod tidy -diff
