@@ -40,54 +40,17 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if n > s.maxBatch {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}
 	}
-	if n == 1 {
-		return s.admitOne(b)
-	}
+	// Single checks from app.Limiter take AdmitCheck; a batch of one is
+	// rare enough to share the general path.
 	p := s.plans.Get().(*plan)
 	defer s.plans.Put(p)
 	return s.admitMany(b, p)
 }
 
-// admitOne is Admit for a batch of one check: one shard, nothing to sort, no
-// scratch space.
-func (s *Store) admitOne(b *domain.Batch) error {
-	key := b.Key(0)
-	i := s.shardOf(key)
-	sh := &s.shards[i]
-	sh.mu.Lock()
-	locked := true
-	defer func() {
-		// Still locked here means a panic is unwinding: the shard may be
-		// half-changed, so it fails closed from now on. The panic goes on.
-		if locked {
-			s.poison(i)
-			sh.mu.Unlock()
-		}
-	}()
-	if s.closed.Load() || sh.poisoned {
-		locked = false
-		sh.mu.Unlock()
-		return s.unusable("admit", i)
-	}
-	now := s.nowOn(sh)
-	var o domain.Observation
-	slot := sh.observeOne(&key, now, s.cleanup, &o)
-	b.Observe(0, o)
-	commit, err := b.Evaluate(now)
-	if commit {
-		sh.store(key, slot, b.Next(0))
-	}
-	locked = false
-	sh.mu.Unlock()
-	if err != nil {
-		return &OpError{Op: "admit", Err: err}
-	}
-	return nil
-}
-
 // AdmitCheck applies a single check, exactly as Admit applies a batch of
-// one, without a [domain.Batch]: it is the path [app.Limiter.Check] takes,
-// and the one the single-check benchmarks measure.
+// one, without a [domain.Batch] ([ports.CheckAdmitter]): it is the path
+// app.Limiter's Check takes, and the one the single-check benchmarks
+// measure.
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Decision{}, &OpError{Op: "admit", Err: err}
@@ -98,7 +61,8 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	sh.mu.Lock()
 	locked := true
 	defer func() {
-		// As in admitOne: a panic poisons the shard and goes on.
+		// Still locked here means a panic is unwinding: the shard may be
+		// half-changed, so it fails closed from now on. The panic goes on.
 		if locked {
 			s.poison(i)
 			sh.mu.Unlock()
