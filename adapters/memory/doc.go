@@ -1,5 +1,6 @@
 // Package memory is Runlimit's process-local store: sharded, hard-bounded and
 // safe for concurrent use. It implements [ports.Store] and the optional
+// [ports.CheckAdmitter] (the single-check path app.Limiter takes),
 // [ports.Cleaner], [ports.StatsReporter] and [ports.Closer].
 //
 // Use it as a per-process quota, or as the coarse first gate in front of a
@@ -48,6 +49,11 @@
 //	clock := memory.NewManualClock()
 //	store, err := memory.New(memory.Config{MaxKeys: 1_000, Clock: clock})
 //	clock.Advance(time.Minute)
+//
+// Reading the monotonic clock is about a quarter of a single check's cost.
+// Services that can accept readings up to a millisecond (plus scheduling
+// delay) behind can use a [CoarseClock], advanced by a goroutine and read
+// from memory; see its documentation for what the lag means for windows.
 //
 // # Batches
 //
