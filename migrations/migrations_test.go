@@ -74,6 +74,7 @@ var wantSchema = schema{
 	Functions: []string{
 		"runlimit_capacity_count_deleted", "runlimit_capacity_count_inserted",
 		"runlimit_capacity_count_truncated", "runlimit_forbid_key_update",
+		"runlimit_lock_counter",
 	},
 	Triggers: []string{
 		"runlimit_capacity_delete", "runlimit_capacity_insert",
@@ -158,7 +159,7 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	t.Parallel()
 	steps, err := migrations.SQL()
 	require.NoError(t, err)
-	require.Len(t, steps, 2)
+	require.Len(t, steps, 3)
 	for i, st := range steps {
 		require.Equal(t, int32(i+1), st.Version)
 		require.NotEmpty(t, st.Up)
@@ -168,6 +169,7 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	require.Equal(t, "001_fixed_windows.sql", steps[0].Name)
 	require.Contains(t, steps[0].Up, "CREATE TABLE runlimit_fixed_windows")
 	require.Contains(t, steps[1].Up, "CREATE TABLE runlimit_capacity_shards")
+	require.Contains(t, steps[2].Up, "CREATE FUNCTION runlimit_lock_counter")
 
 	// A host that vendors the steps into its own history gets the schema
 	// Migrate builds (without Runlimit's version table).
@@ -184,7 +186,7 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	// FS holds the same files tern loads.
 	names, err := migrate.FindMigrations(migrations.FS())
 	require.NoError(t, err)
-	require.Equal(t, []string{steps[0].Name, steps[1].Name}, names)
+	require.Equal(t, []string{steps[0].Name, steps[1].Name, steps[2].Name}, names)
 }
 
 func TestDownStepsRevertAndReapply(t *testing.T) {

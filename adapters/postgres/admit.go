@@ -54,7 +54,7 @@ FROM pg_catalog.unnest($2::bigint[]) AS l(id)
 ` + sqlSettings + `
 ORDER BY l.id`
 
-	// sqlSettings is the one-time filter of sqlLock and sqlLockOne.
+	// sqlSettings is the one-time filter of sqlLock.
 	sqlSettings = `WHERE (SELECT pg_catalog.set_config('statement_timeout', $1, true) IS NOT NULL
           AND pg_catalog.set_config('lock_timeout', $1, true) IS NOT NULL
           AND pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true) IS NOT NULL
@@ -127,40 +127,6 @@ SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::te
                          pg_catalog.unnest($7::bigint[]))`
 )
 
-// The same statements for a batch of one check, the common case, with
-// scalar parameters: the same locks in the same order and the same answers,
-// without array encoding, and with plans the server runs faster.
-const (
-	sqlLockOne = `SELECT pg_catalog.pg_advisory_xact_lock($2)
-` + sqlSettings
-
-	// sqlReadOne is sqlRead for one key; its ledger branch reads the shard
-	// only when the key has no row (a one-time filter on locked).
-	sqlReadOne = `WITH locked AS MATERIALIZED (
-    SELECT w.used, w.window_started_at, w.window_expires_at
-    FROM runlimit_fixed_windows AS w
-    WHERE w.config_fingerprint = $1 AND w.subject_key = $2
-    FOR UPDATE),
-ledger AS MATERIALIZED (
-    SELECT c.rows
-    FROM runlimit_capacity_shards AS c
-    WHERE c.shard = $3 AND NOT EXISTS (SELECT FROM locked)
-    FOR UPDATE)
-SELECT 0::smallint, 1::bigint, used, window_started_at, window_expires_at FROM locked
-UNION ALL
-SELECT 1::smallint, $3::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
-UNION ALL
-SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
-
-	sqlUpdateOne = `UPDATE runlimit_fixed_windows
-SET used = $3, window_started_at = $4, window_expires_at = $5
-WHERE config_fingerprint = $1 AND subject_key = $2`
-
-	sqlInsertOne = `INSERT INTO runlimit_fixed_windows
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
-)
-
 // Admit applies batch atomically under the protocol of [domain.Batch]:
 // advisory transaction locks on every key (ascending id), row locks in
 // counter-key order, ledger locks in shard order for keys without a row,
@@ -192,7 +158,11 @@ func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 		return interpretError(OpAcquire, err)
 	}
 	defer cancel()
-	err = a.run(opCtx, conn, batch, s.cfg.RowsPerShard)
+	if batch.Len() == 1 {
+		err = a.one.admitBatchOfOne(opCtx, conn, batch, s.cfg.RowsPerShard)
+	} else {
+		err = a.run(opCtx, conn, batch, s.cfg.RowsPerShard)
+	}
 	finish(opCtx, conn)
 	return err
 }
@@ -218,6 +188,8 @@ type admission struct {
 	inUsed            []int64
 
 	read, write pgx.Batch
+
+	one single // a batch of one check takes the single-check path
 }
 
 type ledgerRow struct {
@@ -295,13 +267,8 @@ func (a *admission) lockAndRead(ctx context.Context, conn *pgxpool.Conn) (domain
 	q := &a.read
 	q.QueuedQueries = q.QueuedQueries[:0]
 	q.Queue(sqlBegin)
-	if len(a.fps) == 1 {
-		q.Queue(sqlLockOne, serverTimeout(ctx), a.lockIDs[0])
-		q.Queue(sqlReadOne, a.fps[0], a.sks[0], a.shards[0])
-	} else {
-		q.Queue(sqlLock, serverTimeout(ctx), a.lockIDs)
-		q.Queue(sqlRead, a.fps, a.sks, a.shards)
-	}
+	q.Queue(sqlLock, serverTimeout(ctx), a.lockIDs)
+	q.Queue(sqlRead, a.fps, a.sks, a.shards)
 	br := conn.SendBatch(ctx, q)
 	now, err := a.readResults(br)
 	if cerr := br.Close(); err == nil {
@@ -425,19 +392,11 @@ func (a *admission) writeAndCommit(ctx context.Context, conn *pgxpool.Conn, b *d
 
 	q := &a.write
 	q.QueuedQueries = q.QueuedQueries[:0]
-	if len(a.present) == 1 {
-		if a.present[0] {
-			q.Queue(sqlUpdateOne, a.upFps[0], a.upSks[0], a.upUsed[0], a.upStart[0], a.upExpire[0])
-		} else {
-			q.Queue(sqlInsertOne, a.inPolicy[0], a.inScope[0], a.inFps[0], a.inSks[0], a.inStart[0], a.inExpire[0], a.inUsed[0])
-		}
-	} else {
-		if len(a.upFps) > 0 {
-			q.Queue(sqlUpdate, a.upFps, a.upSks, a.upUsed, a.upStart, a.upExpire)
-		}
-		if len(a.inFps) > 0 {
-			q.Queue(sqlInsert, a.inPolicy, a.inScope, a.inFps, a.inSks, a.inStart, a.inExpire, a.inUsed)
-		}
+	if len(a.upFps) > 0 {
+		q.Queue(sqlUpdate, a.upFps, a.upSks, a.upUsed, a.upStart, a.upExpire)
+	}
+	if len(a.inFps) > 0 {
+		q.Queue(sqlInsert, a.inPolicy, a.inScope, a.inFps, a.inSks, a.inStart, a.inExpire, a.inUsed)
 	}
 	q.Queue(sqlCommit)
 	br := conn.SendBatch(ctx, q)

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +15,7 @@ import (
 // Store is a replica-safe [ports.Store] on PostgreSQL: every replica whose
 // store points at the same database shares one quota per counter, with the
 // database's clock as the only time. It also implements [ports.Cleaner],
-// [ports.StatsReporter] and [ports.Closer].
+// [ports.StatsReporter], [ports.Closer] and [ports.CheckAdmitter].
 //
 // A Store is safe for concurrent use. It borrows connections from a pool
 // that its caller owns and never closes.
@@ -32,6 +31,7 @@ var (
 	_ ports.Cleaner       = (*Store)(nil)
 	_ ports.StatsReporter = (*Store)(nil)
 	_ ports.Closer        = (*Store)(nil)
+	_ ports.CheckAdmitter = (*Store)(nil)
 )
 
 // New returns a store over pool, whose schema must already be migrated (see
@@ -111,18 +111,9 @@ func discard(conn *pgxpool.Conn) {
 	_ = conn.Hijack().Close(ctx)
 }
 
-// serverTimeout is the statement, lock and idle-in-transaction timeout of a
-// transaction, in the form SET accepts: what is left of ctx's budget, less
-// a margin so that the server's timeout, which leaves a usable connection,
-// usually fires before the client's deadline, which closes it.
+// serverTimeout is appendServerTimeout as a string.
 func serverTimeout(ctx context.Context) string {
-	left := time.Second
-	if deadline, ok := ctx.Deadline(); ok {
-		left = time.Until(deadline)
-	}
-	left -= min(left/10, 100*time.Millisecond)
-	// Zero would mean "no timeout" to the server.
-	return strconv.FormatInt(max(left.Milliseconds(), 1), 10) + "ms"
+	return string(appendServerTimeout(ctx, nil))
 }
 
 const (

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/migrations"
 )
@@ -184,17 +185,14 @@ func newLimiter(kind string, pool *pgxpool.Pool, hasher domain.KeyHasher, caller
 	if err != nil {
 		return nil, err
 	}
-	// Each caller reuses one batch, as app.Limiter does through its pool.
-	batches := make([]domain.Batch, callers)
+	// Through app.Limiter, as applications call the store: a single check
+	// takes whatever path the limiter chooses for it.
+	lim, err := app.NewLimiter(store, app.LimiterConfig{})
+	if err != nil {
+		return nil, err
+	}
 	check := func(ctx context.Context, caller, key int) (bool, error) {
-		b := &batches[caller]
-		if err := b.Reset(checks[caller][key:key+1], 1); err != nil {
-			return false, err
-		}
-		if err := store.Admit(ctx, b); err != nil {
-			return false, err
-		}
-		d, err := b.Decision()
+		d, err := lim.Check(ctx, checks[caller][key])
 		return d.Outcome() == domain.Allowed, err
 	}
 	return &limiter{name: "postgres.Store (pipelined)", check: check, used: used}, nil
