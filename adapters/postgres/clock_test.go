@@ -68,16 +68,17 @@ func TestHostileClockOnSearchPathChangesNothing(t *testing.T) {
 // still see the window active and deny.
 func TestAdmitWaitingOnALockSeesTheTimeAfterIt(t *testing.T) {
 	t.Parallel()
-	// A lone check and a batch take different statements; both must wait.
+	// A batch, a batch of one and AdmitCheck take different statements;
+	// all must wait.
 	for _, tc := range []struct {
-		lock  string
-		batch bool
-	}{{"advisory", false}, {"row", false}, {"advisory", true}, {"row", true}} {
-		name := tc.lock
-		if tc.batch {
-			name += "/batch"
-		}
-		lock := tc.lock
+		lock string
+		path string
+	}{
+		{"advisory", "check"}, {"row", "check"},
+		{"advisory", "one"}, {"row", "one"},
+		{"advisory", "batch"}, {"row", "batch"},
+	} {
+		name := tc.lock + "/" + tc.path
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, postgres.Config{})
@@ -87,20 +88,25 @@ func TestAdmitWaitingOnALockSeesTheTimeAfterIt(t *testing.T) {
 			c := f.check(p, "c")
 			requireAllowed(t, admit(t, f.store, c))
 			checks := []domain.Check{c}
-			if tc.batch {
+			if tc.path == "batch" {
 				checks = append(checks, f.check(p, "fresh"))
 			}
 
 			tx := f.hold(t)
-			if lock == "advisory" {
+			if tc.lock == "advisory" {
 				lockAdvisory(t, tx, c)
 			} else {
 				lockRow(t, tx, c)
 			}
-			results := make(chan result, 1)
+			outcomes := make(chan outcome, 1)
 			go func() {
+				if tc.path == "check" {
+					d, err := store.AdmitCheck(context.Background(), c)
+					outcomes <- outcome{d.Outcome(), err}
+					return
+				}
 				d, err := tryAdmit(context.Background(), store, checks...)
-				results <- result{d, err}
+				outcomes <- outcome{d.Outcome(), err}
 			}()
 			f.waitForLockWait(t, app)
 			k := c.CounterKey().Bytes()
@@ -114,12 +120,67 @@ func TestAdmitWaitingOnALockSeesTheTimeAfterIt(t *testing.T) {
 				WHERE config_fingerprint = $1 AND subject_key = $2`, k[:32], k[32:]).Scan(&ended))
 			require.NoError(t, tx.Commit(context.Background()))
 
-			r := <-results
+			r := <-outcomes
 			require.NoError(t, r.err)
-			requireAllowed(t, r.d)
+			require.Equal(t, domain.Allowed, r.outcome)
 			got, _ := f.stored(t, c)
 			require.Equal(t, int64(1), got.Used)
 			require.GreaterOrEqual(t, got.Start, domain.InstantFromTime(ended))
 		})
 	}
+}
+
+// A new key waits for its shard's ledger row, then for the clock: the
+// window it gets starts after the ledger lock was released, so the clock
+// was read after the last lock of the protocol.
+func TestAdmitWaitingOnTheLedgerSeesTheTimeAfterIt(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"check", "one", "batch"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			app := "ledger-waiter-" + path
+			store, _ := f.newStore(t, postgres.Config{}, named(app))
+			p := policy(t, "ledger.waited", 1, time.Hour)
+			fresh := f.checksInShard(t, p, 42, 2)
+			checks := fresh[:1]
+			if path == "batch" {
+				checks = fresh
+			}
+
+			tx := f.hold(t)
+			_, err := tx.Exec(context.Background(), "SELECT FROM runlimit_capacity_shards WHERE shard = 42 FOR UPDATE")
+			require.NoError(t, err)
+			outcomes := make(chan outcome, 1)
+			go func() {
+				if path == "check" {
+					d, err := store.AdmitCheck(context.Background(), fresh[0])
+					outcomes <- outcome{d.Outcome(), err}
+					return
+				}
+				d, err := tryAdmit(context.Background(), store, checks...)
+				outcomes <- outcome{d.Outcome(), err}
+			}()
+			f.waitForLockWait(t, app)
+			var released time.Time
+			require.NoError(t, tx.QueryRow(context.Background(), "SELECT pg_catalog.clock_timestamp()").Scan(&released))
+			require.NoError(t, tx.Commit(context.Background()))
+
+			r := <-outcomes
+			require.NoError(t, r.err)
+			require.Equal(t, domain.Allowed, r.outcome)
+			for _, c := range checks {
+				got, ok := f.stored(t, c)
+				require.True(t, ok)
+				require.GreaterOrEqual(t, got.Start, domain.InstantFromTime(released))
+			}
+			require.Equal(t, int64(len(checks)), f.ledger(t, 42))
+		})
+	}
+}
+
+// outcome is what an admission run on another goroutine reports.
+type outcome struct {
+	outcome domain.Outcome
+	err     error
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -48,4 +49,27 @@ func TestAdmitRoundTrips(t *testing.T) {
 	outcome, n = count([]domain.Check{f.check(p, "new"), stored})
 	require.Equal(t, domain.Allowed, outcome)
 	require.Equal(t, int64(2), n)
+
+	// AdmitCheck takes the same two round trips: an insert, an update, and
+	// a denial with its rollback.
+	single := policy(t, "trips.single", 2, time.Hour)
+	warm := f.check(single, "warm")
+	_, err := store.AdmitCheck(context.Background(), warm)
+	require.NoError(t, err)
+	checkTrips := func(c domain.Check) (domain.Outcome, int64) {
+		before := w.trips.Load()
+		d, err := store.AdmitCheck(context.Background(), c)
+		require.NoError(t, err)
+		return d.Outcome(), w.trips.Load() - before
+	}
+	sc := f.check(single, "c")
+	outcome, n = checkTrips(sc)
+	require.Equal(t, domain.Allowed, outcome)
+	require.Equal(t, int64(2), n, "insert")
+	outcome, n = checkTrips(sc)
+	require.Equal(t, domain.Allowed, outcome)
+	require.Equal(t, int64(2), n, "update")
+	outcome, n = checkTrips(sc)
+	require.Equal(t, domain.Denied, outcome)
+	require.Equal(t, int64(2), n, "round trip 1, then ROLLBACK")
 }

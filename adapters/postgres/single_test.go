@@ -1,0 +1,210 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+)
+
+func admitCheck(t *testing.T, s *postgres.Store, c domain.Check) domain.Decision {
+	t.Helper()
+	d, err := s.AdmitCheck(context.Background(), c)
+	require.NoError(t, err)
+	return d
+}
+
+// AdmitCheck counts, renews, denies and shares its counter with Admit.
+func TestAdmitCheckCountsWindowAndDenies(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	p := policy(t, "single", 3, time.Minute)
+	c := f.check(p, "user@example.test")
+
+	before := f.databaseNow(t)
+	d := admitCheck(t, f.store, c)
+	require.Equal(t, domain.Allowed, d.Outcome())
+	a, _ := d.Allowance()
+	require.Equal(t, domain.Allowance{Limit: 3, Remaining: 2, ResetAfter: time.Minute}, a)
+	after := f.databaseNow(t)
+	got, ok := f.stored(t, c)
+	require.True(t, ok)
+	require.Equal(t, int64(1), got.Used)
+	require.GreaterOrEqual(t, got.Start, before)
+	require.LessOrEqual(t, got.Start, after)
+	require.Equal(t, got.Start.Add(time.Minute), got.Expires)
+	require.Equal(t, int64(1), f.ledger(t, postgres.ShardOf(c.CounterKey())))
+
+	// A batch of one sees the single check's unit, and the reverse.
+	requireAllowed(t, admit(t, f.store, c))
+	d = admitCheck(t, f.store, c)
+	a, _ = d.Allowance()
+	require.Zero(t, a.Remaining)
+	require.Positive(t, a.ResetAfter)
+	require.LessOrEqual(t, a.ResetAfter, time.Minute)
+
+	d = admitCheck(t, f.store, c)
+	require.Equal(t, domain.Denied, d.Outcome())
+	denial, _ := d.Denial()
+	require.Equal(t, domain.QuotaExhausted, denial.Reason())
+	retry, ok := denial.RetryAfter()
+	require.True(t, ok)
+	require.Positive(t, retry)
+	require.LessOrEqual(t, retry, time.Minute)
+	got, _ = f.stored(t, c)
+	require.Equal(t, int64(3), got.Used, "a denial consumes nothing")
+
+	// An expired window renews in place, without a new slot.
+	shift(t, f.db.Pool, time.Minute)
+	d = admitCheck(t, f.store, c)
+	require.Equal(t, domain.Allowed, d.Outcome())
+	got, _ = f.stored(t, c)
+	require.Equal(t, int64(1), got.Used)
+	require.Equal(t, int64(1), f.rowCount(t))
+	require.Equal(t, int64(1), f.ledger(t, postgres.ShardOf(c.CounterKey())))
+}
+
+func TestAdmitCheckShadowModeAndCost(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	p := policy(t, "single.cost", 10, time.Hour)
+	c, err := domain.NewCheckCost(p, f.hasher.KeyString(p, "s"), 7)
+	require.NoError(t, err)
+	require.Equal(t, domain.Allowed, admitCheck(t, f.store, c).Outcome())
+
+	shadow, err := p.WithMode(domain.Shadow)
+	require.NoError(t, err)
+	sc, err := domain.NewCheckCost(shadow, f.hasher.KeyString(shadow, "s"), 7)
+	require.NoError(t, err)
+	d := admitCheck(t, f.store, sc)
+	require.Equal(t, domain.ShadowDenied, d.Outcome())
+	require.True(t, d.PermitsRequest())
+	got, _ := f.stored(t, c)
+	require.Equal(t, int64(7), got.Used, "a shadow denial consumes nothing")
+}
+
+// A new key on a full shard is denied for capacity, without a retry time;
+// a key with a row renews without a slot.
+func TestAdmitCheckCapacity(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{RowsPerShard: 2})
+	p := policy(t, "single.capacity", 5, time.Hour)
+	const shard = 31
+	checks := f.checksInShard(t, p, shard, 3)
+	require.Equal(t, domain.Allowed, admitCheck(t, f.store, checks[0]).Outcome())
+	require.Equal(t, domain.Allowed, admitCheck(t, f.store, checks[1]).Outcome())
+
+	d := admitCheck(t, f.store, checks[2])
+	require.Equal(t, domain.Denied, d.Outcome())
+	denial, _ := d.Denial()
+	require.Equal(t, domain.StorageCapacity, denial.Reason())
+	_, hasRetry := denial.RetryAfter()
+	require.False(t, hasRetry)
+	_, ok := f.stored(t, checks[2])
+	require.False(t, ok)
+	require.Equal(t, int64(2), f.ledger(t, shard))
+	require.Equal(t, domain.Allowed, admitCheck(t, f.store, checks[0]).Outcome())
+}
+
+// An invalid check is rejected before a connection is taken.
+func TestAdmitCheckRejectsInvalidCheckWithoutTouchingTheDatabase(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	_, err := f.store.AdmitCheck(context.Background(), domain.Check{})
+	require.ErrorIs(t, err, domain.ErrInvalidInput)
+	require.Zero(t, f.db.Pool.Stat().AcquireCount())
+}
+
+func TestAdmitCheckFailsClosed(t *testing.T) {
+	t.Parallel()
+	t.Run("corrupt counter", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, postgres.Config{})
+		p := policy(t, "single.corrupt", 5, time.Hour)
+		c := f.check(p, "c")
+		require.Equal(t, domain.Allowed, admitCheck(t, f.store, c).Outcome())
+		_, err := f.db.Pool.Exec(context.Background(), "UPDATE runlimit_fixed_windows SET used = 99")
+		require.NoError(t, err)
+
+		_, err = f.store.AdmitCheck(context.Background(), c)
+		requireCheckError(t, err, postgres.OpEvaluate, false)
+		require.ErrorIs(t, err, domain.ErrCorruptCounter)
+		got, _ := f.stored(t, c)
+		require.Equal(t, int64(99), got.Used)
+		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+	})
+	t.Run("closed store", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, postgres.Config{})
+		require.NoError(t, f.store.Close())
+		_, err := f.store.AdmitCheck(context.Background(), f.check(policy(t, "single.closed", 5, time.Hour), "c"))
+		requireCheckError(t, err, postgres.OpAdmit, false)
+		require.ErrorIs(t, err, postgres.ErrClosed)
+	})
+	t.Run("done context", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, postgres.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := f.store.AdmitCheck(ctx, f.check(policy(t, "single.done", 5, time.Hour), "c"))
+		requireCheckError(t, err, postgres.OpAdmit, false)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Zero(t, f.db.Pool.Stat().AcquireCount())
+	})
+	t.Run("held row lock", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, postgres.Config{})
+		store, pool := f.newStore(t, postgres.Config{OperationTimeout: 200 * time.Millisecond}, named("single-row-lock"))
+		c := f.check(policy(t, "single.held", 5, time.Hour), "c")
+		require.Equal(t, domain.Allowed, admitCheck(t, store, c).Outcome())
+		tx := f.hold(t)
+		lockRow(t, tx, c)
+		_, err := store.AdmitCheck(context.Background(), c)
+		ce := requireCheckError(t, err, postgres.OpLock, false)
+		require.True(t, ce.Timeout)
+		require.Zero(t, pool.Stat().AcquiredConns())
+		require.NoError(t, tx.Rollback(context.Background()))
+		got, _ := f.stored(t, c)
+		require.Equal(t, int64(1), got.Used)
+	})
+	t.Run("commit timeout", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, postgres.Config{})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 300 * time.Millisecond})
+		c := f.check(policy(t, "single.stall", 5, time.Hour), "c")
+		require.Equal(t, domain.Allowed, admitCheck(t, store, c).Outcome())
+		require.Equal(t, domain.Allowed, admitCheck(t, store, c).Outcome())
+
+		w.stallNext(2)
+		_, err := store.AdmitCheck(context.Background(), c)
+		ce := requireCheckError(t, err, postgres.OpCommit, true)
+		require.True(t, ce.Timeout)
+		require.Zero(t, pool.Stat().TotalConns(), "a commit timeout closes the connection")
+		require.Eventually(t, func() bool {
+			got, _ := f.stored(t, c)
+			return got.Used == 3
+		}, 10*time.Second, 5*time.Millisecond, "the server received and ran the COMMIT")
+	})
+	t.Run("failed write", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, postgres.Config{})
+		_, err := f.db.Pool.Exec(context.Background(), `
+			CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+			CREATE TRIGGER zz_test_fail AFTER INSERT ON runlimit_fixed_windows
+				FOR EACH STATEMENT EXECUTE FUNCTION test_fail();`)
+		require.NoError(t, err)
+		c := f.check(policy(t, "single.trigger", 5, time.Hour), "c")
+		_, err = f.store.AdmitCheck(context.Background(), c)
+		requireCheckError(t, err, postgres.OpWrite, false)
+		require.NotContains(t, err.Error(), "\\x", "no key bytes in the error text")
+		_, ok := f.stored(t, c)
+		require.False(t, ok)
+		require.Zero(t, f.ledger(t, postgres.ShardOf(c.CounterKey())))
+		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+	})
+}
