@@ -15,6 +15,22 @@ CREATE TABLE runlimit_capacity_shards (
 -- installing the triggers below.
 LOCK TABLE runlimit_fixed_windows IN SHARE ROW EXCLUSIVE MODE;
 
+-- Rows stored before this step met only the table's CHECK: hold them to the
+-- storage key rules that the insert trigger below keeps from now on.
+DO $$
+BEGIN
+    IF EXISTS (
+        SELECT FROM runlimit_fixed_windows AS w
+        WHERE octet_length(w.policy_id) NOT BETWEEN 1 AND 128
+           OR octet_length(w.scope_id) NOT BETWEEN 1 AND 128
+           OR octet_length(w.config_fingerprint) <> 32
+           OR octet_length(w.subject_key) <> 32) THEN
+        RAISE EXCEPTION 'runlimit: runlimit_fixed_windows holds rows with an invalid storage key'
+            USING ERRCODE = 'check_violation';
+    END IF;
+END
+$$;
+
 INSERT INTO runlimit_capacity_shards (shard, rows)
 SELECT s.shard, count(w.config_fingerprint)
 FROM pg_catalog.generate_series(0, 255) AS s(shard)
@@ -26,12 +42,27 @@ GROUP BY s.shard;
 -- order before changing them, the order the store uses too, so two writers
 -- can never wait on each other's ledger rows in a cycle. Each checks that
 -- every shard it counted exists, so a damaged ledger fails loudly.
+--
+-- The insert trigger also holds the rules of the storage key columns, which
+-- the table checks only here because they never change after an insert:
+-- a CHECK would cost every update of a counter.
 CREATE FUNCTION runlimit_capacity_count_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     wanted  bigint;
     changed bigint;
 BEGIN
+    IF EXISTS (
+        SELECT FROM runlimit_inserted AS n
+        WHERE octet_length(n.policy_id) NOT BETWEEN 1 AND 128
+           OR octet_length(n.scope_id) NOT BETWEEN 1 AND 128
+           OR octet_length(n.config_fingerprint) <> 32
+           OR octet_length(n.subject_key) <> 32) THEN
+        RAISE EXCEPTION 'runlimit: new row of runlimit_fixed_windows has an invalid storage key'
+            USING ERRCODE = 'check_violation',
+                  DETAIL = 'policy_id and scope_id take 1 to 128 bytes, config_fingerprint and subject_key 32 bytes.';
+    END IF;
+
     PERFORM 1
     FROM runlimit_capacity_shards AS c
     WHERE c.shard IN (

@@ -27,18 +27,23 @@ CREATE FUNCTION runlimit_lock_counter(
     OUT shard_rows    bigint,
     OUT sampled_at    timestamptz)
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    done text;
 BEGIN
     -- Bound every lock wait below, and the rest of the transaction, by the
     -- operation's budget. The ledger has a primary key index; a generic plan
     -- would otherwise scan its 256 rows.
-    PERFORM pg_catalog.set_config('statement_timeout', timeout, true),
-            pg_catalog.set_config('lock_timeout', timeout, true),
-            pg_catalog.set_config('idle_in_transaction_session_timeout', timeout, true),
-            pg_catalog.set_config('enable_seqscan', 'off', true);
+    --
+    -- Each call is an assignment rather than a PERFORM: PL/pgSQL evaluates
+    -- an assignment without a query of its own, several times cheaper.
+    done := pg_catalog.set_config('statement_timeout', timeout, true);
+    done := pg_catalog.set_config('lock_timeout', timeout, true);
+    done := pg_catalog.set_config('idle_in_transaction_session_timeout', timeout, true);
+    done := pg_catalog.set_config('enable_seqscan', 'off', true);
 
     -- Serialises every admission of the key, including those that find it
     -- absent and would create it.
-    PERFORM pg_catalog.pg_advisory_xact_lock(lock_id);
+    done := pg_catalog.pg_advisory_xact_lock(lock_id)::text;
 
     -- A fresh snapshot: sees what the previous holder of the lock committed.
     SELECT w.used, w.window_started_at, w.window_expires_at

@@ -1,41 +1,91 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
 )
 
 // BenchmarkAdmit measures one caller's single-check admissions on 64 keys
-// of its own, the steady state of a counter that already has a row.
+// of its own, the steady state of a counter that already has a row, as a
+// batch of one (Admit) and as a single check (AdmitCheck). When the server
+// runs on this machine it also reports the CPU its backend spent per
+// admission (server-µs/op).
 func BenchmarkAdmit(b *testing.B) {
-	f := setup(b, postgres.Config{})
-	p := policy(b, "bench", domain.MaxLimit, time.Hour)
-	var batches []*domain.Batch
-	for i := range 64 {
-		batch, err := domain.NewBatch([]domain.Check{domain.NewCheck(p, f.hasher.KeyString(p, fmt.Sprint(i)))}, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		batches = append(batches, batch)
+	for _, path := range []string{"batch", "check"} {
+		b.Run(path, func(b *testing.B) {
+			f := setup(b, postgres.Config{})
+			store, pool := f.newStore(b, postgres.Config{}, func(c *pgxpool.Config) { c.MaxConns = 1 })
+			p := policy(b, "bench", domain.MaxLimit, time.Hour)
+			checks := make([]domain.Check, 64)
+			for i := range checks {
+				checks[i] = domain.NewCheck(p, f.hasher.KeyString(p, fmt.Sprint(i)))
+			}
+			var batch domain.Batch
+			ctx := context.Background()
+			admit := func(c domain.Check) domain.Outcome {
+				if path == "check" {
+					d, err := store.AdmitCheck(ctx, c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return d.Outcome()
+				}
+				if err := batch.Reset([]domain.Check{c}, 1); err != nil {
+					b.Fatal(err)
+				}
+				if err := store.Admit(ctx, &batch); err != nil {
+					b.Fatal(err)
+				}
+				d, err := batch.Decision()
+				if err != nil {
+					b.Fatal(err)
+				}
+				return d.Outcome()
+			}
+			for _, c := range checks { // every key gets its row
+				admit(c)
+			}
+			var pid int
+			if err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid); err != nil {
+				b.Fatal(err)
+			}
+			cpu0, local := backendCPU(pid)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if o := admit(checks[i%len(checks)]); o != domain.Allowed {
+					b.Fatalf("admission %d: %v", i, o)
+				}
+			}
+			b.StopTimer()
+			if cpu1, ok := backendCPU(pid); local && ok {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "server-µs/op")
+			}
+		})
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		batch := batches[i%len(batches)]
-		if err := batch.Reset([]domain.Check{batch.Check(0)}, 1); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.store.Admit(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-		if d, _ := batch.Decision(); d.Outcome() != domain.Allowed {
-			b.Fatalf("admission %d: %v", i, d.Outcome())
-		}
+}
+
+// backendCPU is the CPU time of a local server process, if /proc shows it.
+func backendCPU(pid int) (time.Duration, bool) {
+	s, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
 	}
+	fields := bytes.Fields(s[bytes.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, false
+	}
+	utime, _ := strconv.ParseInt(string(fields[11]), 10, 64)
+	stime, _ := strconv.ParseInt(string(fields[12]), 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }

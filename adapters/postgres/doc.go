@@ -38,6 +38,16 @@
 //  2. The domain evaluates the batch at that time. If it is allowed: the
 //     updates, the inserts and COMMIT. If not: ROLLBACK.
 //
+// A single check, the common case, whether it comes through
+// [Store.AdmitCheck] (the path app.Limiter.Check takes) or as a batch of
+// one, makes the same two round trips with fewer statements: round trip 1
+// is BEGIN and one call of the function runlimit_lock_counter (migration
+// 003), which takes the settings, the advisory lock, the row lock, the
+// ledger lock of a new key and the clock sample in that order, each step a
+// statement of its own inside the server; round trip 2 is one UPDATE or
+// INSERT and COMMIT. Its statements are prepared once per connection, under
+// names starting with runlimit_.
+//
 // The advisory locks serialise every admission of a key, the ones that
 // create it included; a statement that starts after them takes a fresh
 // snapshot and sees what the previous holder committed. Because every lock
@@ -96,9 +106,10 @@
 // Every function the store calls is schema-qualified with pg_catalog, and
 // the ledger's trigger functions run with a fixed search_path, so a
 // search_path that puts a schema ahead of pg_catalog (where someone could
-// plant their own clock_timestamp) cannot change the store's time. Tables
-// are found through the session's search_path: keep Runlimit's tables in a
-// schema that untrusted roles cannot create objects in.
+// plant their own clock_timestamp) cannot change the store's time. Tables,
+// and the function runlimit_lock_counter, are found through the session's
+// search_path: keep Runlimit's schema one that untrusted roles cannot
+// create objects in.
 //
 // # Schema compatibility
 //

@@ -38,7 +38,7 @@ func setup(t testing.TB, cfg postgres.Config) *fixture {
 
 // newStore opens another store on the fixture's database through a pool of
 // its own: another replica.
-func (f *fixture) newStore(t *testing.T, cfg postgres.Config, configure func(*pgxpool.Config)) (*postgres.Store, *pgxpool.Pool) {
+func (f *fixture) newStore(t testing.TB, cfg postgres.Config, configure func(*pgxpool.Config)) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := f.db.NewPool(t, configure)
 	store, err := postgres.New(pool, cfg)

@@ -1,0 +1,83 @@
+package migrations_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/migrations"
+)
+
+// The counter table refuses every row that breaks its rules, whoever writes
+// it: the storage key rules on insert (by the ledger's insert trigger), the
+// window rules on insert and update (by the table's CHECK), and any change
+// of a storage key.
+func TestCounterRulesHoldForEveryWriter(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	require.NoError(t, migrations.MigratePool(context.Background(), db.Pool))
+	ctx := context.Background()
+	const insert = `INSERT INTO runlimit_fixed_windows VALUES ($1, $2,
+		decode(repeat('01', $3), 'hex'), decode(repeat('02', $4), 'hex'), $5::timestamptz, $6::timestamptz, $7)`
+	type row struct {
+		policy, scope  string
+		fpLen, skLen   int
+		start, expires string
+		used           int64
+	}
+	valid := row{"p", "s", 32, 32, "2030-01-01", "2030-01-02", 1}
+	for _, tc := range []struct {
+		name   string
+		change func(*row)
+	}{
+		{"empty policy id", func(r *row) { r.policy = "" }},
+		{"policy id over 128 bytes", func(r *row) { r.policy = longID() }},
+		{"empty scope id", func(r *row) { r.scope = "" }},
+		{"scope id over 128 bytes", func(r *row) { r.scope = longID() }},
+		{"short fingerprint", func(r *row) { r.fpLen = 31 }},
+		{"long subject key", func(r *row) { r.skLen = 33 }},
+		{"window ending at its start", func(r *row) { r.expires = r.start }},
+		{"infinite window", func(r *row) { r.expires = "infinity" }},
+		{"nothing used", func(r *row) { r.used = 0 }},
+	} {
+		r := valid
+		tc.change(&r)
+		_, err := db.Pool.Exec(ctx, insert, r.policy, r.scope, r.fpLen, r.skLen, r.start, r.expires, r.used)
+		requireSQLState(t, err, "23514", tc.name)
+	}
+	var count int64
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM runlimit_fixed_windows").Scan(&count))
+	require.Zero(t, count)
+
+	// A valid row goes in; updates keep the window rules, and keys never
+	// change.
+	_, err := db.Pool.Exec(ctx, insert, valid.policy, valid.scope, valid.fpLen, valid.skLen, valid.start, valid.expires, valid.used)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET used = 0")
+	requireSQLState(t, err, "23514", "update to nothing used")
+	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET window_expires_at = window_started_at")
+	requireSQLState(t, err, "23514", "update to an empty window")
+	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET subject_key = decode(repeat('03', 32), 'hex')")
+	requireSQLState(t, err, "23001", "update of a storage key") // restrict_violation
+	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET used = 2")
+	require.NoError(t, err)
+}
+
+func longID() string {
+	b := make([]byte, 129)
+	for i := range b {
+		b[i] = 'a'
+	}
+	return string(b)
+}
+
+func requireSQLState(t *testing.T, err error, code, what string) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "%s: want a server error, got %v", what, err)
+	require.Equal(t, code, pgErr.Code, "%s: %v", what, err)
+}
