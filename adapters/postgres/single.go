@@ -26,8 +26,10 @@ import (
 // format, encoded here: pgx's general-purpose encoding cost more client CPU
 // than the rest of the admission.
 const (
-	sqlLockCounter = `SELECT used, started_at, expires_at, shard_rows, sampled_at
-FROM runlimit_lock_counter($1, $2, $3, $4, $5)`
+	// sqlLockCounter calls the function in the select list rather than in
+	// FROM: its answer comes back as one composite value, without the
+	// function scan and the tuple store that FROM would put around it.
+	sqlLockCounter = `SELECT runlimit_lock_counter($1, $2, $3, $4, $5)`
 
 	sqlUpdateOne = `UPDATE runlimit_fixed_windows
 SET used = $3, window_started_at = $4, window_expires_at = $5
@@ -208,13 +210,17 @@ func (o *single) readLocked(mrr *pgconn.MultiResultReader, rowsPerShard int) (pr
 		return false, 0, errIncomplete
 	}
 	rr := mrr.ResultReader()
-	var row [5][]byte
 	rows := 0
 	for rr.NextRow() {
-		if v := rr.Values(); len(v) == len(row) && rows == 0 {
-			// The values live in the connection's read buffer until the next
-			// message; every one is decoded before it.
-			present, now, err = o.decodeLocked(v, rowsPerShard)
+		if v := rr.Values(); len(v) == 1 && rows == 0 {
+			// The value lives in the connection's read buffer until the next
+			// message; it is decoded before that.
+			var fields [5][]byte
+			if !decodeRecord(v[0], fields[:]) {
+				err = errors.New("runlimit: the lock returned a malformed answer")
+			} else {
+				present, now, err = o.decodeLocked(&fields, rowsPerShard)
+			}
 		}
 		rows++
 	}
@@ -230,7 +236,7 @@ func (o *single) readLocked(mrr *pgconn.MultiResultReader, rowsPerShard int) (pr
 // decodeLocked decodes runlimit_lock_counter's answer: used, started_at,
 // expires_at (NULL when the key has no row), shard_rows (NULL when it has
 // one) and sampled_at.
-func (o *single) decodeLocked(v [][]byte, rowsPerShard int) (present bool, now domain.Instant, err error) {
+func (o *single) decodeLocked(v *[5][]byte, rowsPerShard int) (present bool, now domain.Instant, err error) {
 	var ok bool
 	if now, ok = decodeTime(v[4]); !ok {
 		return false, 0, errors.New("runlimit: the read returned no clock sample")
@@ -335,6 +341,32 @@ func commitFailure(err error) error {
 
 // errIncomplete: the server's answer ended early without an error.
 var errIncomplete = errors.New("runlimit: the server's answer ended early")
+
+// decodeRecord splits a composite value in binary format (a field count,
+// then each field's type, length or -1 for NULL, and bytes) into fields,
+// which must match its field count.
+func decodeRecord(b []byte, fields [][]byte) bool {
+	if len(b) < 4 || int(binary.BigEndian.Uint32(b)) != len(fields) {
+		return false
+	}
+	b = b[4:]
+	for i := range fields {
+		if len(b) < 8 {
+			return false
+		}
+		n := int32(binary.BigEndian.Uint32(b[4:]))
+		b = b[8:]
+		switch {
+		case n == -1:
+			fields[i] = nil
+		case n < 0 || int(n) > len(b):
+			return false
+		default:
+			fields[i], b = b[:n:n], b[n:]
+		}
+	}
+	return len(b) == 0
+}
 
 func decodeInt8(b []byte) (int64, bool) {
 	if len(b) != 8 {
