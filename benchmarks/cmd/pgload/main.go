@@ -7,7 +7,8 @@
 //     the application's clock, no batches, no capacity bound;
 //   - stepwise: the store's protocol (advisory lock, row lock, ledger read,
 //     database clock, write, commit) with each statement its own round trip;
-//   - store: postgres.Store, two pipelined round trips.
+//   - store: postgres.Store through app.Limiter.Check, as applications call
+//     it: two pipelined round trips.
 //
 // It works in a database of its own, created on the server and dropped at
 // the end, and prints a markdown table.

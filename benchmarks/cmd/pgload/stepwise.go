@@ -16,7 +16,7 @@ import (
 // stepwise runs the admission protocol of SPEC section 5 for one check, one
 // statement per step and one round trip per statement: begin, timeouts,
 // advisory lock, row lock, ledger lock, clock, write, commit. It is what the
-// protocol costs written plainly; the store sends the same steps as five
+// protocol costs written plainly; the store sends the same steps as four
 // statements in two pipelined round trips.
 type stepwise struct {
 	pool         *pgxpool.Pool
