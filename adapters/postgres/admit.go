@@ -15,7 +15,8 @@ import (
 	"github.com/runlimit/runlimit/domain"
 )
 
-// The admission protocol. Round trip 1 sends, pipelined:
+// The admission protocol for a batch of two or more checks (a batch of one
+// takes the single-check path of single.go). Round trip 1 sends, pipelined:
 //
 //	BEGIN; settings and advisory locks; row locks, ledger locks and the
 //	clock sample
@@ -132,7 +133,8 @@ SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::te
 // counter-key order, ledger locks in shard order for keys without a row,
 // then one database clock sample, evaluation by the domain, and the writes
 // and COMMIT only when the batch is allowed. It costs two network round
-// trips, or one and a ROLLBACK when the batch is denied.
+// trips, or one and a ROLLBACK when the batch is denied. A batch of one
+// check takes the statements of [Store.AdmitCheck].
 //
 // A denial is a decision, read from the batch; Admit then returns nil even
 // if the rollback failed (the connection is closed instead of pooled). An
