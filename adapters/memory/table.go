@@ -1,6 +1,10 @@
 package memory
 
-import "github.com/runlimit/runlimit/domain"
+import (
+	"unsafe"
+
+	"github.com/runlimit/runlimit/domain"
+)
 
 // maxIndexHint bounds the size hint a shard's index is created with, so a
 // store sized for millions of keys does not allocate them all up front; the
@@ -93,7 +97,7 @@ func (t *table) insert(k domain.CounterKey, c domain.Counter) {
 		t.free = t.free[:n-1]
 	} else {
 		slot = int32(len(t.entries))
-		t.entries = append(t.entries, entry{})
+		t.entries = growEntries(t.entries)
 	}
 	pos := len(t.heap)
 	t.entries[slot] = entry{key: k, counter: c, heapPos: int32(pos)}
@@ -152,3 +156,26 @@ func (t *table) removeExpired(now domain.Instant, limit int) int {
 
 // reset drops every entry and releases the memory.
 func (t *table) reset() { *t = table{hint: t.hint} }
+
+// entryPad is how many entries of unused space surround each shard's entry
+// array: at least two cache lines, so that no other allocation shares a line
+// (or an adjacent-line prefetch pair) with an entry. Every check writes its
+// entry; without the pad, shards whose small arrays were allocated one after
+// another (as at warm-up) shared lines, and two goroutines on two different
+// shards ran at half speed.
+const entryPad = (2*cacheLinePad + int(unsafe.Sizeof(entry{})) - 1) / int(unsafe.Sizeof(entry{}))
+
+// growEntries returns entries with one more (zero) entry. It grows the
+// array by doubling like append, inside a larger allocation that leaves
+// entryPad unused entries before and after it.
+func growEntries(entries []entry) []entry {
+	n := len(entries)
+	if n < cap(entries) {
+		return entries[:n+1]
+	}
+	size := max(2*n, 4)
+	buf := make([]entry, size+2*entryPad)
+	grown := buf[entryPad : entryPad+n+1 : entryPad+size]
+	copy(grown, entries)
+	return grown
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -231,4 +232,28 @@ func TestTableDigestCollisionsKeepKeysApart(t *testing.T) {
 	require.Equal(t, 2, tb.removeExpired(30, 8))
 	require.NoError(t, checkTable(&tb))
 	require.Equal(t, 0, tb.len())
+}
+
+func TestGrowEntriesPadsEveryArray(t *testing.T) {
+	t.Parallel()
+
+	require.GreaterOrEqual(t, entryPad*int(unsafe.Sizeof(entry{})), 2*cacheLinePad,
+		"the pad must cover two cache lines on each side")
+	var entries []entry
+	for n := 1; n <= 40; n++ {
+		before := cap(entries)
+		entries = growEntries(entries)
+		require.Len(t, entries, n)
+		if n > before {
+			// A new allocation: its capacity stops where the trailing pad
+			// starts, so appending can never write into the pad.
+			require.Equal(t, max(2*before, 4), cap(entries))
+		} else {
+			require.Equal(t, before, cap(entries), "growing within capacity must not reallocate")
+		}
+		entries[n-1].counter.Used = int64(n)
+	}
+	for i, e := range entries {
+		require.Equal(t, int64(i+1), e.counter.Used, "growing keeps every entry")
+	}
 }
