@@ -10,6 +10,9 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
+// ErrInvalidConfig is matched by every error [NewLimiter] returns.
+var ErrInvalidConfig = errors.New("runlimit: invalid limiter config")
+
 // LimiterConfig configures a [Limiter].
 type LimiterConfig struct {
 	// MaxBatchSize is the largest batch CheckAll accepts. Default 32.
@@ -31,10 +34,10 @@ var _ ports.Limiter = (*Limiter)(nil)
 // NewLimiter returns a limiter over store.
 func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	if store == nil {
-		return nil, errors.New("runlimit: NewLimiter needs a store")
+		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
 	}
 	if cfg.MaxBatchSize < 0 {
-		return nil, fmt.Errorf("runlimit: max batch size %d is negative", cfg.MaxBatchSize)
+		return nil, fmt.Errorf("%w: max batch size %d is negative", ErrInvalidConfig, cfg.MaxBatchSize)
 	}
 	if cfg.MaxBatchSize == 0 {
 		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
@@ -49,8 +52,8 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 // error means invalid input or a store failure, and the request must not
 // proceed.
 //
-// Check is small enough to inline, so a single check on a store with a
-// single-check path ([ports.CheckAdmitter]) costs one interface call.
+// On a store with a single-check path ([ports.CheckAdmitter]) a check costs
+// one interface call and no pooled batch.
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
 	if l.single != nil {
 		// The store validates through domain.EvaluateCheck before it reads

@@ -123,10 +123,12 @@ func TestNewLimiter(t *testing.T) {
 	t.Parallel()
 
 	_, err := app.NewLimiter(nil, app.LimiterConfig{})
-	require.EqualError(t, err, "runlimit: NewLimiter needs a store")
+	require.ErrorIs(t, err, app.ErrInvalidConfig)
+	require.EqualError(t, err, "runlimit: invalid limiter config: no store")
 
 	_, err = app.NewLimiter(newMapStore(), app.LimiterConfig{MaxBatchSize: -1})
-	require.EqualError(t, err, "runlimit: max batch size -1 is negative")
+	require.ErrorIs(t, err, app.ErrInvalidConfig)
+	require.EqualError(t, err, "runlimit: invalid limiter config: max batch size -1 is negative")
 
 	l, err := app.NewLimiter(newMapStore(), app.LimiterConfig{MaxBatchSize: 0})
 	require.NoError(t, err)
