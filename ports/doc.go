@@ -1,7 +1,8 @@
 // Package ports defines the seams between Runlimit's rules and the world:
 // [Store], which storage adapters implement, and [Limiter], which host
-// applications call. Optional store capabilities ([Cleaner], [StatsReporter],
-// [Closer]) are small interfaces found by type assertion, as io/fs does.
+// applications call. Optional store capabilities ([CheckAdmitter],
+// [Cleaner], [StatsReporter], [Closer]) are small interfaces found by type
+// assertion, as io/fs does.
 //
 // # Errors
 //
