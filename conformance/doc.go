@@ -47,7 +47,8 @@
 //   - denials: a quota, storage-capacity or shadow denial consumes nothing;
 //   - batches: all-or-nothing, the first failing check in caller order,
 //     allowances in caller order, structural errors that never reach the
-//     store;
+//     store, and single checks (through [ports.CheckAdmitter] when the store
+//     offers it) counting the same counter as batches of one;
 //   - capacity: a full partition refuses new keys, never evicts an active
 //     one, keeps serving the keys it holds, renews an expired key in place;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
