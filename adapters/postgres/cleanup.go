@@ -28,8 +28,8 @@ WHERE ctid = ANY (ARRAY(
 // CleanupExpired deletes at most maxRows expired counters and returns how
 // many it deleted, freeing their capacity slots. It never deletes an active
 // counter and never waits for one an admission holds. An expired counter
-// keeps its slot until cleanup deletes it, so hosts run this continuously
-// (the app module's cleanup loop does).
+// keeps its slot until cleanup deletes it, so hosts run this continuously,
+// for example from a ticker in a goroutine of their own.
 //
 // An error is a [*MaintenanceError]; its MayHaveRemovedRows says whether the
 // deletion may have committed anyway.

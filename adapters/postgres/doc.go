@@ -72,7 +72,7 @@
 //
 // Expired rows keep their slot until [Store.CleanupExpired] deletes them; a
 // key whose window expired renews its own row without a new slot. Run
-// cleanup continuously (the app module's cleanup loop does). It deletes at
+// cleanup continuously, for example from a ticker. It deletes at
 // most the rows it is asked to, oldest expiry first through the expiry
 // index, with one clock sample, skipping rows an admission holds.
 //
