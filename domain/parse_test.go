@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,4 +57,29 @@ func TestMustPolicyPanicsOnInvalidInput(t *testing.T) {
 
 	require.NotPanics(t, func() { domain.MustPolicy("auth.login", "client", 1, time.Millisecond) })
 	require.Panics(t, func() { domain.MustPolicy("auth.login", "client", 0, time.Minute) })
+}
+
+func TestPolicyEqualComparesMeaning(t *testing.T) {
+	t.Parallel()
+
+	a := domain.MustPolicy("auth.login", "client", 40, time.Minute)
+	b := domain.MustPolicy("auth.login", "client", 40, time.Minute)
+	require.True(t, a.Equal(b), "two policies built from the same values are equal")
+	require.False(t, a.Equal(domain.MustPolicy("auth.login", "client", 41, time.Minute)))
+	shadow, err := a.WithMode(domain.Shadow)
+	require.NoError(t, err)
+	require.False(t, a.Equal(shadow), "the mode is part of equality, though not of the fingerprint")
+	require.Equal(t, a.Fingerprint(), shadow.Fingerprint())
+	require.True(t, domain.Policy{}.Equal(domain.Policy{}))
+	require.False(t, a.Equal(domain.Policy{}))
+	require.False(t, domain.Policy{}.Equal(a))
+}
+
+func TestPolicyString(t *testing.T) {
+	t.Parallel()
+
+	p := domain.MustPolicy("auth.login", "client", 40, time.Minute)
+	require.Equal(t, "auth.login/client: 40 per 1m0s (enforce)", p.String())
+	require.Equal(t, p.String(), fmt.Sprintf("%#v", p))
+	require.Equal(t, "Policy(zero)", domain.Policy{}.String())
 }
