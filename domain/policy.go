@@ -55,7 +55,9 @@ func (m Mode) GoString() string {
 // Policy is a validated fixed-window policy: at most Limit units per anchored
 // Window, per subject, counted separately for each policy and scope.
 //
-// The zero value is invalid; build one with [NewPolicy].
+// The zero value is invalid; build one with [NewPolicy]. Copies share one
+// immutable definition, so compare policies with [Policy.Equal]: == reports
+// whether two values are copies of one NewPolicy result.
 type Policy struct {
 	// def is shared by every copy, so a Policy (and a Check holding one)
 	// stays two words wide on the admission path. It is nil in the zero
