@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -140,24 +141,8 @@ func TestAdmitExactAcrossReplicas(t *testing.T) {
 	p := policy(t, "replicas", 12, time.Hour)
 	c := f.check(p, "attacker@example.test")
 
-	results := make(chan result, 48)
-	var wg sync.WaitGroup
-	for i := range 48 {
-		s := mine
-		if i%2 == 1 {
-			s = other
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d, err := tryAdmit(context.Background(), s, c)
-			results <- result{d, err}
-		}()
-	}
-	wg.Wait()
-	close(results)
 	var allowed, denied int
-	for r := range results {
+	for _, r := range raceReplicas([2]*postgres.Store{mine, other}, slices.Repeat([]domain.Check{c}, 48)) {
 		require.NoError(t, r.err)
 		switch r.d.Outcome() {
 		case domain.Allowed:
@@ -177,6 +162,28 @@ type result struct {
 	err error
 }
 
+// raceReplicas admits every check at once from its own goroutine, even
+// indexes through replicas[0] and odd ones through replicas[1], and returns
+// the results for the test goroutine to assert on.
+func raceReplicas(replicas [2]*postgres.Store, checks []domain.Check) []result {
+	results := make(chan result, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		s := replicas[i%2]
+		wg.Go(func() {
+			d, err := tryAdmit(context.Background(), s, c)
+			results <- result{d, err}
+		})
+	}
+	wg.Wait()
+	close(results)
+	var all []result
+	for r := range results {
+		all = append(all, r)
+	}
+	return all
+}
+
 // 24 new keys race for one shard holding 4 rows: exactly 4 get a slot, and
 // the ledger says so.
 func TestAdmitCapacityIsExactUnderContention(t *testing.T) {
@@ -189,24 +196,8 @@ func TestAdmitCapacityIsExactUnderContention(t *testing.T) {
 	const shard = 77
 	checks := f.checksInShard(t, p, shard, 24)
 
-	results := make(chan result, len(checks))
-	var wg sync.WaitGroup
-	for i, c := range checks {
-		s := mine
-		if i%2 == 1 {
-			s = other
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d, err := tryAdmit(context.Background(), s, c)
-			results <- result{d, err}
-		}()
-	}
-	wg.Wait()
-	close(results)
 	var allowed, full int
-	for r := range results {
+	for _, r := range raceReplicas([2]*postgres.Store{mine, other}, checks) {
 		require.NoError(t, r.err)
 		switch r.d.Outcome() {
 		case domain.Allowed:
