@@ -7,6 +7,9 @@
 //     the application's clock, no batches, no capacity bound;
 //   - stepwise: the store's protocol (advisory lock, row lock, ledger read,
 //     database clock, write, commit) with each statement its own round trip;
+//   - floor: not a limiter but the part of the protocol no store can drop,
+//     the row lock, the write and the commit in two pipelined round trips,
+//     a ceiling for any store that keeps the protocol;
 //   - store: postgres.Store through app.Limiter.Check, as applications call
 //     it: two pipelined round trips.
 //
@@ -36,12 +39,12 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 3, "turns each limiter takes, interleaved with the others, within -duration")
 	callers := flag.String("callers", "1,8,32", "comma-separated counts of concurrent callers")
 	flag.IntVar(&cfg.keysPerCaller, "keys-per-caller", 64, "distinct keys each caller cycles through")
-	limiters := flag.String("limiters", "naive,stepwise,store", "comma-separated limiters to measure")
+	limiters := flag.String("limiters", "naive,stepwise,floor,store", "comma-separated limiters to measure")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to `file`")
 	flag.Parse()
 	for _, s := range strings.Split(*limiters, ",") {
 		s = strings.TrimSpace(s)
-		if s != "naive" && s != "stepwise" && s != "store" {
+		if s != "naive" && s != "stepwise" && s != "floor" && s != "store" {
 			fmt.Fprintf(os.Stderr, "pgload: -limiters: unknown limiter %q\n", s)
 			os.Exit(2)
 		}
