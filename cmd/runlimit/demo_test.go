@@ -68,12 +68,22 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "unknown flag", args: []string{"demo", "--bogus"}, code: 2, stderr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"demo", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 		{name: "command help", args: []string{"demo", "--help"}, code: 0, stderr: "Usage: runlimit demo"},
+		{name: "migrate help", args: []string{"migrate", "--help"}, code: 0, stderr: "Usage: runlimit migrate"},
+		{name: "cleanup help", args: []string{"cleanup", "-h"}, code: 0, stderr: "Usage: runlimit cleanup"},
+		{name: "status help", args: []string{"status", "--help"}, code: 0, stderr: "Usage: runlimit status"},
+		{name: "help lists migrate", args: []string{"help"}, code: 0, stdout: "migrate"},
+		{name: "help lists cleanup", args: []string{"help"}, code: 0, stdout: "cleanup"},
+		{name: "help lists status", args: []string{"help"}, code: 0, stdout: "status"},
+		{name: "migrate unknown flag", args: []string{"migrate", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
+		{name: "cleanup unknown flag", args: []string{"cleanup", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
+		{name: "status unknown flag", args: []string{"status", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
+		{name: "status stray argument", args: []string{"status", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tt.args, &stdout, &stderr)
+			code := run(context.Background(), tt.args, noEnv, &stdout, &stderr)
 			require.Equal(t, tt.code, code, "stderr: %s", stderr.String())
 			require.Contains(t, stdout.String(), tt.stdout)
 			require.Contains(t, stderr.String(), tt.stderr)

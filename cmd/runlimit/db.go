@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// envDatabaseURL names the environment variable that gives the database
+// commands their URL when --database-url is absent.
+const envDatabaseURL = "RUNLIMIT_DATABASE_URL"
+
+// connectTimeout bounds opening the database: the first connection and its
+// first round trip.
+const connectTimeout = 10 * time.Second
+
+// databaseFlagName is the flag every database command shares.
+const databaseFlagName = "database-url"
+
+// errNoDatabaseURL: a database command was given no URL. It says how to give
+// one.
+var errNoDatabaseURL = fmt.Errorf("%w: no database: pass --%s postgres://user@host:5432/dbname or set %s",
+	errUsage, databaseFlagName, envDatabaseURL)
+
+// addDatabaseFlag registers --database-url on fs. Its default is empty, so
+// that --help never prints a URL taken from the environment.
+func addDatabaseFlag(fs *flag.FlagSet, fromEnv bool) *string {
+	help := "PostgreSQL URL, such as postgres://user@host:5432/dbname"
+	if fromEnv {
+		help += " (default $" + envDatabaseURL + ")"
+	}
+	return fs.String(databaseFlagName, "", help)
+}
+
+// databaseURL returns the URL a command was given: the flag's value when the
+// flag is present, otherwise the environment's. fs must have been parsed.
+func databaseURL(fs *flag.FlagSet, getenv func(string) string) (string, error) {
+	f := fs.Lookup(databaseFlagName)
+	if isSet(fs, databaseFlagName) {
+		if f.Value.String() == "" {
+			return "", fmt.Errorf("%w: --%s is empty", errUsage, databaseFlagName)
+		}
+		return f.Value.String(), nil
+	}
+	if u := getenv(envDatabaseURL); u != "" {
+		return u, nil
+	}
+	return "", errNoDatabaseURL
+}
+
+// isSet reports whether the command line set flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// database is a small pool on the command's database, with the secrets of
+// its URL, which nothing the command prints may contain.
+type database struct {
+	pool    *pgxpool.Pool
+	secrets redactor
+}
+
+// openDatabase parses rawURL, opens a pool of at most two connections and
+// checks that the server answers. Its errors never contain a password.
+func openDatabase(ctx context.Context, rawURL string) (*database, error) {
+	secrets := urlSecrets(rawURL)
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		// pgx masks the passwords it recognises in a malformed URL, on a
+		// best-effort basis; the redactor masks the ones this command found.
+		return nil, secrets.wrap(fmt.Errorf("the database URL is invalid: %w", err))
+	}
+	// The password may also come from PGPASSWORD or a passfile.
+	secrets = secrets.with(cfg.ConnConfig.Password)
+	cfg.MaxConns = 2
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "runlimit"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, secrets.wrap(fmt.Errorf("open the database: %w", err))
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, secrets.wrap(fmt.Errorf("connect to the database: %w", err))
+	}
+	return &database{pool: pool, secrets: secrets}, nil
+}
+
+// close closes the pool.
+func (d *database) close() { d.pool.Close() }
+
+// wrap returns err with the URL's secrets masked in its text, and a hint
+// when the schema is missing.
+func (d *database) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.secrets.wrap(schemaHint(err))
+}
+
+// schemaHint adds what to do to an error that means Runlimit's tables or
+// functions are missing.
+func schemaHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42883") { // undefined_table, undefined_function
+		return fmt.Errorf(`%w; the runlimit schema is missing or out of date: run "runlimit migrate" first`, err)
+	}
+	return err
+}
+
+// mask replaces a secret in printed text.
+const mask = "xxxxx"
+
+// redactor is the set of secrets found in a database URL, longest first so
+// that a secret containing another is masked whole.
+type redactor []string
+
+// kvPassword matches a password setting in a keyword/value connection
+// string or a URL's query: password=secret, password = 'se cret'.
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]+)`)
+
+// urlSecrets finds every form in which rawURL's password could be printed:
+// as written, percent-decoded, and unquoted. It errs on the side of masking
+// too much: a malformed URL is searched by hand.
+func urlSecrets(rawURL string) redactor {
+	var r redactor
+	if _, rest, ok := strings.Cut(rawURL, "://"); ok {
+		// The user information ends at the last "@": a password may hold
+		// "/" or "@" when the URL is malformed.
+		var raw string
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				raw = pw
+				r = r.with(pw)
+			}
+		}
+		// Parsers disagree on where a password holding "@" ends (Go's at
+		// the last "@", pgx's at the first), and one that reads it
+		// differently prints a piece of it as the host: mask every piece.
+		// When the URL is malformed, "/", ":", "?" and "#" may split it too.
+		separators := "@"
+		u, err := url.Parse(rawURL)
+		if err == nil {
+			if pw, ok := u.User.Password(); ok {
+				r = r.with(pw)
+			}
+			for _, pw := range u.Query()["password"] {
+				r = r.with(pw)
+			}
+		} else {
+			separators = "@/:?#"
+		}
+		for _, piece := range strings.FieldsFunc(raw, func(c rune) bool { return strings.ContainsRune(separators, c) }) {
+			r = r.with(piece)
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(rawURL, -1) {
+		v := m[1]
+		r = r.with(v)
+		r = r.with(strings.Trim(v, "'")) // an unterminated quote
+		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
+			inner := v[1 : len(v)-1]
+			r = r.with(inner)
+			r = r.with(strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(inner))
+		}
+	}
+	return r
+}
+
+// with returns r with secret and its percent-decoded form added.
+func (r redactor) with(secret string) redactor {
+	add := func(s string) {
+		if s != "" && !slices.Contains(r, s) {
+			r = append(r, s)
+		}
+	}
+	add(secret)
+	if d, err := url.PathUnescape(secret); err == nil {
+		add(d)
+	}
+	if d, err := url.QueryUnescape(secret); err == nil {
+		add(d)
+	}
+	slices.SortStableFunc(r, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+// redact masks every secret in s and folds it onto one line.
+func (r redactor) redact(s string) string {
+	for _, secret := range r {
+		s = strings.ReplaceAll(s, secret, mask)
+	}
+	// pgx puts each failed connection attempt on a line of its own.
+	s = strings.ReplaceAll(s, ":\n\t", ": ")
+	s = strings.ReplaceAll(s, "\n\t", "; ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// wrap returns err with its text redacted; errors.Is and errors.As still see
+// the cause.
+func (r redactor) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{text: r.redact(err.Error()), err: err}
+}
+
+// redactedError is an error whose text has had a URL's secrets masked. Only
+// its own text is ever printed.
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e *redactedError) Error() string { return e.text }
+
+func (e *redactedError) Unwrap() error { return e.err }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runlimit/runlimit/migrations"
+)
+
+const migrateSummary = `Brings Runlimit's PostgreSQL schema up to the latest version and prints the
+version before and after. Running it again changes nothing; replicas may run it
+at once. The schema goes into the first schema of the connection's search_path.
+
+--print-sql prints the SQL of every step in order instead, for hosts that vendor
+it into their own migration history; it needs no database.`
+
+// latestSchema is the newest schema version this binary knows, and the
+// steps that reach it.
+func latestSchema() (int32, []migrations.Step, error) {
+	steps, err := migrations.SQL()
+	if err != nil {
+		return 0, nil, err
+	}
+	return steps[len(steps)-1].Version, steps, nil
+}
+
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", migrateSummary, stderr)
+	addDatabaseFlag(fs, true)
+	printSQL := fs.Bool("print-sql", false, "print the schema's SQL, every step in order, and exit without connecting")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	latest, steps, err := latestSchema()
+	if err != nil {
+		return err
+	}
+	if *printSQL {
+		printSchemaSQL(stdout, steps)
+		return nil
+	}
+	u, err := databaseURL(fs, getenv)
+	if err != nil {
+		return err
+	}
+	db, err := openDatabase(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	return db.wrap(migrate(ctx, db.pool, latest, steps, stdout))
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, latest int32, steps []migrations.Step, stdout io.Writer) error {
+	before, tracked, err := schemaVersion(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if !tracked {
+		// tern would try to create tables that are already there.
+		var vendored bool
+		if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass('runlimit_fixed_windows') IS NOT NULL`).Scan(&vendored); err != nil {
+			return fmt.Errorf("read the schema: %w", err)
+		}
+		if vendored {
+			return fmt.Errorf("runlimit's tables exist but its version table %s does not: the schema was vendored into the host's migrations, so apply new steps there (see --print-sql); nothing changed",
+				migrations.VersionTable)
+		}
+	}
+	if before > latest {
+		return fmt.Errorf("the database's runlimit schema is at version %d, newer than this runlimit knows (%d); nothing changed", before, latest)
+	}
+	if err := migrations.MigratePool(ctx, pool); err != nil {
+		return err
+	}
+	after, _, err := schemaVersion(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if after == before {
+		fmt.Fprintf(stdout, "runlimit schema already up to date at version %d\n", after)
+		return nil
+	}
+	// Another replica migrating at the same moment may have applied some of
+	// these steps itself; either way the schema went from before to after.
+	var applied []string
+	for _, st := range steps {
+		if st.Version > before && st.Version <= after {
+			applied = append(applied, st.Name)
+		}
+	}
+	fmt.Fprintf(stdout, "runlimit schema migrated from version %d to %d (%s)\n", before, after, strings.Join(applied, ", "))
+	return nil
+}
+
+// schemaVersion reads the version tern recorded in [migrations.VersionTable].
+// tracked is false when there is no such table on the search_path: the
+// schema was never migrated, or was vendored into the host's migrations.
+func schemaVersion(ctx context.Context, pool *pgxpool.Pool) (version int32, tracked bool, err error) {
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, migrations.VersionTable).Scan(&tracked); err != nil {
+		return 0, false, fmt.Errorf("read the schema version: %w", err)
+	}
+	if !tracked {
+		return 0, false, nil
+	}
+	sql := "SELECT version FROM " + pgx.Identifier{migrations.VersionTable}.Sanitize()
+	if err := pool.QueryRow(ctx, sql).Scan(&version); err != nil {
+		return 0, false, fmt.Errorf("read the schema version: %w", err)
+	}
+	return version, true, nil
+}
+
+// printSchemaSQL prints each step's up SQL under a comment naming it.
+func printSchemaSQL(w io.Writer, steps []migrations.Step) {
+	for i, st := range steps {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "-- runlimit schema version %d: %s\n%s", st.Version, st.Name, st.Up)
+		if !strings.HasSuffix(st.Up, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/migrations"
+)
+
+func TestMigrateAppliesTheSchemaOnceAndThenNothing(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	latest, steps, err := latestSchema()
+	require.NoError(t, err)
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.Name)
+	}
+
+	r := execute(t, noEnv, "migrate", "--database-url", db.URL)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, fmt.Sprintf("runlimit schema migrated from version 0 to %d (%s)\n", latest, strings.Join(names, ", ")), r.stdout)
+	require.Empty(t, r.stderr)
+	var shards int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM runlimit_capacity_shards").Scan(&shards))
+	require.Equal(t, 256, shards, "the ledger exists with its 256 shards")
+
+	// Through the environment this time.
+	r = execute(t, envOf(map[string]string{envDatabaseURL: db.URL}), "migrate")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, fmt.Sprintf("runlimit schema already up to date at version %d\n", latest), r.stdout)
+}
+
+func TestMigrateRefusesAVendoredSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	_, steps, err := latestSchema()
+	require.NoError(t, err)
+	for _, st := range steps {
+		_, err := db.Pool.Exec(context.Background(), st.Up)
+		require.NoError(t, err, st.Name)
+	}
+
+	r := execute(t, noEnv, "migrate", "--database-url", db.URL)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "the schema was vendored")
+	_, tracked, err := schemaVersion(context.Background(), db.Pool)
+	require.NoError(t, err)
+	require.False(t, tracked, "no version table was created")
+}
+
+func TestMigrateRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	_, err := db.Pool.Exec(context.Background(), "UPDATE runlimit_schema_version SET version = 99")
+	require.NoError(t, err)
+
+	r := execute(t, noEnv, "migrate", "--database-url", db.URL)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "at version 99, newer than this runlimit knows")
+	version, _, err := schemaVersion(context.Background(), db.Pool)
+	require.NoError(t, err)
+	require.EqualValues(t, 99, version)
+}
+
+func TestMigratePrintSQLNeedsNoDatabase(t *testing.T) {
+	t.Parallel()
+	steps, err := migrations.SQL()
+	require.NoError(t, err)
+
+	r := execute(t, noEnv, "migrate", "--print-sql")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	at := 0
+	for _, st := range steps {
+		header := fmt.Sprintf("-- runlimit schema version %d: %s\n", st.Version, st.Name)
+		i := strings.Index(r.stdout[at:], header+st.Up)
+		require.GreaterOrEqual(t, i, 0, "step %s follows the one before, in full", st.Name)
+		at += i + len(header) + len(st.Up)
+	}
+}
+
+func TestMigratePrintSQLAppliesCleanly(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	r := execute(t, noEnv, "migrate", "--print-sql")
+	require.Equal(t, 0, r.code)
+	_, err := db.Pool.Exec(context.Background(), r.stdout)
+	require.NoError(t, err, "the printed SQL is a script a host can run as is")
+
+	r = execute(t, noEnv, "status", "--database-url", db.URL, "--json")
+	require.Equal(t, 0, r.code, "the vendored schema works: %s", r.stderr)
+	require.Contains(t, r.stdout, `"schema_version": null`)
+}

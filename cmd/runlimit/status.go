@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+)
+
+const statusSummary = `Shows the PostgreSQL store's state: the schema version, the counters stored
+(expired ones not yet cleaned up included) against the capacity, the fullest
+capacity shards and their headroom (a shard at 0 denies new keys), the table
+and index sizes, and live and dead tuples (PostgreSQL's estimates; many dead
+tuples mean vacuum is not keeping up).
+
+Headroom is measured against --rows-per-shard, which should match the services'
+postgres.Config.RowsPerShard. --json prints one JSON object with stable field
+names for scripts and monitoring.`
+
+// statusReport is the status command's JSON output. Its field names are
+// stable: scripts and dashboards read them.
+type statusReport struct {
+	// SchemaVersion is the version in runlimit_schema_version, or null when
+	// that table does not exist (a vendored schema).
+	SchemaVersion *int32 `json:"schema_version"`
+	// LatestSchemaVersion is the newest version this binary knows.
+	LatestSchemaVersion int32         `json:"latest_schema_version"`
+	Rows                int64         `json:"rows"`
+	Capacity            int64         `json:"capacity"`
+	RowsPerShard        int           `json:"rows_per_shard"`
+	FullestShards       []shardReport `json:"fullest_shards"`
+	TableBytes          int64         `json:"table_bytes"`
+	IndexBytes          int64         `json:"index_bytes"`
+	LiveTuples          int64         `json:"live_tuples"`
+	DeadTuples          int64         `json:"dead_tuples"`
+}
+
+// shardReport is one capacity shard in a statusReport.
+type shardReport struct {
+	Shard    int   `json:"shard"`
+	Rows     int64 `json:"rows"`
+	Headroom int64 `json:"headroom"`
+}
+
+func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", statusSummary, stderr)
+	addDatabaseFlag(fs, true)
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	rowsPerShard := fs.Int("rows-per-shard", postgres.DefaultRowsPerShard, "the services' rows per capacity shard, 1 to 65536, for headroom")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *rowsPerShard < 1 || *rowsPerShard > postgres.MaxRowsPerShard {
+		return fmt.Errorf("%w: --rows-per-shard is %d, want 1 to %d", errUsage, *rowsPerShard, postgres.MaxRowsPerShard)
+	}
+	latest, _, err := latestSchema()
+	if err != nil {
+		return err
+	}
+	u, err := databaseURL(fs, getenv)
+	if err != nil {
+		return err
+	}
+	db, err := openDatabase(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	store, err := postgres.New(db.pool, postgres.Config{RowsPerShard: *rowsPerShard})
+	if err != nil {
+		return err
+	}
+	report, err := readStatus(ctx, db, store)
+	if err != nil {
+		return db.wrap(err)
+	}
+	report.LatestSchemaVersion = latest
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return printStatus(stdout, report)
+}
+
+func readStatus(ctx context.Context, db *database, store *postgres.Store) (statusReport, error) {
+	version, tracked, err := schemaVersion(ctx, db.pool)
+	if err != nil {
+		return statusReport{}, err
+	}
+	ts, err := store.TableStats(ctx)
+	if err != nil {
+		return statusReport{}, err
+	}
+	r := statusReport{
+		Rows:          ts.Rows,
+		Capacity:      ts.Capacity,
+		RowsPerShard:  ts.RowsPerShard,
+		FullestShards: make([]shardReport, len(ts.Fullest)),
+		TableBytes:    ts.TableBytes,
+		IndexBytes:    ts.IndexBytes,
+		LiveTuples:    ts.LiveTuples,
+		DeadTuples:    ts.DeadTuples,
+	}
+	if tracked {
+		r.SchemaVersion = &version
+	}
+	for i, sh := range ts.Fullest {
+		r.FullestShards[i] = shardReport{Shard: sh.Shard, Rows: sh.Rows, Headroom: sh.Headroom}
+	}
+	return r, nil
+}
+
+func printStatus(w io.Writer, r statusReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	version := "not recorded (no runlimit_schema_version table: a vendored schema?)"
+	switch {
+	case r.SchemaVersion == nil:
+	case *r.SchemaVersion < r.LatestSchemaVersion:
+		version = fmt.Sprintf(`%d (this runlimit knows %d: run "runlimit migrate")`, *r.SchemaVersion, r.LatestSchemaVersion)
+	default:
+		version = fmt.Sprintf("%d", *r.SchemaVersion)
+	}
+	fmt.Fprintf(tw, "schema version\t%s\n", version)
+	fmt.Fprintf(tw, "rows\t%d of %d (%.2f%%), expired rows not yet cleaned up included\n", r.Rows, r.Capacity, percent(r.Rows, r.Capacity))
+	fmt.Fprintf(tw, "rows per shard\t%d, 256 shards\n", r.RowsPerShard)
+	fmt.Fprintf(tw, "table size\t%s\n", formatBytes(r.TableBytes))
+	fmt.Fprintf(tw, "index size\t%s\n", formatBytes(r.IndexBytes))
+	fmt.Fprintf(tw, "live tuples\t%d (estimate)\n", r.LiveTuples)
+	fmt.Fprintf(tw, "dead tuples\t%d (estimate)\n", r.DeadTuples)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Fullest shards (a shard with no headroom denies new keys):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SHARD\tROWS\tHEADROOM\t")
+	for _, sh := range r.FullestShards {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t\n", sh.Shard, sh.Rows, sh.Headroom)
+	}
+	return tw.Flush()
+}
+
+func percent(n, of int64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+// formatBytes prints n in binary units, as "8.0 KiB".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	value, exp := float64(n)/unit, 0
+	for value >= unit && exp < 4 {
+		value /= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", value, "KMGTP"[exp], n)
+}
