@@ -138,7 +138,7 @@ func TestNoPasswordIsEverPrinted(t *testing.T) {
 		{"keyword/value quoted", "host=127.0.0.1 port=1 user=runlimit password='S3cr3t pa55w0rd' dbname=x sslmode=disable", []string{"S3cr3t pa55w0rd"}},
 		{"keyword/value malformed", "host=127.0.0.1 port=1 password='S3cr3t-pa55w0rd", []string{"S3cr3t-pa55w0rd"}},
 	}
-	commands := [][]string{{"migrate"}, {"cleanup"}, {"cleanup", "--every", "1h"}, {"status"}, {"status", "--json"}}
+	commands := [][]string{{"migrate"}, {"cleanup"}, {"cleanup", "--every", "1h"}, {"status"}, {"status", "--json"}, {"demo"}}
 	for _, u := range urls {
 		for _, cmd := range commands {
 			t.Run(u.name+"/"+strings.Join(cmd, " "), func(t *testing.T) {

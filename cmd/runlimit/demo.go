@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
@@ -17,7 +20,13 @@ import (
 const demoSummary = `Runs the login admission example: every attempt checks the client's limit
 (40 a minute) AND the identity's limit (8 a minute) as one atomic batch.
 One client first retries one identity, then sprays other identities, then
-retries after the window has passed. Time is simulated, so it runs instantly.`
+retries after the window has passed. Time is simulated, so it runs instantly.
+
+With --database-url the example runs on PostgreSQL instead, whose schema must
+already be migrated ("runlimit migrate"). Time is then the database's: the
+attempts come as one burst, without the final retry a minute later, and the
+policy ids carry a random suffix so that runs never share counters. The demo
+reads only the flag, never $RUNLIMIT_DATABASE_URL.`
 
 // demoSecret keys the demo's subject hashes. Real services load a random
 // secret of at least 32 bytes from secret storage.
@@ -60,32 +69,82 @@ func demoScenario() []demoAttempt {
 	return attempts
 }
 
+// demoPolicyID is the policy id of the demo's two policies on the memory
+// store; on PostgreSQL it gets a suffix per run.
+const demoPolicyID = "auth.login"
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", demoSummary, stderr)
+	addDatabaseFlag(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if isSet(fs, databaseFlagName) {
+		// Only the flag: $RUNLIMIT_DATABASE_URL never turns the memory demo
+		// into a PostgreSQL one.
+		u, err := databaseURL(fs, func(string) string { return "" })
+		if err != nil {
+			return err
+		}
+		return runPostgresDemo(ctx, u, stdout)
 	}
 	clock := memory.NewManualClock()
 	store, err := memory.New(memory.Config{MaxKeys: 50_000, Shards: 64, Clock: clock})
 	if err != nil {
 		return err
 	}
-	rows, err := playDemo(ctx, store, clock.Advance)
+	rows, err := playDemo(ctx, store, demoPolicyID, demoScenario(), clock.Advance)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "Login admission on the memory store: client 40/min AND identity 8/min, checked atomically.")
 	fmt.Fprintln(stdout)
-	return printDemo(stdout, rows)
+	return printDemo(stdout, rows, true)
 }
 
-// playDemo runs the scenario against store. advance moves the store's time.
-func playDemo(ctx context.Context, store ports.Store, advance func(time.Duration)) ([]demoRow, error) {
-	clientPolicy, err := domain.ParsePolicy("auth.login", "client", 40, time.Minute)
+// runPostgresDemo plays the scenario's burst, without its simulated minute,
+// on the PostgreSQL database at rawURL.
+func runPostgresDemo(ctx context.Context, rawURL string, stdout io.Writer) error {
+	db, err := openDatabase(ctx, rawURL)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	store, err := postgres.New(db.pool, postgres.Config{})
+	if err != nil {
+		return err
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	policyID := demoPolicyID + ".demo-" + hex.EncodeToString(suffix[:])
+	// The last attempt waits a minute of simulated time; the database's
+	// clock cannot be moved, so the burst stops before it.
+	attempts := demoScenario()
+	attempts = attempts[:len(attempts)-1]
+	rows, err := playDemo(ctx, store, policyID, attempts, nil)
+	if err != nil {
+		return db.wrap(err)
+	}
+	fmt.Fprintln(stdout, "Login admission on PostgreSQL: client 40/min AND identity 8/min, checked atomically.")
+	fmt.Fprintf(stdout, "Time is the database's, so the %d attempts come as one burst. Policy id %s is this run's own.\n", len(rows), policyID)
+	fmt.Fprintln(stdout)
+	if err := printDemo(stdout, rows, false); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, `The run's counters expire a minute after their first check; "runlimit cleanup" then deletes them.`)
+	return nil
+}
+
+// playDemo runs attempts against store under policies named policyID.
+// advance moves the store's time; nil means time cannot be moved, and the
+// attempts' waits are skipped.
+func playDemo(ctx context.Context, store ports.Store, policyID string, attempts []demoAttempt, advance func(time.Duration)) ([]demoRow, error) {
+	clientPolicy, err := domain.ParsePolicy(policyID, "client", 40, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	identityPolicy, err := domain.ParsePolicy("auth.login", "identity", 8, time.Minute)
+	identityPolicy, err := domain.ParsePolicy(policyID, "identity", 8, time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +160,8 @@ func playDemo(ctx context.Context, store ports.Store, advance func(time.Duration
 
 	var rows []demoRow
 	var now time.Duration
-	for i, a := range demoScenario() {
-		if a.after > 0 {
+	for i, a := range attempts {
+		if a.after > 0 && advance != nil {
 			advance(a.after)
 			now += a.after
 		}
@@ -132,16 +191,28 @@ func playDemo(ctx context.Context, store ports.Store, advance func(time.Duration
 	return rows, nil
 }
 
-func printDemo(w io.Writer, rows []demoRow) error {
+// printDemo prints rows as a table; withTime adds the simulated time of
+// each attempt.
+func printDemo(w io.Writer, rows []demoRow, withTime bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ATTEMPT\tTIME\tIDENTITY\tOUTCOME\tDENIED BY\tRETRY-AFTER (S)\tCLIENT LEFT\tIDENTITY LEFT")
+	if withTime {
+		fmt.Fprint(tw, "ATTEMPT\tTIME\t")
+	} else {
+		fmt.Fprint(tw, "ATTEMPT\t")
+	}
+	fmt.Fprintln(tw, "IDENTITY\tOUTCOME\tDENIED BY\tRETRY-AFTER (S)\tCLIENT LEFT\tIDENTITY LEFT")
 	for _, r := range rows {
 		denied := r.deniedCheck
 		if denied == "" {
 			denied, r.retrySeconds = "-", "-"
 		}
-		fmt.Fprintf(tw, "%d\t+%ds\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.attempt, int(r.at/time.Second), r.identity, r.outcome, denied, r.retrySeconds, r.clientLeft, r.identityLeft)
+		if withTime {
+			fmt.Fprintf(tw, "%d\t+%ds\t", r.attempt, int(r.at/time.Second))
+		} else {
+			fmt.Fprintf(tw, "%d\t", r.attempt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.identity, r.outcome, denied, r.retrySeconds, r.clientLeft, r.identityLeft)
 	}
 	return tw.Flush()
 }

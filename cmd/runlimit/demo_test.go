@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgtest"
 )
 
 func TestDemoScenarioDecisions(t *testing.T) {
@@ -19,7 +22,7 @@ func TestDemoScenarioDecisions(t *testing.T) {
 	clock := memory.NewManualClock()
 	store, err := memory.New(memory.Config{MaxKeys: 1_000, Shards: 4, Clock: clock})
 	require.NoError(t, err)
-	rows, err := playDemo(context.Background(), store, clock.Advance)
+	rows, err := playDemo(context.Background(), store, demoPolicyID, demoScenario(), clock.Advance)
 	require.NoError(t, err)
 	require.Len(t, rows, 45)
 
@@ -89,4 +92,75 @@ func TestRunExitCodes(t *testing.T) {
 			require.Contains(t, stderr.String(), tt.stderr)
 		})
 	}
+}
+
+func TestMemoryDemoOutputIsPinned(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile("testdata/demo_memory.txt")
+	require.NoError(t, err)
+	// The environment's database URL never turns the demo into a PostgreSQL
+	// one.
+	r := execute(t, envOf(map[string]string{envDatabaseURL: "postgres://127.0.0.1:1/x"}), "demo")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, string(want), r.stdout)
+}
+
+func TestPostgresDemo(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	// Twice on one database: each run's policy ids are its own, so the
+	// second run starts from full quotas too.
+	for range 2 {
+		r := execute(t, noEnv, "demo", "--database-url", db.URL)
+		require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+		require.Empty(t, r.stderr)
+		require.Contains(t, r.stdout, "Login admission on PostgreSQL")
+		require.NotContains(t, r.stdout, "TIME", "no simulated time on PostgreSQL")
+
+		rows := demoTableRows(t, r.stdout)
+		require.Len(t, rows, 44)
+		for i, row := range rows {
+			want := "allowed"
+			switch {
+			case i == 8 || i == 9:
+				want = "denied identity"
+			case i >= 42:
+				want = "denied client"
+			}
+			require.Equal(t, want, strings.Join(row[2:], " "), "attempt %d", i+1)
+		}
+	}
+}
+
+// demoTableRows returns the attempt rows of a PostgreSQL demo's table:
+// attempt, identity, outcome, and for a denial the check and retry-after
+// seconds (checked to be 1 to 60), for an allowance nothing more.
+func demoTableRows(t *testing.T, out string) [][]string {
+	t.Helper()
+	var rows [][]string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 7 || f[0] == "ATTEMPT" {
+			continue
+		}
+		if f[2] == "denied" {
+			retry, err := strconv.Atoi(f[4])
+			require.NoError(t, err)
+			require.True(t, retry >= 1 && retry <= 60, "retry-after %d within the minute", retry)
+			rows = append(rows, f[:4])
+			continue
+		}
+		require.Equal(t, []string{"allowed", "-", "-"}, f[2:5], line)
+		rows = append(rows, f[:3])
+	}
+	return rows
+}
+
+func TestPostgresDemoWithoutTheSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	r := execute(t, noEnv, "demo", "--database-url", db.URL)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, `run "runlimit migrate" first`)
+	require.Empty(t, r.stdout)
 }
