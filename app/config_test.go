@@ -1,0 +1,144 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	// A pool that never connects: Validate only looks at whether it is set.
+	pc, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none")
+	require.NoError(t, err)
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	tests := []struct {
+		name      string
+		cfg       app.Config
+		wantField string // "" when valid
+	}{
+		{"zero value: memory backend", app.Config{}, ""},
+		{"memory", app.Config{Backend: app.BackendMemory}, ""},
+		{"postgres with a URL", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://x"}, ""},
+		{"postgres with a pool", app.Config{Backend: app.BackendPostgres, Pool: pool}, ""},
+		{"postgres with a gate", app.Config{Backend: app.BackendPostgres, Pool: pool, Gate: &memory.Config{MaxKeys: 1}}, ""},
+		{"loop off", app.Config{CleanupInterval: -1}, ""},
+		{"unknown backend", app.Config{Backend: "redis"}, "Backend"},
+		{"backend is case-sensitive", app.Config{Backend: "Postgres"}, "Backend"},
+		{"gate on memory", app.Config{Gate: &memory.Config{MaxKeys: 1}}, "Gate"},
+		{"postgres without URL or pool", app.Config{Backend: app.BackendPostgres}, "DatabaseURL"},
+		{"postgres with URL and pool", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://x", Pool: pool}, "DatabaseURL"},
+		{"negative batch", app.Config{CleanupBatch: -1}, "CleanupBatch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.cfg.Validate()
+			if tt.wantField == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ce *app.ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, tt.wantField, ce.Field)
+			require.ErrorIs(t, err, app.ErrInvalidConfig)
+			require.Contains(t, err.Error(), tt.wantField)
+		})
+	}
+}
+
+func TestConfigErrorText(t *testing.T) {
+	t.Parallel()
+	err := app.Config{Backend: "redis"}.Validate()
+	require.EqualError(t, err, `runlimit: invalid config: Backend is "redis", want "memory" or "postgres"`)
+}
+
+// TestOpenNamesStoreConfigFields: the stores' own config errors come back
+// naming the app Config field, and still match the store's error.
+func TestOpenNamesStoreConfigFields(t *testing.T) {
+	t.Parallel()
+	secretEnv := setEnv(t, testSecret)
+	tests := []struct {
+		name      string
+		cfg       app.Config
+		wantField string
+		wantErr   error
+	}{
+		{"memory without MaxKeys", app.Config{}, "Memory.MaxKeys", memory.ErrInvalidConfig},
+		{"memory shards", app.Config{Memory: memory.Config{MaxKeys: 4, Shards: 5}}, "Memory.Shards", memory.ErrInvalidConfig},
+		{"gate shards", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://nobody@127.0.0.1:1/none",
+			Gate: &memory.Config{MaxKeys: 1, Shards: -1}}, "Gate.Shards", memory.ErrInvalidConfig},
+		{"postgres rows per shard", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://nobody@127.0.0.1:1/none",
+			Postgres: postgres.Config{RowsPerShard: postgres.MaxRowsPerShard + 1}}, "Postgres.RowsPerShard", postgres.ErrInvalidConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.cfg.SecretEnv = secretEnv
+			r, err := app.Open(context.Background(), tt.cfg)
+			require.Nil(t, r)
+			var ce *app.ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, tt.wantField, ce.Field)
+			require.ErrorIs(t, err, app.ErrInvalidConfig)
+			require.ErrorIs(t, err, tt.wantErr)
+			require.Contains(t, err.Error(), tt.wantField)
+		})
+	}
+}
+
+func TestOpenKeepsTheDatabaseURLOutOfErrors(t *testing.T) {
+	t.Parallel()
+	// Not a valid port: the URL cannot be parsed.
+	url := "postgres://quotauser:hunter2-password@db.internal.example:notaport/quotas"
+	_, err := app.Open(context.Background(), app.Config{
+		Backend: app.BackendPostgres, DatabaseURL: url, SecretEnv: setEnv(t, testSecret),
+	})
+	var ce *app.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "DatabaseURL", ce.Field)
+	require.ErrorIs(t, err, app.ErrInvalidConfig)
+	for _, private := range []string{"hunter2", "db.internal", "quotauser", "quotas"} {
+		require.NotContains(t, err.Error(), private)
+	}
+}
+
+func TestOpenRequiresTheSecret(t *testing.T) {
+	t.Parallel()
+	const shortSecret = "short-secret-31-bytes-long-abcd"
+	require.Len(t, shortSecret, 31)
+	tests := []struct {
+		name string
+		env  func(t *testing.T) string
+		want string
+	}{
+		{"unset", func(*testing.T) string { return "RUNLIMIT_APP_TEST_NEVER_SET" }, "which is not set"},
+		{"empty", func(t *testing.T) string { return setEnv(t, "") }, "which is not set"},
+		{"one byte short", func(t *testing.T) string { return setEnv(t, shortSecret) }, "fewer than 32 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := tt.env(t)
+			_, err := app.Open(context.Background(), app.Config{
+				Memory: memory.Config{MaxKeys: 1}, SecretEnv: env,
+			})
+			var ce *app.ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "SecretEnv", ce.Field)
+			require.ErrorIs(t, err, app.ErrInvalidConfig)
+			require.Contains(t, err.Error(), env)
+			require.Contains(t, err.Error(), tt.want)
+			require.NotContains(t, err.Error(), shortSecret)
+		})
+	}
+}
