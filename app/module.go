@@ -1,0 +1,55 @@
+package app
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/fx"
+
+	"github.com/runlimit/runlimit/ports"
+)
+
+// Module wires Runlimit into an fx application. It needs a [Config] in the
+// graph (fx.Supply or a constructor of the host's) and provides:
+//
+//   - *[Runtime], whose [Runtime.Gate] is the memory gate of Config.Gate;
+//   - *[Limiter] and [ports.Limiter], the limiter over the shared quota;
+//   - [domain.KeyHasher], built from the secret in Config.SecretEnv.
+//
+// With the postgres backend and neither Config.DatabaseURL nor Config.Pool
+// set, the Runtime borrows the *pgxpool.Pool of the graph, if there is one,
+// and never closes it.
+//
+// Building the Runtime touches no network. The lifecycle does the rest:
+// OnStart applies the schema if Config.Migrate is set, checks that the store
+// answers and starts the cleanup loop; OnStop stops the loop and closes what
+// the Runtime opened, as [Runtime.Close] does. A failed OnStart closes it
+// at once, since fx runs no OnStop for a hook whose OnStart failed.
+var Module = fx.Module("runlimit",
+	fx.Provide(
+		provideRuntime,
+		(*Runtime).Limiter,
+		func(r *Runtime) ports.Limiter { return r.Limiter() },
+		(*Runtime).KeyHasher,
+	),
+)
+
+// moduleIn is what [Module] takes from the graph.
+type moduleIn struct {
+	fx.In
+
+	Config    Config
+	Pool      *pgxpool.Pool `optional:"true"`
+	Lifecycle fx.Lifecycle
+}
+
+func provideRuntime(in moduleIn) (*Runtime, error) {
+	cfg := in.Config
+	if cfg.Backend == BackendPostgres && cfg.DatabaseURL == "" && cfg.Pool == nil {
+		cfg.Pool = in.Pool
+	}
+	r, err := newRuntime(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in.Lifecycle.Append(fx.Hook{OnStart: r.startOrClose, OnStop: r.Close})
+	return r, nil
+}
