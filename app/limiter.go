@@ -10,7 +10,8 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// ErrInvalidConfig is matched by every error [NewLimiter] returns.
+// ErrInvalidConfig is matched by every error [NewLimiter] returns and by
+// every [*ConfigError] of [Open] and [Module].
 var ErrInvalidConfig = errors.New("runlimit: invalid limiter config")
 
 // LimiterConfig configures a [Limiter].

@@ -37,3 +37,37 @@ func TestReadmeExampleIsTheCompiledExample(t *testing.T) {
 	require.Equal(t, strings.Join(want, "\n"), strings.TrimSpace(textBlocks[0]),
 		"the README's output block must be Example's Output")
 }
+
+// TestReadmeModuleExampleIsTheCompiledExample holds the README's fx
+// example, and the output it shows, to ExampleModule.
+func TestReadmeModuleExampleIsTheCompiledExample(t *testing.T) {
+	t.Parallel()
+
+	body, err := readme.FuncBody("module_example_test.go", "func ExampleModule() {", "// Output:")
+	require.NoError(t, err)
+	goBlocks, err := readme.Blocks("../README.md", "go")
+	require.NoError(t, err)
+	require.Contains(t, trimAll(goBlocks), strings.TrimSpace(body),
+		"the README must show ExampleModule's body exactly; copy it over")
+
+	full, err := readme.FuncBody("module_example_test.go", "func ExampleModule() {", "")
+	require.NoError(t, err)
+	_, output, found := strings.Cut(full, "// Output:\n")
+	require.True(t, found)
+	var want []string
+	for _, line := range strings.Split(strings.TrimSpace(output), "\n") {
+		want = append(want, strings.TrimPrefix(line, "// "))
+	}
+	textBlocks, err := readme.Blocks("../README.md", "text")
+	require.NoError(t, err)
+	require.Contains(t, trimAll(textBlocks), strings.Join(want, "\n"),
+		"the README must show ExampleModule's Output")
+}
+
+func trimAll(blocks []string) []string {
+	out := make([]string, len(blocks))
+	for i, b := range blocks {
+		out[i] = strings.TrimSpace(b)
+	}
+	return out
+}
