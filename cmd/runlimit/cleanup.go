@@ -50,11 +50,7 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	case *timeout <= 0 || *timeout > postgres.MaxTimeout:
 		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, postgres.MaxTimeout)
 	}
-	u, err := databaseURL(fs, getenv)
-	if err != nil {
-		return err
-	}
-	db, err := openDatabase(ctx, u)
+	db, err := connect(ctx, fs, getenv)
 	if err != nil {
 		return err
 	}

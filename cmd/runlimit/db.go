@@ -57,6 +57,16 @@ func databaseURL(fs *flag.FlagSet, getenv func(string) string) (string, error) {
 	return "", errNoDatabaseURL
 }
 
+// connect opens the database a parsed command line names, by its flag or
+// the environment.
+func connect(ctx context.Context, fs *flag.FlagSet, getenv func(string) string) (*database, error) {
+	u, err := databaseURL(fs, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return openDatabase(ctx, u)
+}
+
 // isSet reports whether the command line set flag name.
 func isSet(fs *flag.FlagSet, name string) bool {
 	set := false

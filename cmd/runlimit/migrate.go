@@ -44,11 +44,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		printSchemaSQL(stdout, steps)
 		return nil
 	}
-	u, err := databaseURL(fs, getenv)
-	if err != nil {
-		return err
-	}
-	db, err := openDatabase(ctx, u)
+	db, err := connect(ctx, fs, getenv)
 	if err != nil {
 		return err
 	}

@@ -60,11 +60,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	u, err := databaseURL(fs, getenv)
-	if err != nil {
-		return err
-	}
-	db, err := openDatabase(ctx, u)
+	db, err := connect(ctx, fs, getenv)
 	if err != nil {
 		return err
 	}
