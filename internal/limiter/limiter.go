@@ -1,0 +1,83 @@
+// Package limiter is the engine of app.Limiter: validation, the
+// single-check fast path and pooled batches over a ports.Store. It lives
+// apart from package app so that the conformance suite can drive stores
+// exactly as app.Limiter does without importing app, which wires in the
+// concrete stores, pgx and fx.
+package limiter
+
+import (
+	"context"
+	"sync"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// Limiter validates checks, applies them through a store and returns
+// decisions in caller order. It is safe for concurrent use once Init has
+// returned, and must not be copied after that.
+type Limiter struct {
+	store ports.Store
+	// single is store's fast path for one check, when it has one.
+	single   ports.CheckAdmitter
+	maxBatch int
+	batches  sync.Pool
+}
+
+// Init prepares l to apply checks through store, in batches of at most
+// maxBatch checks. The caller has validated both: store is not nil and
+// maxBatch is at least 1.
+func (l *Limiter) Init(store ports.Store, maxBatch int) {
+	l.store, l.maxBatch = store, maxBatch
+	l.single, _ = store.(ports.CheckAdmitter)
+	l.batches.New = func() any { return new(domain.Batch) }
+}
+
+// Check applies one check, through the store's single-check path when it
+// has one ([ports.CheckAdmitter]): one interface call and no pooled batch.
+func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	if l.single != nil {
+		// The store validates through domain.EvaluateCheck before it reads
+		// or changes any counter.
+		return l.single.AdmitCheck(ctx, check)
+	}
+	return l.checkBatch(ctx, check)
+}
+
+// checkBatch applies one check as a batch of one, for stores without a
+// single-check path.
+func (l *Limiter) checkBatch(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	// A lone check reports its own error rather than a batch error about it.
+	if err := check.Validate(); err != nil {
+		return domain.Decision{}, err
+	}
+	b := l.batches.Get().(*domain.Batch)
+	defer l.batches.Put(b)
+	if err := b.Reset([]domain.Check{check}, l.maxBatch); err != nil {
+		return domain.Decision{}, err
+	}
+	if err := l.store.Admit(ctx, b); err != nil {
+		return domain.Decision{}, err
+	}
+	d, _, err := b.DecisionOf(0)
+	return d, err
+}
+
+// CheckAll applies checks as one atomic batch and returns decisions the
+// caller owns.
+func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
+	b := l.batches.Get().(*domain.Batch)
+	defer l.batches.Put(b)
+	if err := b.Reset(checks, l.maxBatch); err != nil {
+		return domain.BatchDecision{}, err
+	}
+	if err := l.store.Admit(ctx, b); err != nil {
+		return domain.BatchDecision{}, err
+	}
+	bd, err := b.Decision()
+	if err != nil {
+		return domain.BatchDecision{}, err
+	}
+	// The batch goes back to the pool: the caller gets its own decisions.
+	return bd.Clone(), nil
+}
