@@ -61,7 +61,11 @@
 //     miscount;
 //   - time: the store's clock never moves a window backwards.
 //
-// Every check goes through [app.Limiter], the path hosts use.
+// Every check goes through the engine of
+// [github.com/runlimit/runlimit/app.Limiter] (its single-check path, its
+// pooled batches), the path hosts use. The suite does not import package
+// app itself, which wires in Runlimit's own stores, pgx and fx: importing
+// the suite compiles none of them into an adapter's tests.
 //
 // # Proof that it can fail
 //
