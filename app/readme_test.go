@@ -26,15 +26,7 @@ func TestReadmeExampleIsTheCompiledExample(t *testing.T) {
 	textBlocks, err := readme.Blocks("../README.md", "text")
 	require.NoError(t, err)
 	require.NotEmpty(t, textBlocks, "the README shows no output")
-	full, err := readme.FuncBody("example_test.go", "func Example() {", "")
-	require.NoError(t, err)
-	_, output, found := strings.Cut(full, "// Output:\n")
-	require.True(t, found)
-	var want []string
-	for _, line := range strings.Split(strings.TrimSpace(output), "\n") {
-		want = append(want, strings.TrimPrefix(line, "// "))
-	}
-	require.Equal(t, strings.Join(want, "\n"), strings.TrimSpace(textBlocks[0]),
+	require.Equal(t, exampleOutput(t, "example_test.go", "func Example() {"), strings.TrimSpace(textBlocks[0]),
 		"the README's output block must be Example's Output")
 }
 
@@ -50,17 +42,9 @@ func TestReadmeModuleExampleIsTheCompiledExample(t *testing.T) {
 	require.Contains(t, trimAll(goBlocks), strings.TrimSpace(body),
 		"the README must show ExampleModule's body exactly; copy it over")
 
-	full, err := readme.FuncBody("module_example_test.go", "func ExampleModule() {", "")
-	require.NoError(t, err)
-	_, output, found := strings.Cut(full, "// Output:\n")
-	require.True(t, found)
-	var want []string
-	for _, line := range strings.Split(strings.TrimSpace(output), "\n") {
-		want = append(want, strings.TrimPrefix(line, "// "))
-	}
 	textBlocks, err := readme.Blocks("../README.md", "text")
 	require.NoError(t, err)
-	require.Contains(t, trimAll(textBlocks), strings.Join(want, "\n"),
+	require.Contains(t, trimAll(textBlocks), exampleOutput(t, "module_example_test.go", "func ExampleModule() {"),
 		"the README must show ExampleModule's Output")
 }
 
@@ -70,4 +54,19 @@ func trimAll(blocks []string) []string {
 		out[i] = strings.TrimSpace(b)
 	}
 	return out
+}
+
+// exampleOutput returns the output the Example declared by decl in file
+// promises, as it prints.
+func exampleOutput(t *testing.T, file, decl string) string {
+	t.Helper()
+	full, err := readme.FuncBody(file, decl, "")
+	require.NoError(t, err)
+	_, output, found := strings.Cut(full, "// Output:\n")
+	require.True(t, found, "%s has no // Output:", decl)
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(output), "\n") {
+		lines = append(lines, strings.TrimPrefix(line, "// "))
+	}
+	return strings.Join(lines, "\n")
 }
