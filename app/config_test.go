@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/memory"
@@ -15,11 +14,7 @@ import (
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	// A pool that never connects: Validate only looks at whether it is set.
-	pc, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none")
-	require.NoError(t, err)
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := idlePool(t)
 
 	tests := []struct {
 		name      string

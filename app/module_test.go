@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -104,11 +103,7 @@ func TestModulePostgresBorrowsTheGraphPool(t *testing.T) {
 // memory backend into something else, nor is it used.
 func TestModuleMemoryIgnoresTheGraphPool(t *testing.T) {
 	t.Parallel()
-	pc, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none")
-	require.NoError(t, err)
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := idlePool(t)
 
 	var got provided
 	fxApp := fxtest.New(t, app.Module, fx.Supply(memoryConfig(t)), fx.Supply(pool), fx.Populate(&got)).RequireStart()

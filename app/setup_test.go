@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/memory"
@@ -54,4 +55,26 @@ func check(t *testing.T, l *app.Limiter, h domain.KeyHasher, p domain.Policy, su
 	d, err := l.Check(context.Background(), domain.NewCheck(p, h.KeyString(p, subject)))
 	require.NoError(t, err)
 	return d
+}
+
+// idlePool returns a pool that never connects (nothing listens on port 1):
+// for code that only looks at whether a pool is given, or must not use it.
+func idlePool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pc, err := pgxpool.ParseConfig("postgres://nobody@127.0.0.1:1/none")
+	require.NoError(t, err)
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// requireHasherOf requires that h derives the keys testSecret's hasher does,
+// so that replicas sharing the secret share counters.
+func requireHasherOf(t *testing.T, h domain.KeyHasher) {
+	t.Helper()
+	want, err := domain.NewKeyHasher([]byte(testSecret))
+	require.NoError(t, err)
+	p := loginPolicy(t, "auth.login")
+	require.Equal(t, want.KeyString(p, "user").Bytes(), h.KeyString(p, "user").Bytes())
 }
