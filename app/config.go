@@ -87,6 +87,11 @@ type Config struct {
 	// repeats the call while it removes a full batch. At least 1. Default
 	// 1,000 ([DefaultCleanupBatch]).
 	CleanupBatch int
+	// Observer, when set, receives an [Event] for every admission of the
+	// limiter and of the gate, named by [Event.Limiter]: "gate", or the
+	// backend ("memory" or "postgres"). Default nil.
+	Observer Observer
+
 	// CleanupErrorFunc, when set, receives every error of the cleanup loop,
 	// a [*CleanupError], from the loop's goroutine; the loop carries on at
 	// its next tick. It must not block for long. Default nil: errors are

@@ -70,4 +70,14 @@
 //
 // The two are separate stores: a check admitted by the gate stays consumed
 // there even when the shared quota then denies. No batch spans both.
+//
+// # Observing decisions
+//
+// LimiterConfig.Observer (or Config.Observer for both limiters of a Runtime)
+// receives an [Event] for every admission: which limiter, the policies, the
+// outcome, the deciding check's index and denial reason, the store's error
+// and whether it may have consumed quota, and the store's latency. Feed it
+// to metrics or logs. Events never carry subjects or keys, and print
+// nothing else. Without an observer a limiter runs exactly the unobserved
+// path; with one, an admission allocates nothing more.
 package app

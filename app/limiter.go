@@ -18,6 +18,12 @@ var ErrInvalidConfig = errors.New("runlimit: invalid limiter config")
 type LimiterConfig struct {
 	// MaxBatchSize is the largest batch CheckAll accepts. Default 32.
 	MaxBatchSize int
+	// Observer, when set, receives an [Event] for every admission. Default
+	// nil: nothing is observed, at no cost.
+	Observer Observer
+	// Name tells this limiter's events apart from another's, such as
+	// "gate" and "postgres". Default "".
+	Name string
 }
 
 // Limiter validates checks, applies them through a [ports.Store] and returns
@@ -38,6 +44,11 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	}
 	if cfg.MaxBatchSize == 0 {
 		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
+	}
+	if cfg.Observer != nil {
+		// The observer sits between the engine and the store, so that a
+		// limiter without one runs exactly the unobserved path.
+		store = observe(store, cfg.Observer, cfg.Name)
 	}
 	l := new(Limiter)
 	l.engine.Init(store, cfg.MaxBatchSize)

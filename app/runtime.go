@@ -133,7 +133,7 @@ func (r *Runtime) build() error {
 		}
 		r.closers = append(r.closers, gate)
 		r.cleaners = append(r.cleaners, cleaner{name: "gate", Cleaner: gate})
-		if r.gate, err = NewLimiter(gate, LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize}); err != nil {
+		if r.gate, err = NewLimiter(gate, LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate"}); err != nil {
 			return err
 		}
 	}
@@ -175,7 +175,7 @@ func (r *Runtime) build() error {
 		r.cleaners = append(r.cleaners, cleaner{name: "postgres", Cleaner: s})
 	}
 	var err error
-	r.limiter, err = NewLimiter(store, LimiterConfig{MaxBatchSize: maxBatch})
+	r.limiter, err = NewLimiter(store, LimiterConfig{MaxBatchSize: maxBatch, Observer: cfg.Observer, Name: string(cfg.Backend)})
 	return err
 }
 

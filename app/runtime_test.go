@@ -215,11 +215,13 @@ func TestOpenPostgresWithGate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
+	rec := &recorder{}
 	r, err := app.Open(ctx, app.Config{
 		Backend:   app.BackendPostgres,
 		Pool:      db.Pool,
 		Gate:      &memory.Config{MaxKeys: 2},
 		SecretEnv: setEnv(t, testSecret),
+		Observer:  rec,
 	})
 	require.NoError(t, err)
 	gate := r.Gate()
@@ -240,6 +242,15 @@ func TestOpenPostgresWithGate(t *testing.T) {
 
 	require.True(t, check(t, r.Limiter(), h, sharedPolicy, "a").PermitsRequest())
 	require.Equal(t, 1, countRows(t, db))
+
+	// Config.Observer sees both limiters, each under its own name.
+	var names []string
+	var outcomes []domain.Outcome
+	for _, ev := range rec.take(t) {
+		names, outcomes = append(names, ev.event.Limiter), append(outcomes, ev.event.Outcome)
+	}
+	require.Equal(t, []string{"gate", "gate", "gate", "postgres"}, names)
+	require.Equal(t, []domain.Outcome{domain.Allowed, domain.Allowed, domain.Denied, domain.Allowed}, outcomes)
 
 	require.NoError(t, r.Close(ctx))
 	_, err = gate.Check(ctx, domain.NewCheck(gatePolicy, h.KeyString(gatePolicy, "a")))

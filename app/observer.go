@@ -1,0 +1,185 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// Observer receives an [Event] for every admission a [Limiter] makes: the
+// hook for metrics, logs and traces of decisions. An admission is a Check
+// or CheckAll that reached the store; input the limiter rejects first
+// (domain.ErrInvalidInput) is returned to the caller and not observed.
+//
+// ObserveAdmission runs on the caller's goroutine once the store has
+// answered, before Check or CheckAll returns, so it must be quick and safe
+// for concurrent use; the Event is valid only during the call.
+//
+// Events carry policies, outcomes, denial reasons, errors and timings,
+// never subjects or subject and counter keys, so nothing an observer
+// records can reveal who was checked.
+type Observer interface {
+	ObserveAdmission(Event)
+}
+
+// ObserverFunc adapts a function to an [Observer].
+type ObserverFunc func(Event)
+
+// ObserveAdmission calls f(e).
+func (f ObserverFunc) ObserveAdmission(e Event) { f(e) }
+
+// Event is what an [Observer] learns of one admission. Read the checks'
+// policies through [Event.Policy] and their decisions through
+// [Event.Decision]; the checks themselves, which hold keys, are not exposed.
+type Event struct {
+	// Limiter is the LimiterConfig.Name of the limiter that admitted.
+	Limiter string
+	// Size is the number of checks admitted together: 1 for Check.
+	Size int
+	// Outcome is the admission's outcome, the batch's for CheckAll
+	// (domain.ShadowDenied included). Zero when Err is set.
+	Outcome domain.Outcome
+	// Index is the check that decided a denial or a shadow denial, in
+	// caller order: the first failing check. -1 otherwise.
+	Index int
+	// Reason is why the check at Index was denied. Zero when Index is -1.
+	Reason domain.DenialReason
+	// Err is the store's error: the admission failed closed. See
+	// [Event.MayHaveConsumedQuota].
+	Err error
+	// Duration is how long the store took to answer.
+	Duration time.Duration
+
+	check    domain.Check // the check of a single-check admission
+	decision domain.Decision
+	batch    *domain.Batch // the batch of any other admission
+	decided  domain.BatchDecision
+}
+
+// Policy returns the policy of check i in caller order, or false when i is
+// out of range.
+func (e Event) Policy(i int) (domain.Policy, bool) {
+	switch {
+	case i < 0 || i >= e.Size:
+		return domain.Policy{}, false
+	case e.batch == nil:
+		return e.check.Policy(), true
+	default:
+		return e.batch.Check(i).Policy(), true
+	}
+}
+
+// Decision returns the decision of check i in caller order when the
+// admission was allowed or shadow-denied as a whole: every check's, some of
+// which may be shadow denials. A denied admission consumed nothing and holds
+// no per-check decisions (read Index and Reason), nor does a failed one.
+func (e Event) Decision(i int) (domain.Decision, bool) {
+	if e.Err != nil || e.Outcome == domain.Denied || i < 0 || i >= e.Size {
+		return domain.Decision{}, false
+	}
+	if e.batch == nil {
+		return e.decision, true
+	}
+	return e.decided.Decision(i)
+}
+
+// MayHaveConsumedQuota reports whether a failed admission may have
+// consumed quota, as [ports.MayHaveConsumedQuota] answers for Err.
+func (e Event) MayHaveConsumedQuota() bool {
+	return e.Err != nil && ports.MayHaveConsumedQuota(e.Err)
+}
+
+// String describes the event by its policies and outcome only.
+func (e Event) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "runlimit admission limiter=%q size=%d policies=", e.Limiter, e.Size)
+	for i := range e.Size {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		p, _ := e.Policy(i)
+		fmt.Fprintf(&b, "%s/%s", p.ID(), p.Scope())
+	}
+	s := b.String()
+	if e.Err != nil {
+		return fmt.Sprintf("%s error=%q may_have_consumed_quota=%t duration=%s",
+			s, e.Err.Error(), e.MayHaveConsumedQuota(), e.Duration)
+	}
+	s += " outcome=" + e.Outcome.String()
+	if p, ok := e.Policy(e.Index); ok {
+		s += fmt.Sprintf(" index=%d policy=%s scope=%s reason=%s", e.Index, p.ID(), p.Scope(), e.Reason)
+	}
+	return s + " duration=" + e.Duration.String()
+}
+
+// Format prints [Event.String] for every verb, so that no verb reaches the
+// checks the event holds by reflection.
+func (e Event) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.String())) }
+
+// GoString is [Event.String], for %#v.
+func (e Event) GoString() string { return e.String() }
+
+// observe wraps store so that every admission through it is reported to o.
+// The wrapper has a single-check path exactly when store has one, so the
+// limiter takes the same path with or without an observer.
+func observe(store ports.Store, o Observer, name string) ports.Store {
+	s := observedStore{inner: store, observer: o, name: name}
+	if single, ok := store.(ports.CheckAdmitter); ok {
+		return observedAdmitter{observedStore: s, single: single}
+	}
+	return s
+}
+
+type observedStore struct {
+	inner    ports.Store
+	observer Observer
+	name     string
+}
+
+func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
+	start := time.Now()
+	err := s.inner.Admit(ctx, b)
+	e := Event{Limiter: s.name, Size: b.Len(), Index: -1, Duration: time.Since(start), Err: err, batch: b}
+	if err == nil {
+		// A store that answered without error left a decided batch; should
+		// it not have, the engine reports that error to the caller, and
+		// the event says so too.
+		e.decided, e.Err = b.Decision()
+	}
+	if e.Err == nil {
+		e.Outcome = e.decided.Outcome()
+		if i, den, ok := e.decided.Denied(); ok {
+			e.Index, e.Reason = i, den.Reason()
+		}
+	}
+	s.observer.ObserveAdmission(e)
+	return err
+}
+
+type observedAdmitter struct {
+	observedStore
+	single ports.CheckAdmitter
+}
+
+func (s observedAdmitter) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	// Invalid input is not an admission: the store would refuse it before
+	// touching a counter, as the limiter does for a batch.
+	if err := check.Validate(); err != nil {
+		return domain.Decision{}, err
+	}
+	start := time.Now()
+	d, err := s.single.AdmitCheck(ctx, check)
+	e := Event{Limiter: s.name, Size: 1, Index: -1, Duration: time.Since(start), Err: err, check: check, decision: d}
+	if err == nil {
+		e.Outcome = d.Outcome()
+		if den, ok := d.Denial(); ok {
+			e.Index, e.Reason = 0, den.Reason()
+		}
+	}
+	s.observer.ObserveAdmission(e)
+	return d, err
+}
