@@ -142,17 +142,7 @@ func TestOpenPostgresCleanupLoop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	ticks := make(chan time.Time)
-	errs := make(chan error, 8)
-	r, err := app.OpenWithTicks(ctx, app.Config{
-		Backend:          app.BackendPostgres,
-		Pool:             db.Pool,
-		SecretEnv:        setEnv(t, testSecret),
-		CleanupBatch:     2,
-		CleanupErrorFunc: func(err error) { errs <- err },
-	}, ticks)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, r.Close(context.Background())) })
+	r, ticks, errs := openWithLoop(t, db, 2)
 
 	p := loginPolicy(t, "auth.login")
 	for _, subject := range []string{"a", "b", "c", "d", "e"} {
@@ -164,7 +154,7 @@ func TestOpenPostgresCleanupLoop(t *testing.T) {
 	require.Equal(t, 5, countRows(t, db))
 
 	// Move every window an hour into the past: all five expire.
-	_, err = db.Pool.Exec(ctx, `UPDATE runlimit_fixed_windows
+	_, err := db.Pool.Exec(ctx, `UPDATE runlimit_fixed_windows
 		SET window_started_at = window_started_at - interval '1 hour',
 		    window_expires_at = window_expires_at - interval '1 hour'`)
 	require.NoError(t, err)
@@ -179,19 +169,10 @@ func TestOpenPostgresReportsCleanupErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	ticks := make(chan time.Time)
-	errs := make(chan error, 8)
-	r, err := app.OpenWithTicks(ctx, app.Config{
-		Backend:          app.BackendPostgres,
-		Pool:             db.Pool,
-		SecretEnv:        setEnv(t, testSecret),
-		CleanupErrorFunc: func(err error) { errs <- err },
-	}, ticks)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, r.Close(context.Background())) })
+	_, ticks, errs := openWithLoop(t, db, 0)
 
 	// Break the table under the running loop.
-	_, err = db.Pool.Exec(ctx, "ALTER TABLE runlimit_fixed_windows RENAME TO runlimit_fixed_windows_gone")
+	_, err := db.Pool.Exec(ctx, "ALTER TABLE runlimit_fixed_windows RENAME TO runlimit_fixed_windows_gone")
 	require.NoError(t, err)
 	tick(t, ticks)
 	err = <-errs
@@ -255,4 +236,23 @@ func TestOpenPostgresWithGate(t *testing.T) {
 	require.NoError(t, r.Close(ctx))
 	_, err = gate.Check(ctx, domain.NewCheck(gatePolicy, h.KeyString(gatePolicy, "a")))
 	require.ErrorIs(t, err, memory.ErrClosed, "Close closes the gate too")
+}
+
+// openWithLoop opens a Runtime on db whose cleanup loop runs one pass per
+// value sent on ticks, batch rows per call (0: the default), and reports
+// its errors on errs.
+func openWithLoop(t *testing.T, db *pgtest.Database, batch int) (*app.Runtime, chan time.Time, chan error) {
+	t.Helper()
+	ticks := make(chan time.Time)
+	errs := make(chan error, 8)
+	r, err := app.OpenWithTicks(context.Background(), app.Config{
+		Backend:          app.BackendPostgres,
+		Pool:             db.Pool,
+		SecretEnv:        setEnv(t, testSecret),
+		CleanupBatch:     batch,
+		CleanupErrorFunc: func(err error) { errs <- err },
+	}, ticks)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close(context.Background())) })
+	return r, ticks, errs
 }
