@@ -142,6 +142,24 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
+// Ready reports whether b can be handed to a store: nil for a batch that a
+// successful [NewBatch] or [Batch.Reset] prepared and no store has driven
+// yet. A nil batch, one never prepared, or one whose last Reset or
+// evaluation failed is a [*BatchError] of problem [BatchNotPrepared]
+// (matching [ErrInvalidInput]); one a store has already observed or
+// evaluated is [ErrBatchProtocol]. Stores call it before any other work,
+// so that a caller's mistake is reported as such and never touches
+// storage.
+func (b *Batch) Ready() error {
+	switch {
+	case b == nil || b.phase == phaseInvalid:
+		return &BatchError{Problem: BatchNotPrepared}
+	case b.phase != phaseObserving || b.observed != 0:
+		return ErrBatchProtocol
+	}
+	return nil
+}
+
 // Len returns the number of checks.
 func (b *Batch) Len() int { return len(b.checks) }
 

@@ -258,3 +258,29 @@ func BenchmarkBatchReset(b *testing.B) {
 		})
 	}
 }
+
+func TestBatchReady(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var nilBatch *domain.Batch
+	require.ErrorIs(t, nilBatch.Ready(), domain.ErrInvalidInput, "a nil batch")
+	var be *domain.BatchError
+	require.ErrorAs(t, nilBatch.Ready(), &be)
+	require.Equal(t, domain.BatchNotPrepared, be.Problem)
+	require.ErrorIs(t, new(domain.Batch).Ready(), domain.ErrInvalidInput, "a batch never reset")
+
+	b := newBatch(t, f.check("a"), f.check("b"))
+	require.NoError(t, b.Ready(), "a prepared batch")
+	b.Observe(0, domain.Observation{})
+	require.ErrorIs(t, b.Ready(), domain.ErrBatchProtocol, "a batch a store has begun to observe")
+	b.Observe(1, domain.Observation{})
+	_, err := b.Evaluate(0)
+	require.NoError(t, err)
+	require.ErrorIs(t, b.Ready(), domain.ErrBatchProtocol, "an evaluated batch")
+	require.NotErrorIs(t, b.Ready(), domain.ErrInvalidInput)
+
+	require.Error(t, b.Reset(nil, 0))
+	require.ErrorIs(t, b.Ready(), domain.ErrInvalidInput, "a batch whose Reset failed")
+	require.NoError(t, b.Reset([]domain.Check{f.check("c")}, 0))
+	require.NoError(t, b.Ready(), "a batch prepared again")
+}

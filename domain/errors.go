@@ -144,6 +144,9 @@ const (
 	BatchInvalidCheck
 	BatchMixedModes
 	BatchDuplicateKey
+	// BatchNotPrepared: a nil batch, or one that no successful
+	// [NewBatch] or [Batch.Reset] prepared (see [Batch.Ready]).
+	BatchNotPrepared
 )
 
 // BatchError reports a structurally invalid batch. It is returned before any
@@ -167,6 +170,8 @@ func (e *BatchError) Error() string {
 		return fmt.Sprintf("runlimit: invalid batch: check %d: %v", e.Index, e.Err)
 	case BatchMixedModes:
 		return fmt.Sprintf("runlimit: invalid batch: check %d has a different quota mode than check %d", e.Index, e.First)
+	case BatchNotPrepared:
+		return "runlimit: invalid batch: not prepared by NewBatch or a successful Reset"
 	default:
 		return fmt.Sprintf("runlimit: invalid batch: checks %d and %d share a counter key", e.First, e.Index)
 	}
