@@ -1,0 +1,6 @@
+package httplimit
+
+// Internals the external tests drive directly.
+var (
+	FoldRune = foldRune
+)
