@@ -85,6 +85,8 @@ func TestForwarded(t *testing.T) {
 		{"attacker's malformed leftmost element is never parsed", "10.0.0.1:1", []string{`for="unterminated, for=((( , for=203.0.113.9`}, "203.0.113.9/32"},
 		{"comma inside a quoted string does not split", "10.0.0.1:1", []string{`for=1.1.1.1, for=203.0.113.9;host="a,for=6.6.6.6"`}, "203.0.113.9/32"},
 		{"escaped quote inside a quoted string", "10.0.0.1:1", []string{`for=203.0.113.9;host="a\",for=6.6.6.6"`}, "203.0.113.9/32"},
+		{"escaped quote right of a comma in a quoted string", "10.0.0.1:1", []string{`for=203.0.113.9;host="a,for=6.6.6.6\"b"`}, "203.0.113.9/32"},
+		{"escaped backslash before a closing quote", "10.0.0.1:1", []string{`for=1.1.1.1, for=203.0.113.9;host="a\\"`}, "203.0.113.9/32"},
 		{"trusted hops walked past", "10.0.0.1:1", []string{`for=203.0.113.9, for=10.0.0.2;by=10.0.0.1`}, "203.0.113.9/32"},
 		{"lines joined", "10.0.0.1:1", []string{"for=203.0.113.9", "for=10.0.0.2"}, "203.0.113.9/32"},
 		{"all trusted: leftmost", "10.0.0.1:1", []string{"for=10.0.0.3, for=10.0.0.2"}, "10.0.0.3/32"},
