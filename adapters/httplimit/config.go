@@ -31,9 +31,11 @@ type Config struct {
 	// the limiter nor anything this package prints ever holds a subject.
 	// Required.
 	Hasher domain.KeyHasher
-	// Limits are checked as one atomic batch: the request is admitted only
-	// if every limit has quota left, and then each is consumed. 1 to 32
-	// limits, all in the same quota mode, of distinct policies. Required.
+	// Limits are checked as one atomic batch (Limiter.CheckAll; a single
+	// limit through Limiter.Check, a batch of one): the request is admitted
+	// only if every limit has quota left, and then each is consumed. 1 to
+	// 32 limits, all in the same quota mode, of distinct policies.
+	// Required.
 	Limits []Limit
 	// Key derives the subject of a request. Required by NewMiddleware; a
 	// Guard takes its subjects from the handler and refuses a Key.

@@ -45,9 +45,9 @@ func (g *Guard) Admit(w http.ResponseWriter, r *http.Request, subjects ...[]byte
 	for i := range c.limits {
 		s.checks[i] = c.check(i, subjects[i])
 	}
-	bd, ok := c.run(w, r, s, outer)
+	v, ok := c.run(w, r, s, outer)
 	if !ok {
 		return Result{}, false
 	}
-	return Result{batch: bd, limits: c.limits, outer: outer}, true
+	return Result{v: v, limits: c.limits, outer: outer}, true
 }

@@ -61,12 +61,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i := range c.limits {
 		s.checks[i] = c.check(i, subject)
 	}
-	bd, ok := c.run(w, r, s, outer)
+	v, ok := c.run(w, r, s, outer)
 	c.putScratch(s)
 	if !ok {
 		return
 	}
-	ctx := &resultContext{Context: r.Context(), res: Result{batch: bd, limits: c.limits, outer: outer}}
+	ctx := &resultContext{Context: r.Context(), res: Result{v: v, limits: c.limits, outer: outer}}
 	h.next.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -82,44 +82,57 @@ func (c *core) check(i int, subject []byte) domain.Check {
 	return ch
 }
 
-// run checks s.checks as one batch. It writes the rate-limit fields and
-// returns the decision when the request may proceed; otherwise it has
+// run checks s.checks as one atomic batch. It writes the rate-limit fields
+// and returns the verdict when the request may proceed; otherwise it has
 // written the rejection.
-func (c *core) run(w http.ResponseWriter, r *http.Request, s *scratch, outer *Result) (domain.BatchDecision, bool) {
-	bd, err := c.limiter.CheckAll(r.Context(), s.checks)
+//
+// A single limit goes through Limiter.Check, the batch of one's own path:
+// the same rules, without a pooled batch or a copy of its decisions.
+func (c *core) run(w http.ResponseWriter, r *http.Request, s *scratch, outer *Result) (verdict, bool) {
+	var v verdict
+	var err error
+	if len(s.checks) == 1 {
+		var d domain.Decision
+		d, err = c.limiter.Check(r.Context(), s.checks[0])
+		v = verdictOfOne(d)
+	} else {
+		var bd domain.BatchDecision
+		bd, err = c.limiter.CheckAll(r.Context(), s.checks)
+		v = verdictOfBatch(bd)
+	}
 	if err != nil {
 		// An error fails closed whatever decision came with it.
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: err})
-		return domain.BatchDecision{}, false
+		return verdict{}, false
 	}
-	switch bd.Outcome() {
+	switch v.outcome {
 	case domain.Allowed, domain.ShadowDenied:
 		s.quotas = outer.appendQuotas(s.quotas[:0])
-		s.quotas = appendBatchQuotas(s.quotas, c.limits, bd)
+		s.quotas = appendVerdictQuotas(s.quotas, c.limits, &v)
 		sortQuotas(s.quotas)
 		c.fields.WriteFields(w.Header(), s.quotas)
-		return bd, true
+		return v, true
 	case domain.Denied:
-		rej := Rejection{Reason: ReasonQuota, Decision: bd}
-		if _, denial, _ := bd.Denied(); denial.Reason() == domain.StorageCapacity {
+		rej := Rejection{Reason: ReasonQuota, v: v}
+		if _, denial, _ := v.denied(); denial.Reason() == domain.StorageCapacity {
 			rej.Reason = ReasonCapacity
 		}
 		c.refuse(w, r, s, outer, rej)
 	default:
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: ErrUnknownOutcome})
 	}
-	return domain.BatchDecision{}, false
+	return verdict{}, false
 }
 
 // refuse completes rej with the quotas of every limit checked so far and
 // hands it to the RejectFunc.
 func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer *Result, rej Rejection) {
 	s.quotas = outer.appendQuotas(s.quotas[:0])
-	s.quotas = appendBatchQuotas(s.quotas, c.limits, rej.Decision)
+	s.quotas = appendVerdictQuotas(s.quotas, c.limits, &rej.v)
 	sortQuotas(s.quotas)
 	rej.quotas, rej.fields = s.quotas, c.fields
 	if rej.Reason == ReasonQuota || rej.Reason == ReasonCapacity {
-		_, denial, _ := rej.Decision.Denied()
+		_, denial, _ := rej.v.denied()
 		retry, ok := denial.RetryAfter()
 		rej.retry, rej.hasRetry = retryAfterSeconds(s.quotas, retry, ok)
 	}

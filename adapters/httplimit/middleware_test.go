@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -62,8 +63,14 @@ func TestMiddlewareAdmits(t *testing.T) {
 	require.Equal(t, 1, next.result.Len())
 	require.Equal(t, "test.http/client", next.result.Name(0))
 	require.True(t, next.result.Policy(0).Equal(perMinute))
-	a, ok := next.result.Decision().Decisions()[0].Allowance()
+	d, ok := next.result.Decision(0)
 	require.True(t, ok)
+	a, ok := d.Allowance()
+	require.True(t, ok)
+	_, ok = next.result.Decision(1)
+	require.False(t, ok)
+	_, _, ok = next.result.ShadowDenied()
+	require.False(t, ok)
 	require.Equal(t, int64(2), a.Remaining)
 	requireHeaders(t, map[string]string{
 		"Ratelimit-Policy": `"test.http/client";q=3;w=60`,
@@ -160,7 +167,7 @@ func TestMiddlewareShadow(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code, "a shadow denial lets the request through")
 	require.Equal(t, 3, next.calls)
 	require.Equal(t, domain.ShadowDenied, next.result.Outcome())
-	i, denial, ok := next.result.Decision().Denied()
+	i, denial, ok := next.result.ShadowDenied()
 	require.True(t, ok)
 	require.Zero(t, i)
 	require.Equal(t, domain.QuotaExhausted, denial.Reason())
@@ -232,59 +239,86 @@ func capacityWithoutRetry(t testing.TB) domain.BatchDecision {
 	return d
 }
 
-// Failures never reach the handler and never look like success.
+// Failures never reach the handler and never look like success, on the
+// single-check path (one limit) and the batch path (two).
 func TestMiddlewareFailsClosed(t *testing.T) {
 	t.Parallel()
-	allowed := decisionOf(t, memory.Config{MaxKeys: 8}, perMinute, 0, 0)
 	errStore := errors.New("store is down")
 	keyErr := errors.New("no tenant header")
-	for _, tc := range []struct {
-		name    string
-		limiter *fakeLimiter
-		key     httplimit.KeyFunc
-		reason  httplimit.Reason
-		err     error
-		checked int
-	}{
-		{"limiter error", &fakeLimiter{err: errStore}, httplimit.RemoteNetwork, httplimit.ReasonLimiter, errStore, 1},
-		{"limiter error with an allowed decision", &fakeLimiter{decision: allowed, err: errStore}, httplimit.RemoteNetwork, httplimit.ReasonLimiter, errStore, 1},
-		{"no decision", &fakeLimiter{}, httplimit.RemoteNetwork, httplimit.ReasonLimiter, httplimit.ErrUnknownOutcome, 1},
-		{"key error", &fakeLimiter{decision: allowed}, func([]byte, *http.Request) ([]byte, error) { return nil, keyErr }, httplimit.ReasonKey, keyErr, 0},
-		{"malformed remote address", &fakeLimiter{decision: allowed}, httplimit.RemoteNetwork, httplimit.ReasonKey, httplimit.ErrRemoteAddr, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			var got *httplimit.Rejection
-			cfg := httplimit.Config{Limiter: tc.limiter, Hasher: newHasher(t), Limits: []httplimit.Limit{limitOf(perMinute)}, Key: tc.key}
-			cfg.Reject = func(w http.ResponseWriter, r *http.Request, rej *httplimit.Rejection) {
-				c := *rej
-				got = &c
-				httplimit.DefaultReject(w, r, rej)
-			}
-			m, err := httplimit.NewMiddleware(cfg)
-			require.NoError(t, err)
-			next := &recorder{}
-			remote := "192.0.2.1:1"
-			if tc.name == "malformed remote address" {
-				remote = "unix-socket"
-			}
-			body := &bodyWatcher{r: strings.NewReader("form")}
-			r := request("POST", "/", remote, "")
-			r.Body = io.NopCloser(body)
-			w := do(m.Handler(next), r)
-			require.Equal(t, http.StatusServiceUnavailable, w.Code)
-			require.Equal(t, "Service Unavailable\n", w.Body.String())
-			require.Zero(t, next.calls)
-			require.Zero(t, body.reads)
-			require.Equal(t, tc.checked, tc.limiter.calls)
-			require.NotNil(t, got)
-			require.Equal(t, tc.reason, got.Reason)
-			require.ErrorIs(t, got.Err, tc.err)
-			requireHeaders(t, rejectHeaders(map[string]string{
-				"Ratelimit-Policy": `"test.http/client";q=3;w=60`,
-			}), w)
-		})
+	for _, limits := range [][]httplimit.Limit{{limitOf(perMinute)}, {limitOf(perMinute), limitOf(hourly)}} {
+		policies := `"test.http/client";q=3;w=60`
+		allowed := decisionOf(t, memory.Config{MaxKeys: 8}, perMinute, 0, 0)
+		if len(limits) == 2 {
+			policies += `, "test.http/hourly";q=5;w=600`
+		}
+		for _, tc := range []struct {
+			name    string
+			limiter *fakeLimiter
+			key     httplimit.KeyFunc
+			remote  string
+			reason  httplimit.Reason
+			err     error
+			checked int
+		}{
+			{"limiter error", &fakeLimiter{err: errStore}, httplimit.RemoteNetwork, "192.0.2.1:1", httplimit.ReasonLimiter, errStore, 1},
+			{"limiter error with an allowed decision", &fakeLimiter{decision: allowed, err: errStore}, httplimit.RemoteNetwork, "192.0.2.1:1", httplimit.ReasonLimiter, errStore, 1},
+			{"no decision", &fakeLimiter{}, httplimit.RemoteNetwork, "192.0.2.1:1", httplimit.ReasonLimiter, httplimit.ErrUnknownOutcome, 1},
+			{"key error", &fakeLimiter{decision: allowed}, func([]byte, *http.Request) ([]byte, error) { return nil, keyErr }, "192.0.2.1:1", httplimit.ReasonKey, keyErr, 0},
+			{"malformed remote address", &fakeLimiter{decision: allowed}, httplimit.RemoteNetwork, "unix-socket", httplimit.ReasonKey, httplimit.ErrRemoteAddr, 0},
+		} {
+			t.Run(fmt.Sprintf("%d limits/%s", len(limits), tc.name), func(t *testing.T) {
+				t.Parallel()
+				var got *httplimit.Rejection
+				cfg := httplimit.Config{Limiter: tc.limiter, Hasher: newHasher(t), Limits: limits, Key: tc.key}
+				cfg.Reject = func(w http.ResponseWriter, r *http.Request, rej *httplimit.Rejection) {
+					c := *rej
+					got = &c
+					httplimit.DefaultReject(w, r, rej)
+				}
+				m, err := httplimit.NewMiddleware(cfg)
+				require.NoError(t, err)
+				next := &recorder{}
+				body := &bodyWatcher{r: strings.NewReader("form")}
+				r := request("POST", "/", tc.remote, "")
+				r.Body = io.NopCloser(body)
+				w := do(m.Handler(next), r)
+				require.Equal(t, http.StatusServiceUnavailable, w.Code)
+				require.Equal(t, "Service Unavailable\n", w.Body.String())
+				require.Zero(t, next.calls)
+				require.Zero(t, body.reads)
+				require.Equal(t, tc.checked, tc.limiter.calls)
+				if len(limits) == 1 {
+					require.Zero(t, tc.limiter.batches, "one limit takes the single-check path")
+				} else {
+					require.Equal(t, tc.checked, tc.limiter.batches)
+				}
+				require.NotNil(t, got)
+				require.Equal(t, tc.reason, got.Reason)
+				require.ErrorIs(t, got.Err, tc.err)
+				_, _, denied := got.Denied()
+				require.False(t, denied)
+				requireHeaders(t, rejectHeaders(map[string]string{"Ratelimit-Policy": policies}), w)
+			})
+		}
 	}
+}
+
+// A limiter that reports fewer decisions than checks does not crash the
+// middleware: the limits it did not report are unknown.
+func TestMiddlewareShortDecision(t *testing.T) {
+	t.Parallel()
+	fake := &fakeLimiter{decision: decisionOf(t, memory.Config{MaxKeys: 8}, perMinute, 0, 0)}
+	m, err := httplimit.NewMiddleware(httplimit.Config{Limiter: fake, Hasher: newHasher(t), Key: httplimit.RemoteNetwork,
+		Limits: []httplimit.Limit{limitOf(perMinute), limitOf(hourly)}})
+	require.NoError(t, err)
+	next := &recorder{}
+	w := do(m.Handler(next), request("GET", "/", "192.0.2.1:1", ""))
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Equal(t, `"test.http/client";r=2;t=60`, w.Header().Get("RateLimit"))
+	_, ok := next.result.Decision(1)
+	require.False(t, ok)
+	_, ok = next.result.Decision(-1)
+	require.False(t, ok)
 }
 
 // A RejectFunc owns the whole response.
@@ -296,6 +330,10 @@ func TestMiddlewareCustomReject(t *testing.T) {
 	cfg.Reject = func(w http.ResponseWriter, r *http.Request, rej *httplimit.Rejection) {
 		retry, ok := rej.RetryAfter()
 		require.True(t, ok)
+		i, denial, denied := rej.Denied()
+		require.True(t, denied)
+		require.Zero(t, i)
+		require.Equal(t, domain.QuotaExhausted, denial.Reason())
 		q := rej.Quotas()
 		require.Len(t, q, 1)
 		seen = append(seen, rej.Reason.String(), q[0].Name)

@@ -55,15 +55,17 @@ type Rejection struct {
 	// Err is the key function's or the limiter's error (ReasonKey,
 	// ReasonLimiter), nil for a denial.
 	Err error
-	// Decision is the limiter's decision for a denial (ReasonQuota,
-	// ReasonCapacity): Decision.Denied names the failing limit.
-	Decision domain.BatchDecision
 
+	v        verdict
 	quotas   []Quota
 	fields   FieldWriter
 	retry    int64
 	hasRetry bool
 }
+
+// Denied returns the index of the limit that denied the request and its
+// denial (ReasonQuota, ReasonCapacity).
+func (rej *Rejection) Denied() (index int, denial domain.Denial, ok bool) { return rej.v.denied() }
 
 // Status returns the default status for the rejection: 429 Too Many
 // Requests for a denial, quota or storage capacity alike, and 503 Service

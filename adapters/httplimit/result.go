@@ -10,17 +10,23 @@ import (
 // allowed, or shadow-denied by a limit in shadow mode. A handler reads the
 // middleware's with [FromContext].
 type Result struct {
-	batch  domain.BatchDecision
+	v      verdict
 	limits []limit
 	outer  *Result
 }
 
 // Outcome returns [domain.Allowed] or [domain.ShadowDenied].
-func (r Result) Outcome() domain.Outcome { return r.batch.Outcome() }
+func (r Result) Outcome() domain.Outcome { return r.v.outcome }
 
-// Decision returns the limiter's decision for the batch of limits:
-// Decisions for an allowed batch, Denied for the limit that shadow-denied.
-func (r Result) Decision() domain.BatchDecision { return r.batch }
+// Decision returns the decision of limit i: its allowance when the request
+// was allowed, the shadow denial for the limit that shadow-denied. The
+// other limits of a shadow-denied batch report ok == false: nothing was
+// consumed and their counters were not reported.
+func (r Result) Decision(i int) (domain.Decision, bool) { return r.v.decision(i) }
+
+// ShadowDenied returns the index of the limit that shadow-denied the
+// request and its denial, when one did.
+func (r Result) ShadowDenied() (index int, denial domain.Denial, ok bool) { return r.v.denied() }
 
 // Len returns the number of limits checked.
 func (r Result) Len() int { return len(r.limits) }
@@ -46,12 +52,12 @@ func (r *Result) appendQuotas(dst []Quota) []Quota {
 		return dst
 	}
 	dst = r.outer.appendQuotas(dst)
-	return appendBatchQuotas(dst, r.limits, r.batch)
+	return appendVerdictQuotas(dst, r.limits, &r.v)
 }
 
-func appendBatchQuotas(dst []Quota, limits []limit, bd domain.BatchDecision) []Quota {
+func appendVerdictQuotas(dst []Quota, limits []limit, v *verdict) []Quota {
 	for i := range limits {
-		d, ok := bd.Decision(i)
+		d, ok := v.decision(i)
 		dst = append(dst, quotaOf(&limits[i], d, ok))
 	}
 	return dst

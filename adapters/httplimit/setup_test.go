@@ -104,22 +104,28 @@ func (b *bodyWatcher) Read(p []byte) (int, error) {
 	return b.r.Read(p)
 }
 
-// fakeLimiter returns a fixed decision or error and counts its calls.
+// fakeLimiter returns a fixed decision or error and counts its calls. A
+// single check gets the batch decision's first decision, or a zero one.
 type fakeLimiter struct {
 	decision domain.BatchDecision
 	err      error
-	calls    int
+	calls    int // Check and CheckAll
+	batches  int // CheckAll
 	checks   []domain.Check
 }
 
 var _ ports.Limiter = (*fakeLimiter)(nil)
 
-func (l *fakeLimiter) Check(ctx context.Context, c domain.Check) (domain.Decision, error) {
-	panic("the middleware checks batches only")
+func (l *fakeLimiter) Check(_ context.Context, c domain.Check) (domain.Decision, error) {
+	l.calls++
+	l.checks = []domain.Check{c}
+	d, _ := l.decision.Decision(0)
+	return d, l.err
 }
 
 func (l *fakeLimiter) CheckAll(_ context.Context, checks []domain.Check) (domain.BatchDecision, error) {
 	l.calls++
+	l.batches++
 	l.checks = append([]domain.Check(nil), checks...)
 	return l.decision, l.err
 }
