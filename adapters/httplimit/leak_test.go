@@ -54,25 +54,28 @@ func TestNoSubjectInResponsesOrPrints(t *testing.T) {
 	t.Parallel()
 	errStore := errors.New("store is down")
 	for _, tc := range []struct {
-		name  string
-		store memory.Config
-		fake  *fakeLimiter
-		key   httplimit.KeyFunc
-		steps int
-		want  []int
+		name   string
+		store  memory.Config
+		fake   *fakeLimiter
+		key    httplimit.KeyFunc
+		steps  int
+		want   []int
+		shadow bool
 	}{
-		{"allowed, then identity denied", memory.Config{MaxKeys: 64}, nil, nil, 3, []int{204, 204, 429}},
-		{"storage capacity", memory.Config{MaxKeys: 1}, nil, nil, 1, []int{429}},
-		{"guard error", memory.Config{MaxKeys: 64}, &fakeLimiter{err: errStore}, nil, 1, []int{503}},
+		{"allowed, then identity denied", memory.Config{MaxKeys: 64}, nil, nil, 3, []int{204, 204, 429}, false},
+		{"storage capacity", memory.Config{MaxKeys: 1}, nil, nil, 1, []int{429}, false},
+		{"shadow denied", memory.Config{MaxKeys: 64}, nil, nil, 3, []int{204, 204, 204}, true},
+		{"guard error", memory.Config{MaxKeys: 64}, &fakeLimiter{err: errStore}, nil, 1, []int{503}, false},
 		{"key error", memory.Config{MaxKeys: 64}, nil, func([]byte, *http.Request) ([]byte, error) {
 			return nil, errors.New("tenant missing")
-		}, 1, []int{503}},
+		}, 1, []int{503}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := setupStore(t, tc.store)
 			secrets := secretsOf(t, f.hasher)
 			var printed []any
+			var shadowFields string
 			check := func(name string, v any) {
 				printed = append(printed, v)
 				leakcheck.Check(t, name, v, secrets...)
@@ -90,7 +93,11 @@ func TestNoSubjectInResponsesOrPrints(t *testing.T) {
 			cfg.Reject = reject
 			m, err := httplimit.NewMiddleware(cfg)
 			require.NoError(t, err)
-			gcfg := httplimit.Config{Limiter: f.limiter, Hasher: f.hasher, Limits: []httplimit.Limit{limitOf(loginClient), limitOf(loginIdentity)}, Reject: reject}
+			client, identity := loginClient, loginIdentity
+			if tc.shadow {
+				client, identity = shadowOf(t, client), shadowOf(t, identity)
+			}
+			gcfg := httplimit.Config{Limiter: f.limiter, Hasher: f.hasher, Limits: []httplimit.Limit{limitOf(client), limitOf(identity)}, Reject: reject}
 			if tc.fake != nil {
 				gcfg.Limiter = tc.fake
 			}
@@ -101,11 +108,12 @@ func TestNoSubjectInResponsesOrPrints(t *testing.T) {
 				check("Result", res)
 				id, err := httplimit.AppendIdentity(nil, r.PostFormValue("identity"))
 				require.NoError(t, err)
-				client, err := httplimit.RemoteNetwork(nil, r)
+				subject, err := httplimit.RemoteNetwork(nil, r)
 				require.NoError(t, err)
-				gres, ok := g.Admit(w, r, client, id)
+				gres, ok := g.Admit(w, r, subject, id)
 				if ok {
 					check("guard Result", gres)
+					shadowFields = w.Header().Get("RateLimit")
 					w.WriteHeader(http.StatusNoContent)
 				}
 			}))
@@ -120,6 +128,9 @@ func TestNoSubjectInResponsesOrPrints(t *testing.T) {
 				f.clock.Advance(time.Second)
 			}
 			require.Equal(t, tc.want, codes)
+			if tc.shadow {
+				require.Contains(t, shadowFields, `"auth.login/identity";r=0;t=`, "the last login was shadow-denied")
+			}
 			require.NotEmpty(t, printed, "something was printed")
 			check("Middleware", m)
 			check("Guard", g)
@@ -137,4 +148,11 @@ func TestErrorsPrintNoSecret(t *testing.T) {
 	c := clientNetwork(t, httplimit.ClientConfig{TrustedProxies: trusted, Header: httplimit.XForwardedForHeader})
 	leakcheck.Check(t, "ClientNetwork", c)
 	require.True(t, strings.HasPrefix(httplimit.ReasonQuota.String(), "quota"))
+}
+
+func shadowOf(t *testing.T, p domain.Policy) domain.Policy {
+	t.Helper()
+	s, err := p.WithMode(domain.Shadow)
+	require.NoError(t, err)
+	return s
 }
