@@ -1,10 +1,6 @@
 package httplimit
 
-import (
-	"net/http"
-
-	"github.com/runlimit/runlimit/domain"
-)
+import "net/http"
 
 // Middleware checks its limits for every request before the handler runs
 // and before the body is read, as one atomic batch: a request is admitted
@@ -68,74 +64,4 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := &resultContext{Context: r.Context(), res: Result{v: v, limits: c.limits, outer: outer}}
 	h.next.ServeHTTP(w, r.WithContext(ctx))
-}
-
-// check builds the check of limit i for subject.
-func (c *core) check(i int, subject []byte) domain.Check {
-	l := &c.limits[i]
-	key := c.hasher.Key(l.policy, subject)
-	if l.cost == 1 {
-		return domain.NewCheck(l.policy, key)
-	}
-	// The cost was checked against the limit when the config was.
-	ch, _ := domain.NewCheckCost(l.policy, key, l.cost)
-	return ch
-}
-
-// run checks s.checks as one atomic batch. It writes the rate-limit fields
-// and returns the verdict when the request may proceed; otherwise it has
-// written the rejection.
-//
-// A single limit goes through Limiter.Check, the batch of one's own path:
-// the same rules, without a pooled batch or a copy of its decisions.
-func (c *core) run(w http.ResponseWriter, r *http.Request, s *scratch, outer *Result) (verdict, bool) {
-	var v verdict
-	var err error
-	if len(s.checks) == 1 {
-		var d domain.Decision
-		d, err = c.limiter.Check(r.Context(), s.checks[0])
-		v = verdictOfOne(d)
-	} else {
-		var bd domain.BatchDecision
-		bd, err = c.limiter.CheckAll(r.Context(), s.checks)
-		v = verdictOfBatch(bd)
-	}
-	if err != nil {
-		// An error fails closed whatever decision came with it.
-		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: err})
-		return verdict{}, false
-	}
-	switch v.outcome {
-	case domain.Allowed, domain.ShadowDenied:
-		s.quotas = outer.appendQuotas(s.quotas[:0])
-		s.quotas = appendVerdictQuotas(s.quotas, c.limits, &v)
-		sortQuotas(s.quotas)
-		c.fields.WriteFields(w.Header(), s.quotas)
-		return v, true
-	case domain.Denied:
-		rej := Rejection{Reason: ReasonQuota, v: v}
-		if _, denial, _ := v.denied(); denial.Reason() == domain.StorageCapacity {
-			rej.Reason = ReasonCapacity
-		}
-		c.refuse(w, r, s, outer, rej)
-	default:
-		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: ErrUnknownOutcome})
-	}
-	return verdict{}, false
-}
-
-// refuse completes rej with the quotas of every limit checked so far and
-// hands it to the RejectFunc.
-func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer *Result, rej Rejection) {
-	s.quotas = outer.appendQuotas(s.quotas[:0])
-	s.quotas = appendVerdictQuotas(s.quotas, c.limits, &rej.v)
-	sortQuotas(s.quotas)
-	rej.quotas, rej.fields = s.quotas, c.fields
-	if rej.Reason == ReasonQuota || rej.Reason == ReasonCapacity {
-		_, denial, _ := rej.v.denied()
-		retry, ok := denial.RetryAfter()
-		rej.retry, rej.hasRetry = retryAfterSeconds(s.quotas, retry, ok)
-	}
-	s.rej = rej
-	c.reject(w, r, &s.rej)
 }
