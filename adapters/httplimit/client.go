@@ -64,8 +64,9 @@ type ClientConfig struct {
 	// overwrite or append to: a header they pass through untouched is
 	// written by the client. Default [NoForwardingHeader].
 	Header ForwardingHeader
-	// MaxHops is the most trusted hops read from the header before the
-	// request is refused, 1 to 64. Default 16 ([DefaultMaxHops]).
+	// MaxHops is the most trusted proxies the header may name before the
+	// client, 1 to 64; a request whose header names more is refused, which
+	// bounds the work one request costs. Default 16 ([DefaultMaxHops]).
 	MaxHops int
 }
 

@@ -50,7 +50,8 @@ const (
 	// ForwardingUnknown: a trusted proxy wrote "unknown" or an obfuscated
 	// identifier (RFC 7239 section 6) where the client should be.
 	ForwardingUnknown
-	// ForwardingTooManyHops: more trusted hops than [ClientConfig.MaxHops].
+	// ForwardingTooManyHops: the header names more trusted proxies than
+	// [ClientConfig.MaxHops].
 	ForwardingTooManyHops
 )
 
@@ -69,7 +70,7 @@ func (e *ForwardingError) Error() string {
 	case ForwardingUnknown:
 		return fmt.Sprintf("httplimit: %s hop %d from the right does not name an address", e.Header, e.Hop)
 	case ForwardingTooManyHops:
-		return fmt.Sprintf("httplimit: %s has more than %d trusted hops", e.Header, e.Hop-1)
+		return fmt.Sprintf("httplimit: %s hop %d from the right is one trusted proxy more than MaxHops", e.Header, e.Hop)
 	default:
 		return fmt.Sprintf("httplimit: %s hop %d from the right is malformed", e.Header, e.Hop)
 	}

@@ -14,7 +14,7 @@ func (c *ClientNetwork) forwardedClient(h http.Header, peer netip.Addr) (netip.A
 	// The names are canonical already: index the map directly.
 	lines := h[name]
 	client := peer
-	hop := 0
+	hop, trustedHops := 0, 0
 	for li := len(lines) - 1; li >= 0; li-- {
 		line := lines[li]
 		for more := true; more; {
@@ -27,9 +27,6 @@ func (c *ClientNetwork) forwardedClient(h http.Header, peer netip.Addr) (netip.A
 				continue
 			}
 			hop++
-			if hop > c.maxHops {
-				return netip.Addr{}, &ForwardingError{Header: name, Problem: ForwardingTooManyHops, Hop: hop}
-			}
 			var addr netip.Addr
 			var problem ForwardingProblem
 			if c.header == ForwardedHeader {
@@ -42,6 +39,9 @@ func (c *ClientNetwork) forwardedClient(h http.Header, peer netip.Addr) (netip.A
 			}
 			if !c.isTrusted(addr) {
 				return addr, nil
+			}
+			if trustedHops++; trustedHops > c.maxHops {
+				return netip.Addr{}, &ForwardingError{Header: name, Problem: ForwardingTooManyHops, Hop: hop}
 			}
 			client = addr
 		}

@@ -122,7 +122,7 @@ func TestForwardingFailsClosed(t *testing.T) {
 		{"xff header injection", xff, "X-Forwarded-For", []string{"203.0.113.9\r\nX-Evil: 1"}, httplimit.ForwardingMalformed, 1},
 		{"xff bracketed ipv4", xff, "X-Forwarded-For", []string{"[203.0.113.9]"}, httplimit.ForwardingMalformed, 1},
 		{"xff port without address", xff, "X-Forwarded-For", []string{":80"}, httplimit.ForwardingMalformed, 1},
-		{"xff too many trusted hops", xff, "X-Forwarded-For", []string{"203.0.113.9, 10.0.0.2, 10.0.0.3, 10.0.0.4"}, httplimit.ForwardingTooManyHops, 4},
+		{"xff too many trusted hops", xff, "X-Forwarded-For", []string{"203.0.113.9, 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5"}, httplimit.ForwardingTooManyHops, 4},
 		{"fwd unknown", fwd, "Forwarded", []string{"for=unknown"}, httplimit.ForwardingUnknown, 1},
 		{"fwd obfuscated", fwd, "Forwarded", []string{`for="_hidden"`}, httplimit.ForwardingUnknown, 1},
 		{"fwd obfuscated with port", fwd, "Forwarded", []string{`for="_hidden:80"`}, httplimit.ForwardingUnknown, 1},
@@ -141,6 +141,7 @@ func TestForwardingFailsClosed(t *testing.T) {
 		{"fwd trailing semicolon", fwd, "Forwarded", []string{"for=203.0.113.9;"}, httplimit.ForwardingMalformed, 1},
 		{"fwd empty value", fwd, "Forwarded", []string{"for="}, httplimit.ForwardingMalformed, 1},
 		{"fwd too many trusted hops", fwd, "Forwarded", []string{"for=10.0.0.9", "for=10.0.0.2, for=10.0.0.3, for=10.0.0.4"}, httplimit.ForwardingTooManyHops, 4},
+		{"fwd too many trusted hops, all trusted", fwd, "Forwarded", []string{"for=10.0.0.9, for=10.0.0.2, for=10.0.0.3, for=10.0.0.4"}, httplimit.ForwardingTooManyHops, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -157,6 +158,24 @@ func TestForwardingFailsClosed(t *testing.T) {
 			}
 			leakcheck.Check(t, "ForwardingError", err, secrets...)
 		})
+	}
+}
+
+// MaxHops trusted proxies in front of the client are allowed.
+func TestForwardingMaxHops(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		header httplimit.ForwardingHeader
+		line   string
+	}{
+		{httplimit.XForwardedForHeader, "1.1.1.1, 203.0.113.9, 10.0.0.2, 10.0.0.3, 10.0.0.4"},
+		{httplimit.ForwardedHeader, "for=1.1.1.1, for=203.0.113.9, for=10.0.0.2, for=10.0.0.3, for=10.0.0.4"},
+	} {
+		c := clientNetwork(t, httplimit.ClientConfig{TrustedProxies: trusted, Header: tc.header, MaxHops: 3})
+		require.Equal(t, "203.0.113.9/32", subjectOf(t, c.AppendSubject, withHeader("10.0.0.1:1", tc.header.String(), tc.line)))
+		// Three trusted proxies and nothing else: the leftmost is the client.
+		_, rest, _ := strings.Cut(tc.line, "203.0.113.9, ")
+		require.Equal(t, "10.0.0.2/32", subjectOf(t, c.AppendSubject, withHeader("10.0.0.1:1", tc.header.String(), rest)))
 	}
 }
 
