@@ -27,11 +27,11 @@ test-race: ## run every test under the race detector
 
 .PHONY: bench
 bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./domain/... ./adapters/memory/...
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./domain/... ./adapters/memory/... ./adapters/httplimit/...
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME
-	@set -e; for pkg in ./domain ./adapters/memory; do \
+	@set -e; for pkg in ./domain ./adapters/memory ./adapters/httplimit; do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$target"; \
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \

@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/runlimit/runlimit v0.0.0-00010101000000-000000000000
+	github.com/sethvargo/go-limiter v1.2.0
 )
 
 require (

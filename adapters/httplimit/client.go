@@ -1,0 +1,212 @@
+package httplimit
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+)
+
+// Default prefix lengths and bounds of a [ClientConfig].
+const (
+	DefaultIPv4Prefix = 32
+	DefaultIPv6Prefix = 64
+	DefaultMaxHops    = 16
+	MaxMaxHops        = 64
+)
+
+// ForwardingHeader names the header trusted proxies use to name the client.
+type ForwardingHeader uint8
+
+const (
+	// NoForwardingHeader: forwarding headers are never read; the client is
+	// the peer of the connection. It is the default.
+	NoForwardingHeader ForwardingHeader = iota
+	// ForwardedHeader: the Forwarded header of RFC 7239, its "for"
+	// parameter.
+	ForwardedHeader
+	// XForwardedForHeader: the X-Forwarded-For header, a list of addresses.
+	XForwardedForHeader
+)
+
+// String returns the header's name, or "none".
+func (h ForwardingHeader) String() string {
+	switch h {
+	case ForwardedHeader:
+		return "Forwarded"
+	case XForwardedForHeader:
+		return "X-Forwarded-For"
+	case NoForwardingHeader:
+		return "none"
+	}
+	return fmt.Sprintf("ForwardingHeader(%d)", uint8(h))
+}
+
+// ClientConfig says how a [ClientNetwork] finds a request's client and
+// which network it counts the client by. The zero value counts the peer of
+// the connection, an IPv4 address alone and an IPv6 address by its /64, and
+// reads no forwarding header.
+type ClientConfig struct {
+	// IPv4Prefix is the prefix length an IPv4 client is counted by, 1 to
+	// 32. Default 32 ([DefaultIPv4Prefix]).
+	IPv4Prefix int
+	// IPv6Prefix is the prefix length an IPv6 client is counted by, 1 to
+	// 128. A host usually gets a whole /64, so counting single IPv6
+	// addresses would let one client spread over 2^64 subjects. Default 64
+	// ([DefaultIPv6Prefix]).
+	IPv6Prefix int
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the service. Only a request whose peer is in one of them may name its
+	// client in Header. IPv4 networks are written as IPv4, not as
+	// IPv4-mapped IPv6. Default none.
+	TrustedProxies []netip.Prefix
+	// Header is the one forwarding header the trusted proxies write,
+	// required with TrustedProxies. Name only a header your proxies
+	// overwrite or append to: a header they pass through untouched is
+	// written by the client. Default [NoForwardingHeader].
+	Header ForwardingHeader
+	// MaxHops is the most trusted proxies the header may name before the
+	// client, 1 to 64; a request whose header names more is refused, which
+	// bounds the work one request costs. Default 16 ([DefaultMaxHops]).
+	MaxHops int
+}
+
+// ClientNetwork finds the client of a request and the network it is
+// counted by. It never believes a forwarding header on its own: by default
+// the client is the peer of the connection (the request's RemoteAddr).
+//
+// With [ClientConfig.TrustedProxies] and [ClientConfig.Header] set, a
+// request whose peer is a trusted proxy is read from the header's right
+// end, the entry the nearest proxy added, leftwards past every trusted
+// address; the first address that is not a trusted proxy is the client.
+// Entries left of it were written by the client and are never parsed. When
+// every entry is a trusted proxy the leftmost is the client; when the
+// header is absent the peer is. Multiple header lines form one list, in
+// order.
+//
+// An entry that a trusted proxy must have written but that does not parse,
+// that says "unknown" or an obfuscated identifier, or a chain longer than
+// [ClientConfig.MaxHops] fails closed with a [*ForwardingError]: the
+// request is refused rather than counted against the proxy, where it would
+// share one quota with every other client behind it.
+//
+// IPv4-mapped IPv6 addresses are counted as IPv4, and IPv6 zones are
+// dropped. A ClientNetwork is safe for concurrent use.
+type ClientNetwork struct {
+	v4, v6  int
+	trusted []netip.Prefix
+	header  ForwardingHeader
+	maxHops int
+}
+
+var defaultClients = &ClientNetwork{v4: DefaultIPv4Prefix, v6: DefaultIPv6Prefix}
+
+// NewClientNetwork validates cfg and returns a ClientNetwork.
+func NewClientNetwork(cfg ClientConfig) (*ClientNetwork, error) {
+	c := &ClientNetwork{v4: cfg.IPv4Prefix, v6: cfg.IPv6Prefix, header: cfg.Header, maxHops: cfg.MaxHops}
+	switch {
+	case c.v4 == 0:
+		c.v4 = DefaultIPv4Prefix
+	case c.v4 < 1 || c.v4 > 32:
+		return nil, &ConfigError{Field: "IPv4Prefix", Want: "1 to 32, or 0 for 32"}
+	}
+	switch {
+	case c.v6 == 0:
+		c.v6 = DefaultIPv6Prefix
+	case c.v6 < 1 || c.v6 > 128:
+		return nil, &ConfigError{Field: "IPv6Prefix", Want: "1 to 128, or 0 for 64"}
+	}
+	switch {
+	case c.maxHops == 0:
+		c.maxHops = DefaultMaxHops
+	case c.maxHops < 1 || c.maxHops > MaxMaxHops:
+		return nil, &ConfigError{Field: "MaxHops", Want: fmt.Sprintf("1 to %d, or 0 for %d", MaxMaxHops, DefaultMaxHops)}
+	}
+	switch c.header {
+	case NoForwardingHeader:
+		if len(cfg.TrustedProxies) > 0 {
+			return nil, &ConfigError{Field: "Header", Want: "ForwardedHeader or XForwardedForHeader when TrustedProxies is set"}
+		}
+	case ForwardedHeader, XForwardedForHeader:
+		if len(cfg.TrustedProxies) == 0 {
+			return nil, &ConfigError{Field: "TrustedProxies", Want: "set when Header is"}
+		}
+	default:
+		return nil, &ConfigError{Field: "Header", Want: "NoForwardingHeader, ForwardedHeader or XForwardedForHeader"}
+	}
+	for i, p := range cfg.TrustedProxies {
+		if !p.IsValid() || p.Addr().Zone() != "" {
+			return nil, &ConfigError{Field: fmt.Sprintf("TrustedProxies[%d]", i), Want: "a valid network without a zone"}
+		}
+		if p.Addr().Is4In6() {
+			// Addresses are unmapped before they are matched, so a mapped
+			// network would never match: say so rather than trust nothing.
+			return nil, &ConfigError{Field: fmt.Sprintf("TrustedProxies[%d]", i), Want: "written as IPv4, not IPv4-mapped IPv6"}
+		}
+		c.trusted = append(c.trusted, p.Masked())
+	}
+	return c, nil
+}
+
+// RemoteNetwork is a [KeyFunc] that appends the network of the request's
+// peer: its IPv4 address, or its IPv6 /64. It reads no forwarding header.
+// Behind a reverse proxy, use a [ClientNetwork] that trusts the proxy.
+func RemoteNetwork(dst []byte, r *http.Request) ([]byte, error) {
+	return defaultClients.AppendSubject(dst, r)
+}
+
+// AppendSubject is a [KeyFunc]: it appends the client's network to dst in
+// netip.Prefix text form, such as "192.0.2.4/32" or "2001:db8:1:2::/64".
+func (c *ClientNetwork) AppendSubject(dst []byte, r *http.Request) ([]byte, error) {
+	p, err := c.Prefix(r)
+	if err != nil {
+		return dst, err
+	}
+	return p.AppendTo(dst), nil
+}
+
+// Prefix returns the network the request's client is counted by.
+func (c *ClientNetwork) Prefix(r *http.Request) (netip.Prefix, error) {
+	addr, err := c.Addr(r)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return c.PrefixOf(addr), nil
+}
+
+// PrefixOf returns the network addr is counted by, after unmapping an
+// IPv4-mapped address and dropping a zone.
+func (c *ClientNetwork) PrefixOf(addr netip.Addr) netip.Prefix {
+	addr = addr.WithZone("").Unmap()
+	bits := c.v6
+	if addr.Is4() {
+		bits = c.v4
+	}
+	// Prefix fails only for an invalid address or a length out of range,
+	// and both were ruled out.
+	p, _ := addr.Prefix(bits)
+	return p
+}
+
+// Addr returns the request's client address: the peer of the connection,
+// or the client a trusted proxy named.
+func (c *ClientNetwork) Addr(r *http.Request) (netip.Addr, error) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		// The parser's error would quote RemoteAddr.
+		return netip.Addr{}, ErrRemoteAddr
+	}
+	peer := ap.Addr().WithZone("").Unmap()
+	if c.header == NoForwardingHeader || !c.isTrusted(peer) {
+		return peer, nil
+	}
+	return c.forwardedClient(r.Header, peer)
+}
+
+func (c *ClientNetwork) isTrusted(addr netip.Addr) bool {
+	for _, p := range c.trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/httplimit"
+	"github.com/runlimit/runlimit/internal/leakcheck"
+)
+
+// request builds a request from remote with an optional body.
+func request(method, target, remote, body string) *http.Request {
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	r.RemoteAddr = remote
+	return r
+}
+
+func prefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
+func clientNetwork(t testing.TB, cfg httplimit.ClientConfig) *httplimit.ClientNetwork {
+	t.Helper()
+	c, err := httplimit.NewClientNetwork(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// subjectOf returns the subject key function appends for r.
+func subjectOf(t testing.TB, key httplimit.KeyFunc, r *http.Request) string {
+	t.Helper()
+	b, err := key([]byte("p:"), r)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "p:"), "appends to dst")
+	return string(b[2:])
+}
+
+func TestRemoteNetwork(t *testing.T) {
+	t.Parallel()
+	for remote, want := range map[string]string{
+		"192.0.2.4:1234":                 "192.0.2.4/32",
+		"[2001:db8:1:2:3:4:5:6]:443":     "2001:db8:1:2::/64",
+		"[2001:db8:1:2::ffff]:443":       "2001:db8:1:2::/64",
+		"[::ffff:192.0.2.4]:80":          "192.0.2.4/32", // IPv4-mapped is IPv4
+		"[fe80::1%eth0]:80":              "fe80::/64",    // zone dropped
+		"[::1]:1":                        "::/64",
+		"127.0.0.1:65535":                "127.0.0.1/32",
+		"[2001:db8:ffff:ffff::1%25x]:80": "2001:db8:ffff:ffff::/64",
+	} {
+		r := request("GET", "/", remote, "")
+		require.Equal(t, want, subjectOf(t, httplimit.RemoteNetwork, r), remote)
+	}
+}
+
+// A RemoteAddr that is not an address and port fails closed, and the error
+// does not quote it.
+func TestRemoteNetworkMalformed(t *testing.T) {
+	t.Parallel()
+	for _, remote := range []string{"", "192.0.2.4", "@", "/tmp/sock", "example.com:80", "[::1]", "192.0.2.4:99999", "192.0.2.4:x", "999.0.2.4:80", " 192.0.2.4:80"} {
+		r := request("GET", "/", remote, "")
+		out, err := httplimit.RemoteNetwork([]byte("p:"), r)
+		require.ErrorIs(t, err, httplimit.ErrRemoteAddr, "%q", remote)
+		require.Equal(t, "p:", string(out))
+		if len(remote) >= 8 {
+			// Shorter strings turn up in any printing by chance.
+			leakcheck.Check(t, "remote address error", err, []byte(remote))
+		}
+	}
+}
+
+func TestClientNetworkPrefixes(t *testing.T) {
+	t.Parallel()
+	c := clientNetwork(t, httplimit.ClientConfig{IPv4Prefix: 24, IPv6Prefix: 48})
+	for remote, want := range map[string]string{
+		"192.0.2.200:1":          "192.0.2.0/24",
+		"[::ffff:192.0.2.200]:1": "192.0.2.0/24",
+		"[2001:db8:aa:bb::1]:1":  "2001:db8:aa::/48",
+	} {
+		require.Equal(t, want, subjectOf(t, c.AppendSubject, request("GET", "/", remote, "")), remote)
+	}
+	full := clientNetwork(t, httplimit.ClientConfig{IPv6Prefix: 128})
+	require.Equal(t, "2001:db8::1/128", subjectOf(t, full.AppendSubject, request("GET", "/", "[2001:db8::1]:1", "")))
+}
+
+func TestClientConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg   httplimit.ClientConfig
+		field string
+	}{
+		{httplimit.ClientConfig{IPv4Prefix: 33}, "IPv4Prefix"},
+		{httplimit.ClientConfig{IPv4Prefix: -1}, "IPv4Prefix"},
+		{httplimit.ClientConfig{IPv6Prefix: 129}, "IPv6Prefix"},
+		{httplimit.ClientConfig{IPv6Prefix: -1}, "IPv6Prefix"},
+		{httplimit.ClientConfig{MaxHops: 65}, "MaxHops"},
+		{httplimit.ClientConfig{MaxHops: -1}, "MaxHops"},
+		{httplimit.ClientConfig{TrustedProxies: prefixes("10.0.0.0/8")}, "Header"},
+		{httplimit.ClientConfig{Header: httplimit.XForwardedForHeader}, "TrustedProxies"},
+		{httplimit.ClientConfig{Header: 9, TrustedProxies: prefixes("10.0.0.0/8")}, "Header"},
+		{httplimit.ClientConfig{Header: httplimit.ForwardedHeader, TrustedProxies: []netip.Prefix{{}}}, "TrustedProxies[0]"},
+		{httplimit.ClientConfig{Header: httplimit.ForwardedHeader, TrustedProxies: prefixes("10.0.0.0/8", "::ffff:10.0.0.0/104")}, "TrustedProxies[1]"},
+	} {
+		_, err := httplimit.NewClientNetwork(tc.cfg)
+		var ce *httplimit.ConfigError
+		require.ErrorAs(t, err, &ce, "%+v", tc.cfg)
+		require.Equal(t, tc.field, ce.Field)
+		require.ErrorIs(t, err, httplimit.ErrInvalidConfig)
+	}
+}
+
+func TestForwardingHeaderString(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "Forwarded", httplimit.ForwardedHeader.String())
+	require.Equal(t, "X-Forwarded-For", httplimit.XForwardedForHeader.String())
+	require.Equal(t, "none", httplimit.NoForwardingHeader.String())
+	require.Equal(t, "ForwardingHeader(7)", httplimit.ForwardingHeader(7).String())
+}

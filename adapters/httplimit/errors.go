@@ -1,0 +1,80 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels matched with errors.Is. No error of this package holds a
+// subject, an address, a header value or a key.
+var (
+	// ErrInvalidConfig is matched by every [*ConfigError].
+	ErrInvalidConfig = errors.New("httplimit: invalid config")
+	// ErrInvalidIdentity is matched by every [*IdentityError].
+	ErrInvalidIdentity = errors.New("httplimit: invalid identity")
+	// ErrRemoteAddr: the request's RemoteAddr is not an IP address and
+	// port, so the client cannot be counted and the request is refused.
+	ErrRemoteAddr = errors.New("httplimit: request has no usable remote address")
+	// ErrForwarding is matched by every [*ForwardingError].
+	ErrForwarding = errors.New("httplimit: untrustworthy forwarding header")
+	// ErrUnknownOutcome: the limiter returned a decision that is neither
+	// allowed, denied nor shadow-denied. The request is refused.
+	ErrUnknownOutcome = errors.New("httplimit: limiter returned no decision")
+	// ErrSubjectCount: [Guard.Admit] was given a different number of
+	// subjects than the guard has limits. The request is refused.
+	ErrSubjectCount = errors.New("httplimit: one subject per limit is required")
+)
+
+// ConfigError reports a [Config], [Limit] or [ClientConfig] field outside its
+// bounds. It unwraps to [ErrInvalidConfig].
+type ConfigError struct {
+	Field string // the field, such as "Limits[1].Name"
+	Want  string // what it must be
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("httplimit: invalid config: %s must be %s", e.Field, e.Want)
+}
+
+// Unwrap returns [ErrInvalidConfig].
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// ForwardingProblem says why a forwarding header could not be believed.
+type ForwardingProblem uint8
+
+// Forwarding problems.
+const (
+	// ForwardingMalformed: an entry a trusted proxy must have written does
+	// not parse.
+	ForwardingMalformed ForwardingProblem = iota + 1
+	// ForwardingUnknown: a trusted proxy wrote "unknown" or an obfuscated
+	// identifier (RFC 7239 section 6) where the client should be.
+	ForwardingUnknown
+	// ForwardingTooManyHops: the header names more trusted proxies than
+	// [ClientConfig.MaxHops].
+	ForwardingTooManyHops
+)
+
+// ForwardingError reports a Forwarded or X-Forwarded-For header that a
+// trusted proxy sent but that does not name the client. Hop counts entries
+// from the right, starting at 1 for the one the nearest proxy added. It
+// never holds the header's text.
+type ForwardingError struct {
+	Header  string // "Forwarded" or "X-Forwarded-For"
+	Problem ForwardingProblem
+	Hop     int
+}
+
+func (e *ForwardingError) Error() string {
+	switch e.Problem {
+	case ForwardingUnknown:
+		return fmt.Sprintf("httplimit: %s hop %d from the right does not name an address", e.Header, e.Hop)
+	case ForwardingTooManyHops:
+		return fmt.Sprintf("httplimit: %s hop %d from the right is one trusted proxy more than MaxHops", e.Header, e.Hop)
+	default:
+		return fmt.Sprintf("httplimit: %s hop %d from the right is malformed", e.Header, e.Hop)
+	}
+}
+
+// Unwrap returns [ErrForwarding].
+func (e *ForwardingError) Unwrap() error { return ErrForwarding }

@@ -1,0 +1,53 @@
+package httplimit
+
+import "net/http"
+
+// Guard checks limits from inside a handler, once the handler knows
+// subjects the request line and headers do not carry, such as the identity
+// in a login form. It answers exactly as a [Middleware] does: one atomic
+// batch, the same rejection function and rate-limit fields, which it merges
+// with those of the middleware that admitted the request.
+//
+// It is safe for concurrent use.
+type Guard struct {
+	c *core
+}
+
+// NewGuard validates cfg, which must not have a Key, and returns a Guard.
+func NewGuard(cfg Config) (*Guard, error) {
+	if cfg.Key != nil {
+		return nil, &ConfigError{Field: "Key", Want: "nil: a Guard takes its subjects from Admit"}
+	}
+	c, err := newCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Guard{c: c}, nil
+}
+
+// Admit checks the guard's limits, subjects[i] for limit i, as one batch.
+// When it returns true the request may proceed: the rate-limit fields on w
+// now cover the middleware's limits and the guard's. When it returns false
+// the rejection has been written and the handler must return.
+//
+// Subjects are normalized bytes, such as [AppendIdentity] and
+// [ClientNetwork.AppendSubject] produce. A different number of subjects
+// than limits is refused with [ReasonKey] and [ErrSubjectCount].
+func (g *Guard) Admit(w http.ResponseWriter, r *http.Request, subjects ...[]byte) (Result, bool) {
+	c := g.c
+	outer := resultFrom(r.Context())
+	s := c.getScratch()
+	defer c.putScratch(s)
+	if len(subjects) != len(c.limits) {
+		c.refuse(w, r, s, outer, Rejection{Reason: ReasonKey, Err: ErrSubjectCount})
+		return Result{}, false
+	}
+	for i := range c.limits {
+		s.checks[i] = c.check(i, subjects[i])
+	}
+	v, ok := c.run(w, r, s, outer)
+	if !ok {
+		return Result{}, false
+	}
+	return Result{v: v, limits: c.limits, outer: outer}, true
+}

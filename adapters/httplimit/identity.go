@@ -1,0 +1,142 @@
+package httplimit
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxIdentityLength is the longest identity [AppendIdentity] accepts, in
+// bytes of its normalized form.
+const MaxIdentityLength = 256
+
+// maxIdentityInput bounds the work done on an identity before it is
+// refused: folding shrinks a character's UTF-8 form at most threefold
+// (U+212A KELVIN SIGN, 3 bytes, folds to "k").
+const maxIdentityInput = 3 * MaxIdentityLength
+
+// IdentityProblem says what is wrong with an identity.
+type IdentityProblem uint8
+
+// Identity problems, in the order they are checked.
+const (
+	IdentityEmpty IdentityProblem = iota + 1
+	IdentityTooLong
+	IdentityInvalidUTF8
+	// IdentityControl: a control character (Unicode category Cc) or a
+	// format character (Cf: zero-width spaces and joiners, bidirectional
+	// overrides, the byte order mark), which render as nothing and would
+	// let one identity be spelled many ways.
+	IdentityControl
+)
+
+// IdentityError reports an identity [AppendIdentity] refuses. It names a
+// length or a byte offset, never the identity's text.
+type IdentityError struct {
+	Problem IdentityProblem
+	Length  int // bytes after trimming, or after folding (IdentityTooLong)
+	Offset  int // byte offset of the offending character, after trimming
+}
+
+func (e *IdentityError) Error() string {
+	switch e.Problem {
+	case IdentityEmpty:
+		return "httplimit: identity is empty"
+	case IdentityTooLong:
+		return fmt.Sprintf("httplimit: identity is %d bytes long, at most %d allowed", e.Length, MaxIdentityLength)
+	case IdentityInvalidUTF8:
+		return fmt.Sprintf("httplimit: identity is not valid UTF-8 at byte %d", e.Offset)
+	default:
+		return fmt.Sprintf("httplimit: identity has a control or format character at byte %d", e.Offset)
+	}
+}
+
+// Unwrap returns [ErrInvalidIdentity].
+func (e *IdentityError) Unwrap() error { return ErrInvalidIdentity }
+
+// AppendIdentity appends the normalized form of identity (an email, a user
+// name, an account id) to dst, ready for a [domain.KeyHasher]. Two
+// identities that differ only in surrounding white space or letter case
+// give the same bytes, so an attacker cannot spread guesses for one account
+// over many spellings of it. Exactly:
+//
+//  1. leading and trailing white space (unicode.IsSpace) is removed;
+//  2. the rest must be valid UTF-8 with no control (Cc) or format (Cf)
+//     character;
+//  3. each character is replaced by one chosen member of its simple case
+//     folding orbit, the set of characters unicode.SimpleFold cycles
+//     through: the lower-case form of the orbit's smallest member when that
+//     is in the orbit, else the smallest member. ASCII letters become lower
+//     case; "K" (U+212A KELVIN SIGN) becomes "k", "ſ" (U+017F) becomes
+//     "s" and final sigma becomes "σ";
+//  4. the result must be 1 to [MaxIdentityLength] bytes long.
+//
+// Two valid identities therefore give the same bytes exactly when
+// strings.EqualFold reports them equal after trimming. Interior white space
+// is kept as it is.
+//
+// The standard library has no Unicode normalization, so canonically
+// equivalent spellings ("é" as one character or as "e" and a combining
+// accent) stay different. Apply NFC first (golang.org/x/text/unicode/norm)
+// when your account store treats them as one account.
+//
+// A refused identity is an [*IdentityError] naming an offset, never the
+// text; answer it as a bad request, after a [Middleware] has counted the
+// client.
+func AppendIdentity(dst []byte, identity string) ([]byte, error) {
+	s := strings.TrimSpace(identity)
+	switch {
+	case s == "":
+		return dst, &IdentityError{Problem: IdentityEmpty}
+	case len(s) > maxIdentityInput:
+		return dst, &IdentityError{Problem: IdentityTooLong, Length: len(s)}
+	}
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return dst, &IdentityError{Problem: IdentityInvalidUTF8, Offset: i}
+			}
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return dst, &IdentityError{Problem: IdentityControl, Offset: i}
+		}
+	}
+	start := len(dst)
+	for _, r := range s {
+		dst = utf8.AppendRune(dst, foldRune(r))
+	}
+	if n := len(dst) - start; n > MaxIdentityLength {
+		return dst[:start], &IdentityError{Problem: IdentityTooLong, Length: n}
+	}
+	return dst, nil
+}
+
+// foldRune maps r to the chosen member of its simple case folding orbit.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		// Every ASCII orbit's chosen member is its ASCII lower-case letter,
+		// even where the orbit holds non-ASCII members (k and K, s and ſ).
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	smallest := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		smallest = min(smallest, f)
+	}
+	if lower := unicode.ToLower(smallest); lower != smallest && sameOrbit(lower, smallest) {
+		return lower
+	}
+	return smallest
+}
+
+func sameOrbit(a, b rune) bool {
+	for f := unicode.SimpleFold(a); f != a; f = unicode.SimpleFold(f) {
+		if f == b {
+			return true
+		}
+	}
+	return false
+}
