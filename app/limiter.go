@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/limiter"
@@ -34,9 +35,10 @@ type Limiter struct {
 
 var _ ports.Limiter = (*Limiter)(nil)
 
-// NewLimiter returns a limiter over store.
+// NewLimiter returns a limiter over store. A nil store, a nil pointer in
+// the interface included, is an error matching [ErrInvalidConfig].
 func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
-	if store == nil {
+	if isNil(store) {
 		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
 	}
 	if cfg.MaxBatchSize < 0 {
@@ -55,9 +57,24 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	return l, nil
 }
 
+// isNil reports whether store is nil or holds a nil pointer, map, slice,
+// func or chan, whose methods would most likely panic on first use.
+func isNil(store ports.Store) bool {
+	if store == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(store); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
 // Check applies one check. Over the limit is a decision, not an error; an
 // error means invalid input or a store failure, and the request must not
-// proceed.
+// proceed. Invalid input, a nil ctx ([ports.ErrNilContext]) included, is
+// found before the store is reached and matches [domain.ErrInvalidInput]
+// whatever state the store or ctx is in.
 //
 // On a store with a single-check path ([ports.CheckAdmitter]) a check costs
 // one interface call and no pooled batch.
@@ -67,7 +84,7 @@ func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decisio
 
 // CheckAll applies checks as one atomic batch: all are consumed or none is.
 // When the batch is not allowed, the decision names the first failing check
-// in caller order.
+// in caller order. Invalid input is reported as Check reports it.
 func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
 	return l.engine.CheckAll(ctx, checks)
 }

@@ -125,7 +125,9 @@ func (e Event) GoString() string { return e.String() }
 
 // observe wraps store so that every admission through it is reported to o.
 // The wrapper has a single-check path exactly when store has one, so the
-// limiter takes the same path with or without an observer.
+// limiter takes the same path with or without an observer. The limiter
+// validates input before it reaches the wrapper, so invalid input is never
+// observed.
 func observe(store ports.Store, o Observer, name string) ports.Store {
 	s := observedStore{inner: store, observer: o, name: name}
 	if single, ok := store.(ports.CheckAdmitter); ok {
@@ -166,11 +168,6 @@ type observedAdmitter struct {
 }
 
 func (s observedAdmitter) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	// Invalid input is not an admission: the store would refuse it before
-	// touching a counter, as the limiter does for a batch.
-	if err := check.Validate(); err != nil {
-		return domain.Decision{}, err
-	}
 	start := time.Now()
 	d, err := s.single.AdmitCheck(ctx, check)
 	e := Event{Limiter: s.name, Size: 1, Index: -1, Duration: time.Since(start), Err: err, check: check, decision: d}
