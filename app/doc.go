@@ -22,7 +22,7 @@
 //
 //	runtime, err := app.Open(ctx, app.Config{
 //		Backend:     app.BackendPostgres,
-//		DatabaseURL: os.Getenv("DATABASE_URL"),
+//		DatabaseURL: app.NewSecret(os.Getenv("DATABASE_URL")),
 //		Migrate:     true,
 //	})
 //	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"unsafe"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/limiter"
@@ -29,9 +30,19 @@ type LimiterConfig struct {
 
 // Limiter validates checks, applies them through a [ports.Store] and returns
 // decisions in caller order. It is safe for concurrent use.
+//
+// A Limiter prints as an address under every printer, its store and
+// observer unseen: a store may hold a pool whose config holds a database
+// password.
 type Limiter struct {
-	engine limiter.Limiter
+	// engine is the *limiter.Limiter held as an unsafe.Pointer, which
+	// printers that walk values by reflection (spew in testify's diffs,
+	// fmt's bad-verb path) print as an address and never follow.
+	engine unsafe.Pointer
 }
+
+// eng returns l's engine.
+func (l *Limiter) eng() *limiter.Limiter { return (*limiter.Limiter)(l.engine) }
 
 var _ ports.Limiter = (*Limiter)(nil)
 
@@ -52,9 +63,9 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 		// limiter without one runs exactly the unobserved path.
 		store = observe(store, cfg.Observer, cfg.Name)
 	}
-	l := new(Limiter)
-	l.engine.Init(store, cfg.MaxBatchSize)
-	return l, nil
+	engine := new(limiter.Limiter)
+	engine.Init(store, cfg.MaxBatchSize)
+	return &Limiter{engine: unsafe.Pointer(engine)}, nil
 }
 
 // isNil reports whether store is nil or holds a nil pointer, map, slice,
@@ -79,12 +90,12 @@ func isNil(store ports.Store) bool {
 // On a store with a single-check path ([ports.CheckAdmitter]) a check costs
 // one interface call and no pooled batch.
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	return l.engine.Check(ctx, check)
+	return l.eng().Check(ctx, check)
 }
 
 // CheckAll applies checks as one atomic batch: all are consumed or none is.
 // When the batch is not allowed, the decision names the first failing check
 // in caller order. Invalid input is reported as Check reports it.
 func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
-	return l.engine.CheckAll(ctx, checks)
+	return l.eng().CheckAll(ctx, checks)
 }

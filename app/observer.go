@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -93,18 +95,25 @@ func (e Event) MayHaveConsumedQuota() bool {
 	return e.Err != nil && ports.MayHaveConsumedQuota(e.Err)
 }
 
-// String describes the event by its policies and outcome only.
-func (e Event) String() string {
+// policies returns the policies of the checks in caller order, as
+// "id/scope" separated by commas.
+func (e Event) policies() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "runlimit admission limiter=%q size=%d policies=", e.Limiter, e.Size)
 	for i := range e.Size {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		p, _ := e.Policy(i)
-		fmt.Fprintf(&b, "%s/%s", p.ID(), p.Scope())
+		b.WriteString(p.ID().String())
+		b.WriteByte('/')
+		b.WriteString(p.Scope().String())
 	}
-	s := b.String()
+	return b.String()
+}
+
+// String describes the event by its policies and outcome only.
+func (e Event) String() string {
+	s := fmt.Sprintf("runlimit admission limiter=%q size=%d policies=%s", e.Limiter, e.Size, e.policies())
 	if e.Err != nil {
 		return fmt.Sprintf("%s error=%q may_have_consumed_quota=%t duration=%s",
 			s, e.Err.Error(), e.MayHaveConsumedQuota(), e.Duration)
@@ -122,6 +131,62 @@ func (e Event) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.String())) 
 
 // GoString is [Event.String], for %#v.
 func (e Event) GoString() string { return e.String() }
+
+// eventJSON is the encoding/json form of an [Event].
+type eventJSON struct {
+	Limiter              string        `json:"limiter"`
+	Size                 int           `json:"size"`
+	Policies             []string      `json:"policies"`
+	Outcome              string        `json:"outcome,omitempty"`
+	Index                *int          `json:"index,omitempty"`
+	Reason               string        `json:"reason,omitempty"`
+	Error                string        `json:"error,omitempty"`
+	MayHaveConsumedQuota *bool         `json:"may_have_consumed_quota,omitempty"`
+	Duration             time.Duration `json:"duration"`
+}
+
+// MarshalJSON encodes the limiter, the size, the policies ("id/scope"),
+// then either the outcome (with the deciding check's index and reason for
+// a denial) or the error's text and whether it may have consumed quota,
+// and the duration in nanoseconds. Never the checks, their keys, nor the
+// fields of the error, which the default encoding would walk.
+func (e Event) MarshalJSON() ([]byte, error) {
+	j := eventJSON{Limiter: e.Limiter, Size: e.Size, Policies: make([]string, e.Size), Duration: e.Duration}
+	for i := range j.Policies {
+		p, _ := e.Policy(i)
+		j.Policies[i] = p.ID().String() + "/" + p.Scope().String()
+	}
+	if e.Err != nil {
+		consumed := e.MayHaveConsumedQuota()
+		j.Error, j.MayHaveConsumedQuota = e.Err.Error(), &consumed
+	} else {
+		j.Outcome = e.Outcome.String()
+		if _, ok := e.Policy(e.Index); ok {
+			index := e.Index
+			j.Index, j.Reason = &index, e.Reason.String()
+		}
+	}
+	return json.Marshal(j)
+}
+
+// LogValue logs the event as a group of what [Event.MarshalJSON] encodes,
+// the policies joined by commas, for log/slog.
+func (e Event) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String("limiter", e.Limiter), slog.Int("size", e.Size),
+		slog.String("policies", e.policies()))
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()),
+			slog.Bool("may_have_consumed_quota", e.MayHaveConsumedQuota()))
+	} else {
+		attrs = append(attrs, slog.String("outcome", e.Outcome.String()))
+		if _, ok := e.Policy(e.Index); ok {
+			attrs = append(attrs, slog.Int("index", e.Index), slog.String("reason", e.Reason.String()))
+		}
+	}
+	attrs = append(attrs, slog.Duration("duration", e.Duration))
+	return slog.GroupValue(attrs...)
+}
 
 // observe wraps store so that every admission through it is reported to o.
 // The wrapper has a single-check path exactly when store has one, so the
