@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"unsafe"
 
@@ -26,6 +27,13 @@ type LimiterConfig struct {
 	// Name tells this limiter's events apart from another's, such as
 	// "gate" and "postgres". Default "".
 	Name string
+	// Logger receives an error-level record when the Observer panics: the
+	// panic is recovered, the admission's decision or error is returned as
+	// the store gave it, and the record names the limiter, the policies,
+	// the outcome and the panic value's type (its text only for a runtime
+	// error), never a subject, a key or a stack. Default nil:
+	// [slog.Default] at the time of the panic.
+	Logger *slog.Logger
 }
 
 // Limiter validates checks, applies them through a [ports.Store] and returns
@@ -61,7 +69,7 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	if cfg.Observer != nil {
 		// The observer sits between the engine and the store, so that a
 		// limiter without one runs exactly the unobserved path.
-		store = observe(store, cfg.Observer, cfg.Name)
+		store = observe(store, cfg.Observer, cfg.Name, cfg.Logger)
 	}
 	engine := new(limiter.Limiter)
 	engine.Init(store, cfg.MaxBatchSize)

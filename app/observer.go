@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -19,7 +21,9 @@ import (
 //
 // ObserveAdmission runs on the caller's goroutine once the store has
 // answered, before Check or CheckAll returns, so it must be quick and safe
-// for concurrent use; the Event is valid only during the call.
+// for concurrent use; the Event is valid only during the call. A panic in
+// it is recovered and logged (see LimiterConfig.Logger): the caller still
+// gets the store's decision or error, as quota may already be consumed.
 //
 // Events carry policies, outcomes, denial reasons, errors and timings,
 // never subjects or subject and counter keys, so nothing an observer
@@ -193,8 +197,8 @@ func (e Event) LogValue() slog.Value {
 // limiter takes the same path with or without an observer. The limiter
 // validates input before it reaches the wrapper, so invalid input is never
 // observed.
-func observe(store ports.Store, o Observer, name string) ports.Store {
-	s := observedStore{inner: store, observer: o, name: name}
+func observe(store ports.Store, o Observer, name string, logger *slog.Logger) ports.Store {
+	s := observedStore{inner: store, observer: o, name: name, logger: logger}
 	if single, ok := store.(ports.CheckAdmitter); ok {
 		return observedAdmitter{observedStore: s, single: single}
 	}
@@ -205,6 +209,64 @@ type observedStore struct {
 	inner    ports.Store
 	observer Observer
 	name     string
+	logger   *slog.Logger // nil: slog.Default()
+}
+
+// notify hands e to the observer. The store has already decided, and may
+// have consumed quota, so a panicking observer must not turn the
+// admission into a panic in the caller: the panic is recovered and
+// logged, and the caller gets what the store answered.
+func (s observedStore) notify(ctx context.Context, e *Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.logPanic(ctx, e, v)
+		}
+	}()
+	s.observer.ObserveAdmission(*e)
+}
+
+// logPanic reports an observer's panic at error level. It logs the panic
+// value's type, and its text only for an error of package runtime (an
+// index out of range, a nil dereference), which holds no caller data:
+// any other value may be built from a subject or a key. No stack is
+// logged, as a stack's argument words can hold key bytes.
+func (s observedStore) logPanic(ctx context.Context, e *Event, v any) {
+	logger := s.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	outcome := e.Outcome.String()
+	if e.Err != nil {
+		outcome = "error"
+	}
+	attrs := []slog.Attr{
+		slog.String("limiter", e.Limiter),
+		slog.String("policies", e.policies()),
+		slog.String("outcome", outcome),
+		slog.String("panic_type", fmt.Sprintf("%T", v)),
+	}
+	if text, ok := runtimeErrorText(v); ok {
+		attrs = append(attrs, slog.String("panic", text))
+	}
+	logger.LogAttrs(ctx, slog.LevelError, "runlimit: observer panicked; the admission stands", attrs...)
+}
+
+// runtimeErrorText returns the text of a panic value that is one of
+// package runtime's own errors. A value of another package that merely
+// implements runtime.Error could say anything.
+func runtimeErrorText(v any) (string, bool) {
+	re, ok := v.(runtime.Error)
+	if !ok {
+		return "", false
+	}
+	t := reflect.TypeOf(re)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() != "runtime" {
+		return "", false
+	}
+	return re.Error(), true
 }
 
 func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
@@ -223,7 +285,7 @@ func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
 			e.Index, e.Reason = i, den.Reason()
 		}
 	}
-	s.observer.ObserveAdmission(e)
+	s.notify(ctx, &e)
 	return err
 }
 
@@ -242,6 +304,6 @@ func (s observedAdmitter) AdmitCheck(ctx context.Context, check domain.Check) (d
 			e.Index, e.Reason = 0, den.Reason()
 		}
 	}
-	s.observer.ObserveAdmission(e)
+	s.notify(ctx, &e)
 	return d, err
 }
