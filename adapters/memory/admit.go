@@ -71,7 +71,7 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 // ([ports.ErrNilContext]) are reported before anything else, whatever state
 // the store or ctx is in, and before any lock or clock read.
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
-	if err := c.Validate(); err != nil {
+	if err := domain.ValidateCheck(&c); err != nil {
 		return domain.Decision{}, err
 	}
 	if ctx == nil {

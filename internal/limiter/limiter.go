@@ -41,7 +41,7 @@ func (l *Limiter) Init(store ports.Store, maxBatch int) {
 // context is in; a nil context is [ports.ErrNilContext].
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
 	// A lone check reports its own error rather than a batch error about it.
-	if err := check.Validate(); err != nil {
+	if err := domain.ValidateCheck(&check); err != nil {
 		return domain.Decision{}, err
 	}
 	if ctx == nil {
