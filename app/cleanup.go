@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,6 +18,19 @@ type CleanupError struct {
 
 func (e *CleanupError) Error() string {
 	return fmt.Sprintf("runlimit: cleanup of the %s store: %v", e.Store, e.Err)
+}
+
+// Format prints [CleanupError.Error] under every verb. A verb that does not fit
+// the struct, such as %d, would otherwise make fmt print Err's fields.
+func (e *CleanupError) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.Error())) }
+
+// MarshalJSON encodes the store's name and the error's text, never Err's
+// fields: a driver's error can carry row details or a connection string.
+func (e CleanupError) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Store string `json:"store"`
+		Error string `json:"error"`
+	}{e.Store, e.Error()})
 }
 
 // Unwrap returns the store's error. For PostgreSQL it is a

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -47,11 +48,12 @@ type Config struct {
 	Memory memory.Config
 
 	// DatabaseURL is the PostgreSQL connection string of [BackendPostgres],
-	// used when Pool is nil. The Runtime opens a pool from it and closes that
-	// pool on Close. A config error never repeats it; a connection error at
-	// start may name its host, user and database, never its password.
-	// Default "".
-	DatabaseURL string
+	// used when Pool is nil: NewSecret(os.Getenv("DATABASE_URL")). It is a
+	// [Secret], so printing or logging the Config never shows its password.
+	// The Runtime opens a pool from it and closes that pool on Close. A
+	// config error never repeats it; a connection error at start may name
+	// its host, user and database, never its password. Default: empty.
+	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a
 	// DatabaseURL. The Runtime borrows it and never closes it. [Module] takes
 	// it from the fx graph when left nil. Default nil.
@@ -113,6 +115,20 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("runlimit: invalid config: %s %s", e.Field, e.Reason)
 }
 
+// Format prints [ConfigError.Error] under every verb. A verb that does not fit
+// the struct, such as %d, would otherwise make fmt print Err's fields.
+func (e *ConfigError) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.Error())) }
+
+// MarshalJSON encodes the field, the reason and the error's text, never
+// Err's fields: a driver's error can carry the connection string.
+func (e ConfigError) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Field  string `json:"field"`
+		Reason string `json:"reason"`
+		Error  string `json:"error"`
+	}{e.Field, e.Reason, e.Error()})
+}
+
 // Unwrap returns [ErrInvalidConfig], and Err when it is set.
 func (e *ConfigError) Unwrap() []error {
 	if e.Err == nil {
@@ -133,9 +149,9 @@ func (cfg Config) Validate() error {
 		}
 	case BackendPostgres:
 		switch {
-		case cfg.DatabaseURL == "" && cfg.Pool == nil:
+		case cfg.DatabaseURL.IsZero() && cfg.Pool == nil:
 			return &ConfigError{Field: "DatabaseURL", Reason: "is empty and no Pool is given: the postgres backend needs one of them"}
-		case cfg.DatabaseURL != "" && cfg.Pool != nil:
+		case !cfg.DatabaseURL.IsZero() && cfg.Pool != nil:
 			return &ConfigError{Field: "DatabaseURL", Reason: "and Pool are both set: give one of them"}
 		}
 	default:

@@ -23,7 +23,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero value: memory backend", app.Config{}, ""},
 		{"memory", app.Config{Backend: app.BackendMemory}, ""},
-		{"postgres with a URL", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://x"}, ""},
+		{"postgres with a URL", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://x")}, ""},
 		{"postgres with a pool", app.Config{Backend: app.BackendPostgres, Pool: pool}, ""},
 		{"postgres with a gate", app.Config{Backend: app.BackendPostgres, Pool: pool, Gate: &memory.Config{MaxKeys: 1}}, ""},
 		{"loop off", app.Config{CleanupInterval: -1}, ""},
@@ -31,7 +31,7 @@ func TestConfigValidate(t *testing.T) {
 		{"backend is case-sensitive", app.Config{Backend: "Postgres"}, "Backend"},
 		{"gate on memory", app.Config{Gate: &memory.Config{MaxKeys: 1}}, "Gate"},
 		{"postgres without URL or pool", app.Config{Backend: app.BackendPostgres}, "DatabaseURL"},
-		{"postgres with URL and pool", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://x", Pool: pool}, "DatabaseURL"},
+		{"postgres with URL and pool", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
 		{"negative batch", app.Config{CleanupBatch: -1}, "CleanupBatch"},
 	}
 	for _, tt := range tests {
@@ -70,9 +70,9 @@ func TestOpenNamesStoreConfigFields(t *testing.T) {
 	}{
 		{"memory without MaxKeys", app.Config{}, "Memory.MaxKeys", memory.ErrInvalidConfig},
 		{"memory shards", app.Config{Memory: memory.Config{MaxKeys: 4, Shards: 5}}, "Memory.Shards", memory.ErrInvalidConfig},
-		{"gate shards", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://nobody@127.0.0.1:1/none",
+		{"gate shards", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://nobody@127.0.0.1:1/none"),
 			Gate: &memory.Config{MaxKeys: 1, Shards: -1}}, "Gate.Shards", memory.ErrInvalidConfig},
-		{"postgres rows per shard", app.Config{Backend: app.BackendPostgres, DatabaseURL: "postgres://nobody@127.0.0.1:1/none",
+		{"postgres rows per shard", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://nobody@127.0.0.1:1/none"),
 			Postgres: postgres.Config{RowsPerShard: postgres.MaxRowsPerShard + 1}}, "Postgres.RowsPerShard", postgres.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
@@ -96,7 +96,7 @@ func TestOpenKeepsTheDatabaseURLOutOfErrors(t *testing.T) {
 	// Not a valid port: the URL cannot be parsed.
 	url := "postgres://quotauser:hunter2-password@db.internal.example:notaport/quotas"
 	_, err := app.Open(context.Background(), app.Config{
-		Backend: app.BackendPostgres, DatabaseURL: url, SecretEnv: setEnv(t, testSecret),
+		Backend: app.BackendPostgres, DatabaseURL: app.NewSecret(url), SecretEnv: setEnv(t, testSecret),
 	})
 	var ce *app.ConfigError
 	require.ErrorAs(t, err, &ce)

@@ -22,7 +22,7 @@
 //
 //	runtime, err := app.Open(ctx, app.Config{
 //		Backend:     app.BackendPostgres,
-//		DatabaseURL: os.Getenv("DATABASE_URL"),
+//		DatabaseURL: app.NewSecret(os.Getenv("DATABASE_URL")),
 //		Migrate:     true,
 //	})
 //	if err != nil {
@@ -78,6 +78,9 @@
 // outcome, the deciding check's index and denial reason, the store's error
 // and whether it may have consumed quota, and the store's latency. Feed it
 // to metrics or logs. Events never carry subjects or keys, and print
-// nothing else. Without an observer a limiter runs exactly the unobserved
-// path; with one, an admission allocates nothing more.
+// nothing else, under fmt, encoding/json and log/slog alike. Without an
+// observer a limiter runs exactly the unobserved path; with one, an
+// admission allocates nothing more. An observer that panics cannot change
+// an admission: the panic is recovered, the caller gets the store's
+// answer, and LimiterConfig.Logger records it without key material.
 package app

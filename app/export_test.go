@@ -16,15 +16,15 @@ func OpenWithTicks(ctx context.Context, cfg Config, ticks <-chan time.Time) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	r.newTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
-	if err := r.startOrClose(ctx); err != nil {
+	r.state().newTicker = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+	if err := r.state().startOrClose(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 // PoolOf returns the pool r's PostgreSQL store uses, or nil.
-func PoolOf(r *Runtime) *pgxpool.Pool { return r.pool }
+func PoolOf(r *Runtime) *pgxpool.Pool { return r.state().pool }
 
 // StartCleanupLoop starts a cleanup loop over cleaners, named "c0", "c1"
 // and so on, driven by ticks. It returns the loop's stop function and a
@@ -38,3 +38,7 @@ func StartCleanupLoop(ticks <-chan time.Time, batch int, onError func(error), cl
 	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError)
 	return l.stop, stopped
 }
+
+// NewUnstarted builds the Runtime cfg describes without starting it: no
+// network is touched, a pool opened from Config.DatabaseURL included.
+func NewUnstarted(cfg Config) (*Runtime, error) { return newRuntime(cfg) }

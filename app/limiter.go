@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"reflect"
+	"unsafe"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/limiter"
@@ -24,19 +27,37 @@ type LimiterConfig struct {
 	// Name tells this limiter's events apart from another's, such as
 	// "gate" and "postgres". Default "".
 	Name string
+	// Logger receives an error-level record when the Observer panics: the
+	// panic is recovered, the admission's decision or error is returned as
+	// the store gave it, and the record names the limiter, the policies,
+	// the outcome and the panic value's type (its text only for a runtime
+	// error), never a subject, a key or a stack. Default nil:
+	// [slog.Default] at the time of the panic.
+	Logger *slog.Logger
 }
 
 // Limiter validates checks, applies them through a [ports.Store] and returns
 // decisions in caller order. It is safe for concurrent use.
+//
+// A Limiter prints as an address under every printer, its store and
+// observer unseen: a store may hold a pool whose config holds a database
+// password.
 type Limiter struct {
-	engine limiter.Limiter
+	// engine is the *limiter.Limiter held as an unsafe.Pointer, which
+	// printers that walk values by reflection (spew in testify's diffs,
+	// fmt's bad-verb path) print as an address and never follow.
+	engine unsafe.Pointer
 }
+
+// eng returns l's engine.
+func (l *Limiter) eng() *limiter.Limiter { return (*limiter.Limiter)(l.engine) }
 
 var _ ports.Limiter = (*Limiter)(nil)
 
-// NewLimiter returns a limiter over store.
+// NewLimiter returns a limiter over store. A nil store, a nil pointer in
+// the interface included, is an error matching [ErrInvalidConfig].
 func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
-	if store == nil {
+	if isNil(store) {
 		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
 	}
 	if cfg.MaxBatchSize < 0 {
@@ -48,26 +69,41 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	if cfg.Observer != nil {
 		// The observer sits between the engine and the store, so that a
 		// limiter without one runs exactly the unobserved path.
-		store = observe(store, cfg.Observer, cfg.Name)
+		store = observe(store, cfg.Observer, cfg.Name, cfg.Logger)
 	}
-	l := new(Limiter)
-	l.engine.Init(store, cfg.MaxBatchSize)
-	return l, nil
+	engine := new(limiter.Limiter)
+	engine.Init(store, cfg.MaxBatchSize)
+	return &Limiter{engine: unsafe.Pointer(engine)}, nil
+}
+
+// isNil reports whether store is nil or holds a nil pointer, map, slice,
+// func or chan, whose methods would most likely panic on first use.
+func isNil(store ports.Store) bool {
+	if store == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(store); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Check applies one check. Over the limit is a decision, not an error; an
 // error means invalid input or a store failure, and the request must not
-// proceed.
+// proceed. Invalid input, a nil ctx ([ports.ErrNilContext]) included, is
+// found before the store is reached and matches [domain.ErrInvalidInput]
+// whatever state the store or ctx is in.
 //
 // On a store with a single-check path ([ports.CheckAdmitter]) a check costs
 // one interface call and no pooled batch.
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	return l.engine.Check(ctx, check)
+	return l.eng().Check(ctx, check)
 }
 
 // CheckAll applies checks as one atomic batch: all are consumed or none is.
 // When the batch is not allowed, the decision names the first failing check
-// in caller order.
+// in caller order. Invalid input is reported as Check reports it.
 func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
-	return l.engine.CheckAll(ctx, checks)
+	return l.eng().CheckAll(ctx, checks)
 }

@@ -486,10 +486,78 @@ func TestCheckTakesTheStoresSingleCheckPath(t *testing.T) {
 	require.Equal(t, int64(1), a.Remaining, "both paths share the counter")
 	require.Equal(t, 1, store.admitCount(), "batches always go through Admit")
 
-	// An invalid check is refused by EvaluateCheck with the check's error.
+	// An invalid check is refused with the check's error before the store.
 	_, err = limiter.Check(ctx, domain.Check{})
 	var ce *domain.CheckError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, domain.CheckZeroPolicy, ce.Problem)
+	require.Equal(t, 1, store.singles, "an invalid check never reaches AdmitCheck")
 	require.Equal(t, int64(2), store.counter(c.CounterKey()).Used, "a refused check changes nothing")
+}
+
+// TestInvalidInputNeverReachesTheStore: whatever state the store and the
+// context are in, a caller's mistake is reported as such, and the store,
+// through either path, is never called.
+func TestInvalidInputNeverReachesTheStore(t *testing.T) {
+	t.Parallel()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	var nilCtx context.Context
+	for name, ctx := range map[string]context.Context{"live context": context.Background(), "done context": done} {
+		for _, single := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, single-check path %t", name, single), func(t *testing.T) {
+				t.Parallel()
+				f := setup(t)
+				f.store.err = errors.New("the store was reached")
+				sstore := &singleStore{mapStore: f.store}
+				var store ports.Store = f.store
+				if single {
+					store = sstore
+				}
+				limiter, err := app.NewLimiter(store, app.LimiterConfig{})
+				require.NoError(t, err)
+				valid := f.check("user@example.test")
+
+				calls := map[string]func() error{
+					"zero check": func() error { _, err := limiter.Check(ctx, domain.Check{}); return err },
+					"zero key": func() error {
+						_, err := limiter.Check(ctx, domain.NewCheck(f.policy, domain.SubjectKey{}))
+						return err
+					},
+					"zero policy": func() error {
+						_, err := limiter.Check(ctx, domain.NewCheck(domain.Policy{}, valid.SubjectKey()))
+						return err
+					},
+					"nil context": func() error { _, err := limiter.Check(nilCtx, valid); return err },
+					"empty batch": func() error { _, err := limiter.CheckAll(ctx, nil); return err },
+					"batch with an invalid check": func() error {
+						_, err := limiter.CheckAll(ctx, []domain.Check{valid, {}})
+						return err
+					},
+					"batch with a nil context": func() error {
+						_, err := limiter.CheckAll(nilCtx, []domain.Check{valid})
+						return err
+					},
+				}
+				for call, run := range calls {
+					err := run()
+					require.ErrorIs(t, err, domain.ErrInvalidInput, call)
+					require.False(t, ports.MayHaveConsumedQuota(err), call)
+				}
+				require.ErrorIs(t, calls["nil context"](), ports.ErrNilContext)
+				require.Zero(t, f.store.admitCount(), "Admit was called")
+				require.Zero(t, sstore.singles, "AdmitCheck was called")
+			})
+		}
+	}
+}
+
+// TestNewLimiterRejectsANilPointerStore: a nil pointer in the interface is
+// no store either; it would panic on the first check.
+func TestNewLimiterRejectsANilPointerStore(t *testing.T) {
+	t.Parallel()
+	var store *mapStore
+	_, err := app.NewLimiter(store, app.LimiterConfig{})
+	require.ErrorIs(t, err, app.ErrInvalidConfig)
+	require.EqualError(t, err, "runlimit: invalid limiter config: no store")
 }

@@ -43,13 +43,13 @@ type moduleIn struct {
 
 func provideRuntime(in moduleIn) (*Runtime, error) {
 	cfg := in.Config
-	if cfg.Backend == BackendPostgres && cfg.DatabaseURL == "" && cfg.Pool == nil {
+	if cfg.Backend == BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
 		cfg.Pool = in.Pool
 	}
 	r, err := newRuntime(cfg)
 	if err != nil {
 		return nil, err
 	}
-	in.Lifecycle.Append(fx.Hook{OnStart: r.startOrClose, OnStop: r.Close})
+	in.Lifecycle.Append(fx.Hook{OnStart: r.state().startOrClose, OnStop: r.Close})
 	return r, nil
 }

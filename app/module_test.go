@@ -61,7 +61,7 @@ func TestModulePostgresFromURL(t *testing.T) {
 	fxApp := fxtest.New(t, app.Module,
 		fx.Supply(app.Config{
 			Backend:     app.BackendPostgres,
-			DatabaseURL: db.URL,
+			DatabaseURL: app.NewSecret(db.URL),
 			Migrate:     true,
 			SecretEnv:   setEnv(t, testSecret),
 		}),
@@ -161,7 +161,7 @@ func TestModuleFailedStartClosesWhatItOpened(t *testing.T) {
 	var r *app.Runtime
 	fxApp := newFailingApp(app.Config{
 		Backend:     app.BackendPostgres,
-		DatabaseURL: db.URL,
+		DatabaseURL: app.NewSecret(db.URL),
 		SecretEnv:   setEnv(t, testSecret),
 	}, fx.Populate(&r))
 	require.NoError(t, fxApp.Err())

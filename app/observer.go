@@ -2,7 +2,11 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,7 +21,9 @@ import (
 //
 // ObserveAdmission runs on the caller's goroutine once the store has
 // answered, before Check or CheckAll returns, so it must be quick and safe
-// for concurrent use; the Event is valid only during the call.
+// for concurrent use; the Event is valid only during the call. A panic in
+// it is recovered and logged (see LimiterConfig.Logger): the caller still
+// gets the store's decision or error, as quota may already be consumed.
 //
 // Events carry policies, outcomes, denial reasons, errors and timings,
 // never subjects or subject and counter keys, so nothing an observer
@@ -93,18 +99,25 @@ func (e Event) MayHaveConsumedQuota() bool {
 	return e.Err != nil && ports.MayHaveConsumedQuota(e.Err)
 }
 
-// String describes the event by its policies and outcome only.
-func (e Event) String() string {
+// policies returns the policies of the checks in caller order, as
+// "id/scope" separated by commas.
+func (e Event) policies() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "runlimit admission limiter=%q size=%d policies=", e.Limiter, e.Size)
 	for i := range e.Size {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		p, _ := e.Policy(i)
-		fmt.Fprintf(&b, "%s/%s", p.ID(), p.Scope())
+		b.WriteString(p.ID().String())
+		b.WriteByte('/')
+		b.WriteString(p.Scope().String())
 	}
-	s := b.String()
+	return b.String()
+}
+
+// String describes the event by its policies and outcome only.
+func (e Event) String() string {
+	s := fmt.Sprintf("runlimit admission limiter=%q size=%d policies=%s", e.Limiter, e.Size, e.policies())
 	if e.Err != nil {
 		return fmt.Sprintf("%s error=%q may_have_consumed_quota=%t duration=%s",
 			s, e.Err.Error(), e.MayHaveConsumedQuota(), e.Duration)
@@ -123,11 +136,69 @@ func (e Event) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.String())) 
 // GoString is [Event.String], for %#v.
 func (e Event) GoString() string { return e.String() }
 
+// eventJSON is the encoding/json form of an [Event].
+type eventJSON struct {
+	Limiter              string        `json:"limiter"`
+	Size                 int           `json:"size"`
+	Policies             []string      `json:"policies"`
+	Outcome              string        `json:"outcome,omitempty"`
+	Index                *int          `json:"index,omitempty"`
+	Reason               string        `json:"reason,omitempty"`
+	Error                string        `json:"error,omitempty"`
+	MayHaveConsumedQuota *bool         `json:"may_have_consumed_quota,omitempty"`
+	Duration             time.Duration `json:"duration"`
+}
+
+// MarshalJSON encodes the limiter, the size, the policies ("id/scope"),
+// then either the outcome (with the deciding check's index and reason for
+// a denial) or the error's text and whether it may have consumed quota,
+// and the duration in nanoseconds. Never the checks, their keys, nor the
+// fields of the error, which the default encoding would walk.
+func (e Event) MarshalJSON() ([]byte, error) {
+	j := eventJSON{Limiter: e.Limiter, Size: e.Size, Policies: make([]string, e.Size), Duration: e.Duration}
+	for i := range j.Policies {
+		p, _ := e.Policy(i)
+		j.Policies[i] = p.ID().String() + "/" + p.Scope().String()
+	}
+	if e.Err != nil {
+		consumed := e.MayHaveConsumedQuota()
+		j.Error, j.MayHaveConsumedQuota = e.Err.Error(), &consumed
+	} else {
+		j.Outcome = e.Outcome.String()
+		if _, ok := e.Policy(e.Index); ok {
+			index := e.Index
+			j.Index, j.Reason = &index, e.Reason.String()
+		}
+	}
+	return json.Marshal(j)
+}
+
+// LogValue logs the event as a group of what [Event.MarshalJSON] encodes,
+// the policies joined by commas, for log/slog.
+func (e Event) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String("limiter", e.Limiter), slog.Int("size", e.Size),
+		slog.String("policies", e.policies()))
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()),
+			slog.Bool("may_have_consumed_quota", e.MayHaveConsumedQuota()))
+	} else {
+		attrs = append(attrs, slog.String("outcome", e.Outcome.String()))
+		if _, ok := e.Policy(e.Index); ok {
+			attrs = append(attrs, slog.Int("index", e.Index), slog.String("reason", e.Reason.String()))
+		}
+	}
+	attrs = append(attrs, slog.Duration("duration", e.Duration))
+	return slog.GroupValue(attrs...)
+}
+
 // observe wraps store so that every admission through it is reported to o.
 // The wrapper has a single-check path exactly when store has one, so the
-// limiter takes the same path with or without an observer.
-func observe(store ports.Store, o Observer, name string) ports.Store {
-	s := observedStore{inner: store, observer: o, name: name}
+// limiter takes the same path with or without an observer. The limiter
+// validates input before it reaches the wrapper, so invalid input is never
+// observed.
+func observe(store ports.Store, o Observer, name string, logger *slog.Logger) ports.Store {
+	s := observedStore{inner: store, observer: o, name: name, logger: logger}
 	if single, ok := store.(ports.CheckAdmitter); ok {
 		return observedAdmitter{observedStore: s, single: single}
 	}
@@ -138,6 +209,64 @@ type observedStore struct {
 	inner    ports.Store
 	observer Observer
 	name     string
+	logger   *slog.Logger // nil: slog.Default()
+}
+
+// notify hands e to the observer. The store has already decided, and may
+// have consumed quota, so a panicking observer must not turn the
+// admission into a panic in the caller: the panic is recovered and
+// logged, and the caller gets what the store answered.
+func (s observedStore) notify(ctx context.Context, e *Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.logPanic(ctx, e, v)
+		}
+	}()
+	s.observer.ObserveAdmission(*e)
+}
+
+// logPanic reports an observer's panic at error level. It logs the panic
+// value's type, and its text only for an error of package runtime (an
+// index out of range, a nil dereference), which holds no caller data:
+// any other value may be built from a subject or a key. No stack is
+// logged, as a stack's argument words can hold key bytes.
+func (s observedStore) logPanic(ctx context.Context, e *Event, v any) {
+	logger := s.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	outcome := e.Outcome.String()
+	if e.Err != nil {
+		outcome = "error"
+	}
+	attrs := []slog.Attr{
+		slog.String("limiter", e.Limiter),
+		slog.String("policies", e.policies()),
+		slog.String("outcome", outcome),
+		slog.String("panic_type", fmt.Sprintf("%T", v)),
+	}
+	if text, ok := runtimeErrorText(v); ok {
+		attrs = append(attrs, slog.String("panic", text))
+	}
+	logger.LogAttrs(ctx, slog.LevelError, "runlimit: observer panicked; the admission stands", attrs...)
+}
+
+// runtimeErrorText returns the text of a panic value that is one of
+// package runtime's own errors. A value of another package that merely
+// implements runtime.Error could say anything.
+func runtimeErrorText(v any) (string, bool) {
+	re, ok := v.(runtime.Error)
+	if !ok {
+		return "", false
+	}
+	t := reflect.TypeOf(re)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() != "runtime" {
+		return "", false
+	}
+	return re.Error(), true
 }
 
 func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
@@ -156,7 +285,7 @@ func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
 			e.Index, e.Reason = i, den.Reason()
 		}
 	}
-	s.observer.ObserveAdmission(e)
+	s.notify(ctx, &e)
 	return err
 }
 
@@ -166,11 +295,6 @@ type observedAdmitter struct {
 }
 
 func (s observedAdmitter) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	// Invalid input is not an admission: the store would refuse it before
-	// touching a counter, as the limiter does for a batch.
-	if err := check.Validate(); err != nil {
-		return domain.Decision{}, err
-	}
 	start := time.Now()
 	d, err := s.single.AdmitCheck(ctx, check)
 	e := Event{Limiter: s.name, Size: 1, Index: -1, Duration: time.Since(start), Err: err, check: check, decision: d}
@@ -180,6 +304,6 @@ func (s observedAdmitter) AdmitCheck(ctx context.Context, check domain.Check) (d
 			e.Index, e.Reason = 0, den.Reason()
 		}
 	}
-	s.observer.ObserveAdmission(e)
+	s.notify(ctx, &e)
 	return d, err
 }

@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +31,8 @@ type recorded struct {
 	event     app.Event
 	printed   []string // the event printed directly
 	inHost    []string // the event printed inside a host struct
+	json      string   // encoding/json's form
+	logged    string   // slog's text form
 	policies  []domain.Policy
 	decisions []domain.Decision
 	hasDec    []bool
@@ -44,6 +48,21 @@ func (r *recorder) ObserveAdmission(e app.Event) {
 		rec.inHost = append(rec.inHost, fmt.Sprintf(verb, host{e}))
 	}
 	rec.printed = append(rec.printed, e.String())
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err)
+	}
+	rec.json = string(b)
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})).Info("admission", "event", e)
+	rec.logged = logged.String()
 	for i := range e.Size {
 		p, ok := e.Policy(i)
 		if !ok {
@@ -163,6 +182,61 @@ func TestObserverSeesBatches(t *testing.T) {
 	require.Equal(t, domain.QuotaExhausted, ev.event.Reason)
 	require.True(t, o.identity.Equal(ev.policies[1]))
 	require.Contains(t, ev.event.String(), "index=1 policy=auth.login scope=identity reason="+domain.QuotaExhausted.String())
+}
+
+// TestEventEncodings: encoding/json and slog show an event's limiter,
+// policies, outcome, deciding check and duration, and for a failure the
+// error's text and whether quota may have been consumed.
+func TestEventEncodings(t *testing.T) {
+	t.Parallel()
+	store := newMemoryStore(t)
+	o := observedSetup(t, store)
+	batch := []domain.Check{
+		domain.NewCheck(o.client, o.hasher.KeyString(o.client, "198.51.100.7")),
+		domain.NewCheck(o.identity, o.hasher.KeyString(o.identity, "alice@example.test")),
+	}
+	for range 2 { // allowed, then denied by the identity check
+		_, err := o.limiter.CheckAll(t.Context(), batch)
+		require.NoError(t, err)
+	}
+	require.NoError(t, store.Close())
+	_, err := o.limiter.Check(t.Context(), batch[1])
+	require.Error(t, err)
+	events := o.rec.take(t)
+	require.Len(t, events, 3)
+
+	type encoded struct {
+		Limiter              string   `json:"limiter"`
+		Size                 int      `json:"size"`
+		Policies             []string `json:"policies"`
+		Outcome              string   `json:"outcome"`
+		Index                *int     `json:"index"`
+		Reason               string   `json:"reason"`
+		Error                string   `json:"error"`
+		MayHaveConsumedQuota *bool    `json:"may_have_consumed_quota"`
+		Duration             int64    `json:"duration"`
+	}
+	decode := func(r recorded) encoded {
+		var e encoded
+		require.NoError(t, json.Unmarshal([]byte(r.json), &e))
+		require.Equal(t, r.event.Duration.Nanoseconds(), e.Duration)
+		e.Duration = 0
+		return e
+	}
+	one, no := 1, false
+	both := []string{"auth.login/client", "auth.login/identity"}
+	require.Equal(t, encoded{Limiter: "edge", Size: 2, Policies: both, Outcome: "allowed"}, decode(events[0]))
+	require.Equal(t, encoded{Limiter: "edge", Size: 2, Policies: both, Outcome: "denied", Index: &one, Reason: "quota"},
+		decode(events[1]))
+	require.Equal(t, encoded{Limiter: "edge", Size: 1, Policies: both[1:], Error: events[2].event.Err.Error(),
+		MayHaveConsumedQuota: &no}, decode(events[2]))
+
+	require.Equal(t, "level=INFO msg=admission event.limiter=edge event.size=2 "+
+		"event.policies=auth.login/client,auth.login/identity event.outcome=denied event.index=1 event.reason=quota "+
+		"event.duration="+events[1].event.Duration.String()+"\n", events[1].logged)
+	require.Equal(t, "level=INFO msg=admission event.limiter=edge event.size=1 event.policies=auth.login/identity "+
+		`event.error="runlimit: memory store admit: runlimit: memory store is closed" event.may_have_consumed_quota=false `+
+		"event.duration="+events[2].event.Duration.String()+"\n", events[2].logged)
 }
 
 func TestObserverSeesShadowDenials(t *testing.T) {

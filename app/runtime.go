@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -28,7 +29,23 @@ var errClosed = errors.New("runlimit: runtime is closed")
 //
 // Close releases only what the Runtime opened: its stores, and a pool it
 // opened from Config.DatabaseURL, never a pool the host gave it.
+//
+// A Runtime prints as an address under every printer: it holds the key
+// hasher, the config and the pool, whose config holds the database
+// password.
 type Runtime struct {
+	// st is the *runtimeState held as an unsafe.Pointer, which printers
+	// that walk values by reflection (fmt's bad-verb path, spew in
+	// testify's diffs) print as an address and never follow; a plain
+	// pointer field would be printed in full.
+	st unsafe.Pointer
+}
+
+// state returns r's state.
+func (r *Runtime) state() *runtimeState { return (*runtimeState)(r.st) }
+
+// runtimeState is everything a [Runtime] holds.
+type runtimeState struct {
 	cfg     Config
 	hasher  domain.KeyHasher
 	limiter *Limiter
@@ -63,14 +80,14 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.startOrClose(ctx); err != nil {
+	if err := r.state().startOrClose(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 // startOrClose starts r, and closes it if it cannot start.
-func (r *Runtime) startOrClose(ctx context.Context) error {
+func (r *runtimeState) startOrClose(ctx context.Context) error {
 	err := r.start(ctx)
 	if err == nil {
 		return nil
@@ -93,7 +110,7 @@ func newRuntime(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, hasher: hasher, newTicker: newTimeTicker}
+	r := &runtimeState{cfg: cfg, hasher: hasher, newTicker: newTimeTicker}
 	if err := r.build(); err != nil {
 		// Release what was built so far, a pool opened from the URL above
 		// all.
@@ -102,7 +119,7 @@ func newRuntime(cfg Config) (*Runtime, error) {
 		}
 		return nil, err
 	}
-	return r, nil
+	return &Runtime{st: unsafe.Pointer(r)}, nil
 }
 
 // secretHasher builds the key hasher from the environment variable env. Its
@@ -124,7 +141,7 @@ func secretHasher(env string) (domain.KeyHasher, error) {
 	return hasher, nil
 }
 
-func (r *Runtime) build() error {
+func (r *runtimeState) build() error {
 	cfg := r.cfg
 	if cfg.Gate != nil {
 		gate, err := memory.New(*cfg.Gate)
@@ -154,7 +171,7 @@ func (r *Runtime) build() error {
 	case BackendPostgres:
 		pool := cfg.Pool
 		if pool == nil {
-			pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+			pc, err := pgxpool.ParseConfig(cfg.DatabaseURL.Reveal())
 			if err != nil {
 				// The parse error quotes the URL, password redacted; the
 				// rest may still be private, so only errors.As reaches it.
@@ -200,7 +217,7 @@ func newTimeTicker(d time.Duration) (<-chan time.Time, func()) {
 
 // start applies the schema if asked, checks that the store answers and starts
 // the cleanup loop. Starting twice is harmless.
-func (r *Runtime) start(ctx context.Context) error {
+func (r *runtimeState) start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -235,7 +252,10 @@ func (r *Runtime) start(ctx context.Context) error {
 // fail closed without consuming quota. If ctx ends before the loop stops,
 // nothing else is closed and Close may be called again; once it has
 // succeeded, later calls return nil.
-func (r *Runtime) Close(ctx context.Context) error {
+func (r *Runtime) Close(ctx context.Context) error { return r.state().Close(ctx) }
+
+// Close is [Runtime.Close].
+func (r *runtimeState) Close(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.loop != nil {
@@ -262,7 +282,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 
 // Limiter returns the limiter over the shared quota: the store
 // Config.Backend selects.
-func (r *Runtime) Limiter() *Limiter { return r.limiter }
+func (r *Runtime) Limiter() *Limiter { return r.state().limiter }
 
 // Gate returns the limiter over the memory gate, or nil when Config.Gate is
 // not set.
@@ -274,8 +294,8 @@ func (r *Runtime) Limiter() *Limiter { return r.limiter }
 // memory and work that attacker-chosen subjects can cost before any
 // database round trip; what it admitted stays consumed even if the shared
 // quota then denies.
-func (r *Runtime) Gate() *Limiter { return r.gate }
+func (r *Runtime) Gate() *Limiter { return r.state().gate }
 
 // KeyHasher returns the hasher built from the secret in Config.SecretEnv,
 // for deriving the subject keys of checks.
-func (r *Runtime) KeyHasher() domain.KeyHasher { return r.hasher }
+func (r *Runtime) KeyHasher() domain.KeyHasher { return r.state().hasher }

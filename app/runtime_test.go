@@ -89,7 +89,7 @@ func TestOpenPostgresFromURLMigratesAndClosesItsPool(t *testing.T) {
 	db := pgtest.NewEmpty(t)
 	r, err := app.Open(ctx, app.Config{
 		Backend:     app.BackendPostgres,
-		DatabaseURL: db.URL,
+		DatabaseURL: app.NewSecret(db.URL),
 		Migrate:     true,
 		SecretEnv:   setEnv(t, testSecret),
 	})
@@ -112,7 +112,7 @@ func TestOpenPostgresWithoutSchemaIsNotReady(t *testing.T) {
 	db := pgtest.NewEmpty(t)
 	r, err := app.Open(context.Background(), app.Config{
 		Backend:     app.BackendPostgres,
-		DatabaseURL: db.URL,
+		DatabaseURL: app.NewSecret(db.URL),
 		SecretEnv:   setEnv(t, testSecret),
 	})
 	require.Nil(t, r)

@@ -10,12 +10,18 @@ type Check struct {
 	// once here rather than on every admission.
 	counter CounterKey
 	keySet  bool
-	cost    int64
+	// valid is fixed when the check is built: whether validateCheck
+	// accepts it. Fields are unexported and never change afterwards, so
+	// every admission path (the limiter, then the store) can validate at
+	// the cost of one load.
+	valid bool
+	cost  int64
 }
 
 // NewCheck builds a check with cost 1.
 func NewCheck(p Policy, key SubjectKey) Check {
-	c := Check{policy: p, keySet: key.set, cost: 1}
+	// Cost 1 is within every policy's limit.
+	c := Check{policy: p, keySet: key.set, valid: p.def != nil && key.set, cost: 1}
 	if p.def != nil {
 		c.counter.join(&p.def.fingerprint, &key)
 	} else {
@@ -29,7 +35,7 @@ func NewCheck(p Policy, key SubjectKey) Check {
 func NewCheckCost(p Policy, key SubjectKey, cost int64) (Check, error) {
 	c := NewCheck(p, key)
 	c.cost = cost
-	if err := c.validate(); err != nil {
+	if err := c.problem(); err != nil {
 		return Check{}, err
 	}
 	return c, nil
@@ -39,7 +45,36 @@ func NewCheckCost(p Policy, key SubjectKey, cost int64) (Check, error) {
 // 1..limit. Limiters validate every check; stores may rely on it.
 func (c Check) Validate() error { return c.validate() }
 
+// ValidateCheck is [Check.Validate] for a check held by pointer, as the
+// admission paths hold the check they were given; a nil c is the zero
+// check. Validate's value receiver costs a copy of the whole check, more
+// than the validation itself.
+func ValidateCheck(c *Check) error {
+	if c != nil && c.valid {
+		return nil
+	}
+	return checkProblem(c)
+}
+
 func (c *Check) validate() error {
+	if c.valid {
+		return nil
+	}
+	return checkProblem(c)
+}
+
+// checkProblem is the slow path of ValidateCheck, kept out of line.
+//
+//go:noinline
+func checkProblem(c *Check) error {
+	if c == nil {
+		return &CheckError{Problem: CheckZeroPolicy}
+	}
+	return c.problem()
+}
+
+// problem applies the rules valid caches and names the first one c breaks.
+func (c *Check) problem() error {
 	switch {
 	case c.policy.IsZero():
 		return &CheckError{Problem: CheckZeroPolicy}

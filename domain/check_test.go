@@ -146,3 +146,26 @@ func requireCheckError(t *testing.T, err error, problem domain.CheckProblem) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, problem, ce.Problem)
 }
+
+// TestValidateCheckAgreesWithValidate: the pointer form the admission
+// paths use gives Validate's answer for every way a check can be built,
+// and a nil check is the zero check.
+func TestValidateCheckAgreesWithValidate(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key := f.key("s")
+	costly, err := domain.NewCheckCost(f.policy, key, f.policy.Limit())
+	require.NoError(t, err)
+	tooCostly, _ := domain.NewCheckCost(f.policy, key, f.policy.Limit()+1)
+	for name, c := range map[string]domain.Check{
+		"zero":                  {},
+		"NewCheck":              domain.NewCheck(f.policy, key),
+		"NewCheck, zero policy": domain.NewCheck(domain.Policy{}, key),
+		"NewCheck, zero key":    domain.NewCheck(f.policy, domain.SubjectKey{}),
+		"NewCheckCost at limit": costly,
+		"NewCheckCost refused":  tooCostly,
+	} {
+		require.Equal(t, c.Validate(), domain.ValidateCheck(&c), name)
+	}
+	requireCheckError(t, domain.ValidateCheck(nil), domain.CheckZeroPolicy)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+	"unsafe"
 )
 
 // MinSecretLength is the shortest key secret accepted by [NewKeyHasher].
@@ -23,8 +24,19 @@ const subjectKeyDomain = "runlimit/subject-key/v1"
 // of the raw secret: only the two SHA-256 states after absorbing the padded
 // key, which is all HMAC needs. The zero value is invalid.
 type KeyHasher struct {
-	st *hasherState
+	// st is a *hasherState held as an unsafe.Pointer, so that no printer
+	// that walks values by reflection can reach the keyed state, from which
+	// every subject key can be computed, or the scratch buffers, which hold
+	// recent subjects. fmt prints a host struct's unexported fields without
+	// calling their methods; under a verb that does not fit a pointer (%s,
+	// %q, %t) it goes on to print the pointed-to struct in full, and spew
+	// (testify's diffs) follows pointers. Both print an unsafe.Pointer as
+	// its address only. The garbage collector still traces it.
+	st unsafe.Pointer
 }
+
+// state returns h's keyed state, or nil for the zero KeyHasher.
+func (h KeyHasher) state() *hasherState { return (*hasherState)(h.st) }
 
 type hasherState struct {
 	inner, outer []byte // marshaled SHA-256 states after the ipad and opad blocks
@@ -71,7 +83,7 @@ func NewKeyHasher(secret []byte) (KeyHasher, error) {
 		s.outerU = s.outer.(encoding.BinaryUnmarshaler)
 		return s
 	}
-	return KeyHasher{st: st}, nil
+	return KeyHasher{st: unsafe.Pointer(st)}, nil
 }
 
 func keyedState(pad []byte) []byte {
@@ -95,14 +107,15 @@ func (h KeyHasher) Key(p Policy, subject []byte) SubjectKey { return derive(h, p
 func (h KeyHasher) KeyString(p Policy, subject string) SubjectKey { return derive(h, p, subject) }
 
 func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
-	if h.st == nil {
+	st := h.state()
+	if st == nil {
 		panic("runlimit: KeyHasher used without NewKeyHasher")
 	}
-	s := h.st.scratch.Get().(*scratch)
+	s := st.scratch.Get().(*scratch)
 	// Restoring a keyed state cannot fail: the same implementation produced
 	// it in NewKeyHasher. Restoring instead of rebuilding the HMAC saves two
 	// block compressions and every allocation.
-	_ = s.innerU.UnmarshalBinary(h.st.inner)
+	_ = s.innerU.UnmarshalBinary(st.inner)
 	b := append(s.buf[:0], subjectKeyDomain...)
 	b = append(b, 0)
 	b = append(b, p.ID().s...)
@@ -122,11 +135,11 @@ func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
 	}
 	s.inner.Write(b)
 	inner := s.inner.Sum(s.sum[:0])
-	_ = s.outerU.UnmarshalBinary(h.st.outer)
+	_ = s.outerU.UnmarshalBinary(st.outer)
 	s.outer.Write(inner)
 	s.outer.Sum(s.sum[:0])
 	key := SubjectKey{masked: maskKey(s.sum), set: true}
-	h.st.scratch.Put(s)
+	st.scratch.Put(s)
 	return key
 }
 

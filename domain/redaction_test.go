@@ -1,120 +1,13 @@
 package domain_test
 
 import (
-	"encoding/hex"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
 )
-
-// Host structs that hold keys the ways applications do.
-type (
-	exportedFields struct {
-		Key     domain.SubjectKey
-		Counter domain.CounterKey
-		Check   domain.Check
-		Hasher  domain.KeyHasher
-		Ptr     *domain.KeyHasher
-	}
-	unexportedFields struct {
-		key     domain.SubjectKey
-		counter domain.CounterKey
-		check   domain.Check
-		hasher  domain.KeyHasher
-		keys    []domain.SubjectKey
-		byKey   map[domain.CounterKey]int
-	}
-	embeddedKey struct {
-		domain.SubjectKey
-		Name string
-	}
-	embeddedHasher struct {
-		domain.KeyHasher
-	}
-)
-
-// renderings lists the ways fmt can spell bytes: raw, hex in both cases, Go
-// syntax, decimal and quoted. Every 6-byte window is listed, so a partial
-// print (a chunk, one half of a counter key) is caught too.
-func renderings(b []byte) []string {
-	const window = 6
-	var out []string
-	for i := 0; i+window <= len(b); i++ {
-		w := b[i : i+window]
-		var dec, goSyntax []string
-		for _, c := range w {
-			dec = append(dec, strconv.Itoa(int(c)))
-			goSyntax = append(goSyntax, fmt.Sprintf("%#x", c))
-		}
-		quoted := strconv.Quote(string(w))
-		out = append(out,
-			string(w),
-			hex.EncodeToString(w),
-			strings.ToUpper(hex.EncodeToString(w)),
-			strings.Join(dec, " "),
-			strings.Join(goSyntax, ", "),
-			quoted[1:len(quoted)-1],
-		)
-	}
-	return out
-}
-
-func TestNothingPrintsKeysOrSecrets(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-
-	key := f.key("user@example.test")
-	counter := domain.NewCounterKey(f.policy.Fingerprint(), key)
-	check := domain.NewCheck(f.policy, key)
-	hasher := f.hasher
-	batch := newBatch(t, check)
-
-	values := map[string]any{
-		"KeyHasher":         hasher,
-		"*KeyHasher":        &hasher,
-		"SubjectKey":        key,
-		"*SubjectKey":       &key,
-		"CounterKey":        counter,
-		"*CounterKey":       &counter,
-		"Check":             check,
-		"*Check":            &check,
-		"[]SubjectKey":      []domain.SubjectKey{key, key},
-		"[]Check":           []domain.Check{check},
-		"map key":           map[domain.CounterKey]string{counter: "v"},
-		"exported fields":   exportedFields{key, counter, check, hasher, &hasher},
-		"*exported fields":  &exportedFields{key, counter, check, hasher, &hasher},
-		"unexported fields": unexportedFields{key, counter, check, hasher, []domain.SubjectKey{key}, map[domain.CounterKey]int{counter: 1}},
-		"*unexported":       &unexportedFields{key, counter, check, hasher, []domain.SubjectKey{key}, map[domain.CounterKey]int{counter: 1}},
-		"embedded key":      embeddedKey{key, "n"},
-		"embedded hasher":   embeddedHasher{hasher},
-		"*Batch":            batch,
-		"Batch":             *batch,
-	}
-
-	keyBytes := key.Bytes()
-	var forbidden []string
-	forbidden = append(forbidden, renderings(keyBytes[:])...)
-	forbidden = append(forbidden, renderings(testSecret)...)
-
-	for name, v := range values {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%X", "%q", "%d", "%T"} {
-			out := fmt.Sprintf(verb, v)
-			for _, bad := range forbidden {
-				require.NotContains(t, out, bad, "%s printed with %s: %s", name, verb, out)
-			}
-		}
-		for _, out := range []string{fmt.Sprint(v), fmt.Sprintln(v, v)} {
-			for _, bad := range forbidden {
-				require.NotContains(t, out, bad, "%s printed with Sprint: %s", name, out)
-			}
-		}
-	}
-}
 
 func TestRedactedText(t *testing.T) {
 	t.Parallel()

@@ -2,9 +2,16 @@ package ports
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/runlimit/runlimit/domain"
 )
+
+// ErrNilContext is returned by limiters and stores called with a nil
+// context.Context, instead of a nil-pointer panic. A nil context is a caller
+// mistake found before any store work: the error matches
+// [domain.ErrInvalidInput] and consumed nothing.
+var ErrNilContext = fmt.Errorf("%w: nil context.Context", domain.ErrInvalidInput)
 
 // QuotaConsumer is implemented by store errors that know whether the failed
 // operation may have consumed quota.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Admit applies b atomically, following the protocol documented on
@@ -29,12 +30,26 @@ import (
 // every one of them poisoned before it propagates. Errors never consume
 // quota: see [ErrClosed], [ErrPoisoned], [ShardOverflowError] and
 // [OpError].
+//
+// Invalid input is reported before anything else, whatever state the store
+// or ctx is in, and before any lock or clock read: a nil batch or one no
+// successful [domain.NewBatch] or [domain.Batch.Reset] prepared (see
+// [domain.Batch.Ready]), a nil ctx ([ports.ErrNilContext]), a batch larger
+// than MaxBatchSize and a [ShardOverflowError] all match
+// [domain.ErrInvalidInput]. A batch some store already drove is an [OpError]
+// matching [domain.ErrBatchProtocol].
 func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
-	if err := ctx.Err(); err != nil {
+	if err := b.Ready(); err != nil {
+		if errors.Is(err, domain.ErrInvalidInput) {
+			return err
+		}
 		return &OpError{Op: "admit", Err: err}
 	}
-	if b == nil {
-		return &OpError{Op: "admit", Err: domain.ErrBatchProtocol}
+	if ctx == nil {
+		return &OpError{Op: "admit", Err: ports.ErrNilContext}
+	}
+	if s == nil {
+		return &OpError{Op: "admit", Err: ErrClosed}
 	}
 	n := b.Len()
 	if n > s.maxBatch {
@@ -44,14 +59,27 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	// rare enough to share the general path.
 	p := s.plans.Get().(*plan)
 	defer s.plans.Put(p)
-	return s.admitMany(b, p)
+	return s.admitMany(ctx, b, p)
 }
 
 // AdmitCheck applies a single check, exactly as Admit applies a batch of
 // one, without a [domain.Batch] ([ports.CheckAdmitter]): it is the path
 // app.Limiter's Check takes, and the one the single-check benchmarks
 // measure.
+//
+// An invalid check (its [domain.CheckError]) and a nil ctx
+// ([ports.ErrNilContext]) are reported before anything else, whatever state
+// the store or ctx is in, and before any lock or clock read.
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+	if err := domain.ValidateCheck(&c); err != nil {
+		return domain.Decision{}, err
+	}
+	if ctx == nil {
+		return domain.Decision{}, &OpError{Op: "admit", Err: ports.ErrNilContext}
+	}
+	if s == nil {
+		return domain.Decision{}, &OpError{Op: "admit", Err: ErrClosed}
+	}
 	if err := ctx.Err(); err != nil {
 		return domain.Decision{}, &OpError{Op: "admit", Err: err}
 	}
@@ -87,9 +115,7 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	locked = false
 	sh.mu.Unlock()
 	if err != nil {
-		if errors.Is(err, domain.ErrInvalidInput) {
-			return domain.Decision{}, err
-		}
+		// The check was validated above: this is a corrupt counter.
 		return domain.Decision{}, &OpError{Op: "admit", Err: err}
 	}
 	return d, nil
@@ -131,7 +157,7 @@ type plan struct {
 	pending []int   // new keys claimed on order[j] so far
 }
 
-func (s *Store) admitMany(b *domain.Batch, p *plan) error {
+func (s *Store) admitMany(ctx context.Context, b *domain.Batch, p *plan) error {
 	n := b.Len()
 	p.shard = resize(p.shard, n)
 	for i := range n {
@@ -157,6 +183,11 @@ func (s *Store) admitMany(b *domain.Batch, p *plan) error {
 		if c := s.shards[si].capacity; p.keys[j] > c {
 			return &ShardOverflowError{Shard: si, Count: p.keys[j], Capacity: c}
 		}
+	}
+	// The context is checked once the batch is known to be valid, so that
+	// a caller's mistake is reported as such even when ctx is done.
+	if err := ctx.Err(); err != nil {
+		return &OpError{Op: "admit", Err: err}
 	}
 
 	held := 0

@@ -182,10 +182,11 @@ func TestAdmitRejectsBatchesItCannotRun(t *testing.T) {
 			require.ErrorIs(t, err, domain.ErrBatchProtocol)
 			require.False(t, ports.MayHaveConsumedQuota(err))
 		}
-		err := f.store.Admit(ctx, new(domain.Batch)) // never validated
-		require.ErrorIs(t, err, domain.ErrBatchProtocol)
+		// A batch never prepared, or none at all, is the caller's mistake.
+		err := f.store.Admit(ctx, new(domain.Batch))
+		require.ErrorIs(t, err, domain.ErrInvalidInput)
 		err = f.store.Admit(ctx, nil)
-		require.ErrorIs(t, err, domain.ErrBatchProtocol)
+		require.ErrorIs(t, err, domain.ErrInvalidInput)
 		require.False(t, ports.MayHaveConsumedQuota(err))
 		// Each key was consumed once, by the first Admit only.
 		d, err := f.limiter.Check(ctx, f.check(p, "protocol"))

@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+
+	"github.com/runlimit/runlimit/ports"
 )
 
 // CleanupExpired removes at most maxEntries expired entries and returns how
@@ -9,7 +11,9 @@ import (
 // different shard on each call so that a small budget still reaches every
 // shard over time, and removes the oldest expiries of each shard first. It
 // never removes an active entry. maxEntries 0 removes nothing; a negative
-// maxEntries is an [OpError] matching [ErrNegativeMax].
+// maxEntries is an [OpError] matching [ErrNegativeMax] and
+// [domain.ErrInvalidInput], and a nil ctx one matching
+// [ports.ErrNilContext], whatever state the store or ctx is in.
 //
 // Poisoned shards are skipped, never touched: the healthy ones are still
 // cleaned, and the count comes back with a [*PoisonedShardError] naming the
@@ -19,6 +23,12 @@ import (
 func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error) {
 	if maxEntries < 0 {
 		return 0, &OpError{Op: "cleanup", Err: ErrNegativeMax}
+	}
+	if ctx == nil {
+		return 0, &OpError{Op: "cleanup", Err: ports.ErrNilContext}
+	}
+	if s == nil {
+		return 0, &OpError{Op: "cleanup", Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, &OpError{Op: "cleanup", Err: err}

@@ -18,8 +18,8 @@ var (
 	// ErrPoisoned: a shard the operation needs was poisoned by a panic.
 	ErrPoisoned = errors.New("runlimit: memory store shard is poisoned")
 	// ErrNegativeMax: CleanupExpired was asked to remove a negative number
-	// of entries.
-	ErrNegativeMax = errors.New("runlimit: cleanup maximum is negative")
+	// of entries. A caller mistake: it matches [domain.ErrInvalidInput].
+	ErrNegativeMax = fmt.Errorf("%w: cleanup maximum is negative", domain.ErrInvalidInput)
 )
 
 // OpError reports why a store operation failed before it changed anything:

@@ -15,3 +15,13 @@ func (s *Store) Holds(k domain.CounterKey) bool {
 	_, ok := sh.lookup(&k)
 	return ok
 }
+
+// Floor returns the latest time shard i has been evaluated at, which
+// every admission and cleanup that reaches the shard raises to its clock
+// sample, so external tests can see that an operation did no work there.
+func (s *Store) Floor(i int) domain.Instant {
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.last
+}

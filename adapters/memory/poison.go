@@ -4,7 +4,7 @@ package memory
 // ascending order, or nil when there are none. Use it in readiness checks:
 // with the default single shard, one poisoned shard is the whole store.
 func (s *Store) PoisonedShards() []int {
-	if s.poisoned.Load() == 0 {
+	if s == nil || s.poisoned.Load() == 0 {
 		return nil
 	}
 	var out []int
@@ -25,7 +25,7 @@ func (s *Store) PoisonedShards() []int {
 // its subjects start fresh windows. The shard's clock floor is kept, so its
 // time still never goes backwards.
 func (s *Store) RecoverPoisoned() int {
-	if s.poisoned.Load() == 0 {
+	if s == nil || s.poisoned.Load() == 0 {
 		return 0
 	}
 	n := 0

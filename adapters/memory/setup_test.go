@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -41,9 +40,13 @@ func setup(t *testing.T, cfg memory.Config) fixture {
 	return fixture{clock: clock, store: store, limiter: limiter, hasher: newHasher(t)}
 }
 
+// testSecret is the key secret of every fixture's hasher: no word of it
+// occurs in printed text, so leak tests can look for it.
+var testSecret = []byte("Kq7#vZ2!mW9@pL4$xR8^tB1&yN6*cJ3%")
+
 func newHasher(t testing.TB) domain.KeyHasher {
 	t.Helper()
-	hasher, err := domain.NewKeyHasher(bytes.Repeat([]byte("memory-store-test-secret/"), 2))
+	hasher, err := domain.NewKeyHasher(testSecret)
 	require.NoError(t, err)
 	return hasher
 }
@@ -61,11 +64,22 @@ func (f fixture) check(p domain.Policy, subject string) domain.Check {
 func (f fixture) onShard(t *testing.T, p domain.Policy, shard, n int) []domain.Check {
 	t.Helper()
 	var out []domain.Check
+	for _, s := range f.subjectsOnShard(t, p, shard, n) {
+		out = append(out, f.check(p, s))
+	}
+	return out
+}
+
+// subjectsOnShard returns n distinct subjects whose checks of p land on
+// shard.
+func (f fixture) subjectsOnShard(t *testing.T, p domain.Policy, shard, n int) []string {
+	t.Helper()
+	var out []string
 	for i := 0; len(out) < n; i++ {
 		require.Less(t, i, 1_000_000, "no subject lands on shard %d", shard)
-		c := f.check(p, fmt.Sprintf("shard-%d-subject-%d", shard, i))
-		if f.store.ShardOf(c.CounterKey()) == shard {
-			out = append(out, c)
+		s := fmt.Sprintf("shard-%d-subject-%d", shard, i)
+		if f.store.ShardOf(f.check(p, s).CounterKey()) == shard {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -15,6 +15,12 @@ import (
 // [Store.RecoverPoisoned]) and reports a headroom of 0, because it admits
 // nothing; [Store.PoisonedShards] names such shards.
 func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
+	if ctx == nil {
+		return ports.Stats{}, &OpError{Op: "stats", Err: ports.ErrNilContext}
+	}
+	if s == nil {
+		return ports.Stats{}, &OpError{Op: "stats", Err: ErrClosed}
+	}
 	if err := ctx.Err(); err != nil {
 		return ports.Stats{}, &OpError{Op: "stats", Err: err}
 	}

@@ -15,6 +15,10 @@ import (
 // most [Config.MaxKeys] counters, never evicts an active one, and applies
 // each batch atomically under the locks of the shards it touches. It is safe
 // for concurrent use.
+//
+// A nil *Store holds nothing and fails closed like a closed store: its
+// operations return an [OpError] matching [ErrClosed] (after reporting
+// invalid input as such) and never panic.
 type Store struct {
 	shards []shard
 	// clock is the configured Clock, or nil for the process's monotonic
@@ -116,7 +120,7 @@ func (s *Store) poison(i int) {
 // fail closed with an error matching [ErrClosed] that consumed nothing.
 // Admissions already holding their locks finish first. Close is idempotent.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if s == nil || s.closed.Swap(true) {
 		return nil
 	}
 	for i := range s.shards {
@@ -130,6 +134,9 @@ func (s *Store) Close() error {
 
 // String describes the store's size. It never prints keys.
 func (s *Store) String() string {
+	if s == nil {
+		return "memory.Store(nil)"
+	}
 	return fmt.Sprintf("memory.Store{MaxKeys: %d, Shards: %d}", s.maxKeys, len(s.shards))
 }
 

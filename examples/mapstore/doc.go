@@ -5,7 +5,9 @@
 //
 // # Writing a store
 //
-// A store implements [ports.Store]: for each batch it locks every key,
+// A store implements [ports.Store]: for each batch it first asks
+// [domain.Batch.Ready] whether the batch is its to drive, so that a caller's
+// mistake is reported as such before any work, then locks every key,
 // reports what it holds for each with [domain.Batch.Observe], reads its
 // clock, calls [domain.Batch.Evaluate], and writes [domain.Batch.Next] for
 // every check only when Evaluate says to commit. The domain decides; the

@@ -58,7 +58,21 @@ func New(cfg Config) (*Store, error) {
 }
 
 // Admit applies b atomically, following the protocol of [domain.Batch].
-func (s *Store) Admit(_ context.Context, b *domain.Batch) error {
+func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
+	// A caller's mistake (a nil batch, one never prepared) is reported
+	// first, whatever state the store or ctx is in, and before any work.
+	if err := b.Ready(); err != nil {
+		if errors.Is(err, domain.ErrInvalidInput) {
+			return err
+		}
+		return &AdmitError{Err: err} // a batch some store already drove
+	}
+	if ctx == nil {
+		return ports.ErrNilContext
+	}
+	if err := ctx.Err(); err != nil {
+		return &AdmitError{Err: err}
+	}
 	// One lock covers every key of every batch: the whole batch is read,
 	// decided and written while no other batch can see it half done.
 	s.mu.Lock()

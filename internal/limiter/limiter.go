@@ -35,22 +35,27 @@ func (l *Limiter) Init(store ports.Store, maxBatch int) {
 
 // Check applies one check, through the store's single-check path when it
 // has one ([ports.CheckAdmitter]): one interface call and no pooled batch.
+//
+// Invalid input never reaches the store, so it is reported as such (an
+// error matching [domain.ErrInvalidInput]) whatever state the store or the
+// context is in; a nil context is [ports.ErrNilContext].
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	// A lone check reports its own error rather than a batch error about it.
+	if err := domain.ValidateCheck(&check); err != nil {
+		return domain.Decision{}, err
+	}
+	if ctx == nil {
+		return domain.Decision{}, ports.ErrNilContext
+	}
 	if l.single != nil {
-		// The store validates through domain.EvaluateCheck before it reads
-		// or changes any counter.
 		return l.single.AdmitCheck(ctx, check)
 	}
 	return l.checkBatch(ctx, check)
 }
 
-// checkBatch applies one check as a batch of one, for stores without a
-// single-check path.
+// checkBatch applies one valid check as a batch of one, for stores without
+// a single-check path.
 func (l *Limiter) checkBatch(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	// A lone check reports its own error rather than a batch error about it.
-	if err := check.Validate(); err != nil {
-		return domain.Decision{}, err
-	}
 	b := l.batches.Get().(*domain.Batch)
 	defer l.batches.Put(b)
 	if err := b.Reset([]domain.Check{check}, l.maxBatch); err != nil {
@@ -64,12 +69,15 @@ func (l *Limiter) checkBatch(ctx context.Context, check domain.Check) (domain.De
 }
 
 // CheckAll applies checks as one atomic batch and returns decisions the
-// caller owns.
+// caller owns. Like Check, it validates before the store sees anything.
 func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
 	b := l.batches.Get().(*domain.Batch)
 	defer l.batches.Put(b)
 	if err := b.Reset(checks, l.maxBatch); err != nil {
 		return domain.BatchDecision{}, err
+	}
+	if ctx == nil {
+		return domain.BatchDecision{}, ports.ErrNilContext
 	}
 	if err := l.store.Admit(ctx, b); err != nil {
 		return domain.BatchDecision{}, err

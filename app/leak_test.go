@@ -1,0 +1,188 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
+)
+
+// leakCase prints one value through every printer leakcheck knows, keeping
+// the value's own type so that host structs hold it by value.
+type leakCase struct {
+	name  string
+	check func(t *testing.T, secrets ...[]byte)
+}
+
+func leak[T any](name string, v T) leakCase {
+	return leakCase{name, func(t *testing.T, secrets ...[]byte) {
+		leakcheck.Check(t, name, v, secrets...)
+		leakcheck.CheckDump(t, name, v, secrets...)
+	}}
+}
+
+// leakPassword is the password of every database URL the leak tests use.
+const leakPassword = "hunter2-leak-password"
+
+// keyedStates returns the chaining words of the SHA-256 states HMAC keeps
+// after absorbing the secret's ipad and opad blocks.
+func keyedStates(t *testing.T, secret []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, pad := range []byte{0x36, 0x5c} {
+		block := make([]byte, sha256.BlockSize)
+		copy(block, secret)
+		for i := range block {
+			block[i] ^= pad
+		}
+		h := sha256.New()
+		h.Write(block)
+		state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+		require.NoError(t, err)
+		out = append(out, state[4:4+sha256.Size])
+	}
+	return out
+}
+
+func TestNothingPrintsSecretsPasswordsOrKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := "postgres://quotauser:" + leakPassword + "@127.0.0.1:1/quotas"
+	secretEnv := setEnv(t, testSecret)
+
+	memCfg := app.Config{Memory: memory.Config{MaxKeys: 100}, SecretEnv: secretEnv}
+	pgCfg := app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret(url), SecretEnv: secretEnv,
+		Gate: &memory.Config{MaxKeys: 10}}
+	memRuntime, err := app.Open(ctx, memCfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = memRuntime.Close(ctx) })
+	// Not started: nothing listens at the URL, and the pool built from it
+	// holds the password all the same.
+	pgRuntime, err := app.NewUnstarted(pgCfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pgRuntime.Close(ctx) })
+
+	subjects := []string{"alice@example.test", "198.51.100.7"}
+	p := loginPolicy(t, "auth.login")
+	hasher := memRuntime.KeyHasher()
+	checks := []domain.Check{
+		domain.NewCheck(p, hasher.KeyString(p, subjects[0])),
+		domain.NewCheck(p, hasher.KeyString(p, subjects[1])),
+	}
+
+	var events []app.Event
+	observer := app.ObserverFunc(func(e app.Event) { events = append(events, e) })
+	store := newMemoryStore(t)
+	limiterCfg := app.LimiterConfig{Observer: observer, Name: "edge"}
+	limiter, err := app.NewLimiter(store, limiterCfg)
+	require.NoError(t, err)
+	for range 2 { // allowed, then denied
+		_, err = limiter.CheckAll(ctx, checks)
+		require.NoError(t, err)
+		_, err = limiter.Check(ctx, checks[0])
+		require.NoError(t, err)
+	}
+	require.NoError(t, store.Close())
+	_, err = limiter.Check(ctx, checks[1])
+	require.ErrorIs(t, err, memory.ErrClosed)
+	require.Len(t, events, 5)
+	storeErr := err
+
+	_, parseErr := app.Open(ctx, app.Config{Backend: app.BackendPostgres, SecretEnv: secretEnv,
+		DatabaseURL: app.NewSecret("postgres://quotauser:" + leakPassword + "@127.0.0.1:notaport/quotas")})
+	require.ErrorIs(t, parseErr, app.ErrInvalidConfig)
+	_, secretErr := app.Open(ctx, app.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: setEnv(t, "short")})
+	require.ErrorIs(t, secretErr, app.ErrInvalidConfig)
+	_, limiterErr := app.NewLimiter(nil, app.LimiterConfig{})
+	require.ErrorIs(t, limiterErr, app.ErrInvalidConfig)
+	var cleanupErr error = &app.CleanupError{Store: "memory", Err: storeErr}
+
+	secrets := [][]byte{[]byte(testSecret), []byte(leakPassword)}
+	secrets = append(secrets, keyedStates(t, []byte(testSecret))...)
+	for i, c := range checks {
+		sk := c.SubjectKey().Bytes()
+		secrets = append(secrets, []byte(subjects[i]), sk[:])
+	}
+
+	cases := []leakCase{
+		leak("Secret", app.NewSecret(url)),
+		leak("zero Secret", app.Secret{}),
+		leak("memory Config", memCfg),
+		leak("postgres Config", pgCfg),
+		leak("memory Runtime", memRuntime),
+		leak("postgres Runtime", pgRuntime),
+		leak("Limiter", limiter),
+		leak("gate Limiter", pgRuntime.Gate()),
+		leak("postgres Limiter", pgRuntime.Limiter()),
+		leak("LimiterConfig", limiterCfg),
+		leak("Backend", app.BackendPostgres),
+		leak("allowed batch Event", events[0]),
+		leak("allowed single Event", events[1]),
+		leak("denied batch Event", events[2]),
+		leak("denied single Event", events[3]),
+		leak("Event with a store error", events[4]),
+		// pgx's ParseConfigError, which this ConfigError wraps, keeps the
+		// raw URL in an exported field: every printer but a whole spew
+		// dump is kept from it by ConfigError's Format and MarshalJSON;
+		// the dump needs the driver's error translated where runtime.go
+		// receives it.
+		{"ConfigError of a URL", func(t *testing.T, secrets ...[]byte) {
+			leakcheck.Check(t, "ConfigError of a URL", parseErr, secrets...)
+		}},
+		leak("ConfigError of a secret", secretErr),
+		leak("NewLimiter error", limiterErr),
+		leak("CleanupError", cleanupErr),
+		leak("ErrInvalidConfig", app.ErrInvalidConfig),
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.check(t, secrets...)
+		})
+	}
+}
+
+// hostileError is a store error whose exported fields hold what a server
+// error can: a row's key in hex, a connection string.
+type hostileError struct {
+	Detail string
+	URL    string
+}
+
+func (e *hostileError) Error() string { return "store failed" }
+
+// TestEventEncodingsShowOnlyTheErrorText: encoding/json and both slog
+// handlers print an Event's error as its text, never its fields.
+func TestEventEncodingsShowOnlyTheErrorText(t *testing.T) {
+	t.Parallel()
+	keyHex := "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	e := app.Event{Limiter: "postgres", Size: 0, Index: -1, Duration: time.Millisecond,
+		Err: &hostileError{Detail: "Key (subject_key)=(\\x" + keyHex + ")", URL: "postgres://u:" + leakPassword + "@db/q"}}
+
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"limiter":"postgres","size":0,"policies":[],"error":"store failed",
+		"may_have_consumed_quota":true,"duration":1000000}`, string(b))
+	for name, h := range map[string]func(io.Writer) slog.Handler{
+		"text": func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) },
+		"json": func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) },
+	} {
+		var out bytes.Buffer
+		slog.New(h(&out)).Info("admission", "event", e)
+		require.Contains(t, out.String(), "store failed", name)
+		require.NotContains(t, out.String(), keyHex[:12], name)
+		require.NotContains(t, out.String(), leakPassword, name)
+	}
+}
