@@ -83,3 +83,11 @@ func TestReadRejectsMalformedFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestNumbersAreRoundedToThousandths(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	require.NoError(t, benchcsv.WritePeers(&buf, []benchcsv.PeerRow{{Scenario: benchcsv.Hot, Contender: "x", Label: "X",
+		Procs: 1, NsPerOp: 235.04999999999998, AllocsPerOp: 0.5, BytesPerOp: 1e6, BytesPerKey: math.NaN(), Runs: 2}}))
+	require.Contains(t, buf.String(), "hot,x,X,1,235.05,0.5,1000000,,2\n")
+}

@@ -9,13 +9,14 @@ import (
 	"strconv"
 )
 
-// number formats v for a cell: empty for NaN, otherwise the shortest form
-// that reads back as v.
+// number formats v for a cell: empty for NaN, otherwise rounded to three
+// decimals (a thousandth of a nanosecond or byte is far below any noise),
+// which keeps the mean of two medians from printing as 235.04999999999998.
 func number(v float64) string {
 	if math.IsNaN(v) {
 		return ""
 	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
 // records reads every record after a header that must equal want.
