@@ -81,7 +81,7 @@ func WriteSVG(w io.Writer, meta Meta, peers []benchcsv.PeerRow, pg []benchcsv.PG
 	}
 	if len(peers) > 0 {
 		s.y += lineStep + 6
-		s.text(margin, s.y, "section", "start", "Memory store against Go peers, medians (shorter is better)")
+		s.text(margin, s.y, "section", "start", "Memory store against Go peers: ns per check, or bytes per key; medians (shorter is better)")
 		scenarios, procs := scenariosOf(peers)
 		for _, sc := range scenarios {
 			p := panel{title: scenarioTitle(sc, procs)}
@@ -104,7 +104,11 @@ func WriteSVG(w io.Writer, meta Meta, peers []benchcsv.PeerRow, pg []benchcsv.PG
 		}
 		slices.Sort(callers)
 		for _, n := range callers {
-			p := panel{title: fmt.Sprintf("%d concurrent callers", n)}
+			title := fmt.Sprintf("%d concurrent callers", n)
+			if n == 1 {
+				title = "1 caller"
+			}
+			p := panel{title: title}
 			for _, r := range pg {
 				if r.Callers == n {
 					p.bars = append(p.bars, bar{label: r.Label, value: thousands(r.Rate) + "/s", v: nonNaN(r.Rate), color: pgColor(r.Contender)})
