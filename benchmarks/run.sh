@@ -6,7 +6,7 @@
 #                           the optimistic protocol and Redis (cmd/pgload)
 #   chart.svg, tables.md    the chart and the tables with ratios (cmd/benchchart)
 #
-#   ./run.sh          the measurement, about ten minutes on 2 vCPUs
+#   ./run.sh          the measurement, an estimated ten minutes on 2 vCPUs
 #   ./run.sh smoke    a quick, noisy check that every tool works (about two minutes)
 #
 # Settings come from the environment: COUNT, RETAINED_COUNT, BENCHTIME (peers),
