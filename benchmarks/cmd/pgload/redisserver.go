@@ -38,11 +38,11 @@ func openRedis(ctx context.Context, addr string, out io.Writer) (*redisServer, e
 			return nil, fmt.Errorf("-redis-addr %q: %w", addr, serr)
 		}
 		if !isLoopback(host) {
-			return nil, fmt.Errorf("no Redis answers at %s (%v), and pgload starts one only on a loopback address", addr, err)
+			return nil, fmt.Errorf("no Redis answers at %s (%v), and pgload starts one only on a loopback address (leave the redis limiter out with -limiters)", addr, err)
 		}
 		path, lerr := exec.LookPath("redis-server")
 		if lerr != nil {
-			return nil, fmt.Errorf("no Redis answers at %s and redis-server is not installed (apt-get install redis-server): %w", addr, lerr)
+			return nil, fmt.Errorf("no Redis answers at %s and redis-server is not installed (apt-get install redis-server, or leave the redis limiter out with -limiters): %w", addr, lerr)
 		}
 		args := append([]string{"--port", port, "--bind", host}, startRedisArgs...)
 		if b, err := exec.CommandContext(ctx, path, args...).CombinedOutput(); err != nil {
