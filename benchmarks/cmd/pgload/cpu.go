@@ -10,16 +10,17 @@ import (
 )
 
 // cpuSample is the CPU time used so far by this process and, when the
-// server runs on this machine and /proc is readable, by every process
-// named postgres. Server time of backends that exit between samples is
-// lost, so samples are taken while the cell's pool is open.
+// server runs on this machine and /proc is readable, by every process with
+// the server's command name (postgres, redis-server). Server time of
+// backends that exit between samples is lost, so samples are taken while
+// the cell's pool is open.
 type cpuSample struct {
 	client time.Duration
 	server time.Duration
 	local  bool // server time was found
 }
 
-func sampleCPU() cpuSample {
+func sampleCPU(server string) cpuSample {
 	var s cpuSample
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -33,7 +34,7 @@ func sampleCPU() cpuSample {
 		}
 		// pid (comm) state ppid ... utime is field 14, stime field 15.
 		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+		if open < 0 || end < open || string(b[open+1:end]) != server {
 			continue
 		}
 		fields := bytes.Fields(b[end+1:])

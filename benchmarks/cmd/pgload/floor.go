@@ -43,6 +43,10 @@ var floorStatements = [...]struct{ name, sql string }{
 	{"pgload_floor_commit", "COMMIT"},
 }
 
+// binary1, as a format list of one, puts every parameter or result column
+// in binary format.
+var binary1 = []int16{1}
+
 func (f *floor) check(ctx context.Context, caller, key int) (bool, error) {
 	c := f.checks[caller][key]
 	kb := c.CounterKey().Bytes()
@@ -58,7 +62,6 @@ func (f *floor) check(ctx context.Context, caller, key int) (bool, error) {
 		}
 	}
 	pg := conn.Conn().PgConn()
-	binary1 := []int16{1}
 
 	var q pgconn.Batch
 	q.ExecStatement(sd[0], nil, nil, nil)

@@ -11,12 +11,19 @@
 //     the row lock, the write and the commit in two pipelined round trips,
 //     a ceiling for any store that keeps the protocol;
 //   - store: postgres.Store through app.Limiter.Check, as applications call
-//     it: two pipelined round trips.
+//     it: two pipelined round trips;
+//   - optimistic: the protocol made optimistic, a contender for a store mode:
+//     a read without locks, then a conditional write that applies only if
+//     the counter is unchanged, retried on conflict;
+//   - redis: go-redis/redis_rate on a Redis server, what many services use
+//     instead. When no server answers at -redis-addr on this machine, pgload
+//     starts one without persistence and shuts it down at the end.
 //
 // It works in a database of its own, created on the server and dropped at
-// the end, and prints a markdown table.
+// the end, and prints a markdown table; -csv writes the results for
+// cmd/benchchart too.
 //
-//	go run ./cmd/pgload -database-url postgres://postgres@127.0.0.1:5432/postgres
+//	go run ./cmd/pgload -database-url postgres://postgres@127.0.0.1:5432/postgres -csv pgload.csv
 package main
 
 import (
@@ -26,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,12 +47,14 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 3, "turns each limiter takes, interleaved with the others, within -duration")
 	callers := flag.String("callers", "1,8,32", "comma-separated counts of concurrent callers")
 	flag.IntVar(&cfg.keysPerCaller, "keys-per-caller", 64, "distinct keys each caller cycles through")
-	limiters := flag.String("limiters", "naive,stepwise,floor,store", "comma-separated limiters to measure")
+	flag.StringVar(&cfg.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis server of the redis limiter; started here when none answers")
+	flag.StringVar(&cfg.csvPath, "csv", "", "also write the results to `file` as CSV")
+	limiters := flag.String("limiters", strings.Join(allLimiters, ","), "comma-separated limiters to measure")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to `file`")
 	flag.Parse()
 	for _, s := range strings.Split(*limiters, ",") {
 		s = strings.TrimSpace(s)
-		if s != "naive" && s != "stepwise" && s != "floor" && s != "store" {
+		if !slices.Contains(allLimiters, s) {
 			fmt.Fprintf(os.Stderr, "pgload: -limiters: unknown limiter %q\n", s)
 			os.Exit(2)
 		}
@@ -83,6 +93,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// allLimiters are the limiters pgload knows, in the order it measures them.
+var allLimiters = []string{"naive", "stepwise", "floor", "store", "optimistic", "redis"}
 
 func defaultURL() string {
 	if u := os.Getenv("RUNLIMIT_POSTGRES_TEST_DATABASE_URL"); u != "" {

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/runlimit/runlimit/benchmarks/benchcsv"
+	"github.com/runlimit/runlimit/benchmarks/report"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
@@ -23,6 +29,8 @@ import (
 
 type config struct {
 	url           string
+	redisAddr     string
+	csvPath       string
 	duration      time.Duration
 	callers       []int
 	keysPerCaller int
@@ -36,50 +44,44 @@ type checkFunc func(ctx context.Context, caller, key int) (allowed bool, err err
 // limiter is one contender in one cell: its check and a way to read back
 // how much its keys have counted.
 type limiter struct {
+	id    string // as in the CSV: naive, stepwise, floor, store, optimistic, redis
 	name  string
 	check checkFunc
 	used  func(ctx context.Context) (sum, rows int64, err error)
+	// server is the command name of the server's processes, whose CPU is
+	// charged to the limiter.
+	server string
+	// retries counts the checks a limiter started again; nil when it never
+	// does.
+	retries func() int64
+	// cleanup removes what the limiter stored outside the database pgload
+	// drops; nil when there is nothing.
+	cleanup func(ctx context.Context) error
 }
 
 type measurement struct {
 	callers  int
+	id       string
 	limiter  string
 	rate     float64
 	p50, p99 time.Duration
 	// CPU per admission, of this process and of the local server (zero
 	// when the server is not on this machine).
 	clientCPU, serverCPU time.Duration
+	retries              int64
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
-	admin, err := pgxpool.New(ctx, cfg.url)
+	name, dbURL, drop, err := createDatabase(ctx, cfg.url)
 	if err != nil {
 		return err
 	}
-	defer admin.Close()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "runlimit_pgload_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create database: %w", err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = admin.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}()
-	dbURL, err := withDatabase(cfg.url, name)
-	if err != nil {
-		return err
-	}
+	defer drop()
 	setupPool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer setupPool.Close()
-	if err := migrations.MigratePool(ctx, setupPool); err != nil {
-		return err
-	}
 	if _, err := setupPool.Exec(ctx, sqlNaiveTable); err != nil {
 		return err
 	}
@@ -87,33 +89,111 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var redisSrv *redisServer
+	if slices.Contains(cfg.limiters, "redis") {
+		if redisSrv, err = openRedis(ctx, cfg.redisAddr, out); err != nil {
+			return err
+		}
+		defer redisSrv.close()
+	}
 
 	var results []measurement
 	for _, n := range cfg.callers {
-		ms, err := measureCallers(ctx, cfg, dbURL, hasher, n, out)
+		ms, err := measureCallers(ctx, cfg, cell{dbURL: dbURL, run: name, hasher: hasher, callers: n}, out)
 		if err != nil {
 			return err
 		}
 		results = append(results, ms...)
 	}
-	printTable(out, cfg, results)
+	printTable(out, cfg, results, redisSrv)
+	if cfg.csvPath != "" {
+		if err := writeCSV(cfg.csvPath, results); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nWrote %s.\n", cfg.csvPath)
+	}
 	return nil
+}
+
+// createDatabase creates a database of its own on the server adminURL
+// points at, with Runlimit's schema, and returns its name, its URL and a
+// function that drops it.
+func createDatabase(ctx context.Context, adminURL string) (name, dbURL string, drop func(), err error) {
+	admin, err := pgxpool.New(ctx, adminURL)
+	if err != nil {
+		return "", "", nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name = "runlimit_pgload_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		admin.Close()
+		return "", "", nil, fmt.Errorf("create database: %w", err)
+	}
+	drop = func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = admin.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		admin.Close()
+	}
+	if dbURL, err = withDatabase(adminURL, name); err != nil {
+		drop()
+		return "", "", nil, err
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err == nil {
+		err = migrations.MigratePool(ctx, pool)
+		pool.Close()
+	}
+	if err != nil {
+		drop()
+		return "", "", nil, err
+	}
+	return name, dbURL, drop, nil
+}
+
+// cell is what every limiter of one caller count shares.
+type cell struct {
+	dbURL   string
+	run     string // this run's name, unique on the servers
+	hasher  domain.KeyHasher
+	callers int
+	pool    *pgxpool.Pool
+	redis   *redis.Client // nil unless the redis limiter runs
 }
 
 // measureCallers measures every limiter at n callers. The limiters take
 // turns, cfg.rounds times each, so that load from elsewhere on the machine
 // falls on all of them alike; they share one pool of n connections, used by
 // one limiter at a time.
-func measureCallers(ctx context.Context, cfg config, dbURL string, hasher domain.KeyHasher, n int, out io.Writer) ([]measurement, error) {
-	pool, err := openPool(ctx, dbURL, n)
-	if err != nil {
+func measureCallers(ctx context.Context, cfg config, c cell, out io.Writer) ([]measurement, error) {
+	n := c.callers
+	var err error
+	if c.pool, err = openPool(ctx, c.dbURL, n); err != nil {
 		return nil, err
 	}
-	defer pool.Close()
+	defer c.pool.Close()
+	if slices.Contains(cfg.limiters, "redis") {
+		// As the PostgreSQL pool: one connection per caller, opened before
+		// anything is timed.
+		c.redis = redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: n, MinIdleConns: n})
+		defer c.redis.Close()
+	}
 	limiters := make([]*limiter, len(cfg.limiters))
 	totals := make([]tally, len(cfg.limiters))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for _, l := range limiters {
+			if l != nil && l.cleanup != nil {
+				if err := l.cleanup(cctx); err != nil {
+					fmt.Fprintf(out, "<!-- pgload: cleaning up after %s: %v -->\n", l.id, err)
+				}
+			}
+		}
+	}()
 	for i, kind := range cfg.limiters {
-		if limiters[i], err = newLimiter(kind, pool, hasher, n, cfg.keysPerCaller); err != nil {
+		if limiters[i], err = newLimiter(kind, c, cfg.keysPerCaller); err != nil {
 			return nil, err
 		}
 		if err := warmUp(ctx, limiters[i], n, cfg.keysPerCaller); err != nil {
@@ -133,7 +213,7 @@ func measureCallers(ctx context.Context, cfg config, dbURL string, hasher domain
 	}
 	ms := make([]measurement, len(limiters))
 	for i, l := range limiters {
-		ms[i] = totals[i].measurement(n, l.name)
+		ms[i] = totals[i].measurement(n, l.id, l.name)
 	}
 	return ms, nil
 }
@@ -148,13 +228,19 @@ func openPool(ctx context.Context, dbURL string, callers int) (*pgxpool.Pool, er
 	return pgxpool.NewWithConfig(ctx, pc)
 }
 
-func newLimiter(kind string, pool *pgxpool.Pool, hasher domain.KeyHasher, callers, keysPerCaller int) (*limiter, error) {
-	cell := fmt.Sprintf("pgload.%s.c%d", kind, callers)
-	if kind == "naive" {
-		n := newNaive(pool, cell, callers, keysPerCaller)
-		return &limiter{name: "naive one-statement upsert", check: n.check, used: n.used}, nil
+func newLimiter(kind string, c cell, keysPerCaller int) (*limiter, error) {
+	pool, hasher, callers := c.pool, c.hasher, c.callers
+	tag := fmt.Sprintf("pgload.%s.c%d", kind, callers)
+	switch kind {
+	case "naive":
+		n := newNaive(pool, tag, callers, keysPerCaller)
+		return &limiter{id: kind, name: "naive one-statement upsert", check: n.check, used: n.used, server: "postgres"}, nil
+	case "redis":
+		r := newRedisRate(c.redis, c.run+"."+tag, callers, keysPerCaller)
+		return &limiter{id: kind, name: "go-redis/redis_rate (Redis, GCRA)", check: r.check, used: r.used,
+			server: "redis-server", cleanup: r.remove}, nil
 	}
-	pid, err := domain.NewPolicyID(cell)
+	pid, err := domain.NewPolicyID(tag)
 	if err != nil {
 		return nil, err
 	}
@@ -167,23 +253,27 @@ func newLimiter(kind string, pool *pgxpool.Pool, hasher domain.KeyHasher, caller
 		return nil, err
 	}
 	checks := make([][]domain.Check, callers)
-	for c := range callers {
+	for i := range callers {
 		for k := range keysPerCaller {
-			checks[c] = append(checks[c], domain.NewCheck(p, hasher.KeyString(p, fmt.Sprintf("caller-%d/key-%d", c, k))))
+			checks[i] = append(checks[i], domain.NewCheck(p, hasher.KeyString(p, fmt.Sprintf("caller-%d/key-%d", i, k))))
 		}
 	}
 	used := func(ctx context.Context) (sum, rows int64, err error) {
 		err = pool.QueryRow(ctx, `SELECT COALESCE(sum(used), 0)::bigint, count(*) FROM runlimit_fixed_windows
-			WHERE policy_id = $1`, cell).Scan(&sum, &rows)
+			WHERE policy_id = $1`, tag).Scan(&sum, &rows)
 		return sum, rows, err
 	}
-	if kind == "floor" {
+	switch kind {
+	case "floor":
 		f := &floor{pool: pool, checks: checks}
-		return &limiter{name: "protocol floor (row lock, write, commit)", check: f.check, used: used}, nil
-	}
-	if kind == "stepwise" {
+		return &limiter{id: kind, name: "protocol floor (row lock, write, commit)", check: f.check, used: used, server: "postgres"}, nil
+	case "stepwise":
 		s := &stepwise{pool: pool, checks: checks, rowsPerShard: postgres.DefaultRowsPerShard, timeout: postgres.DefaultTimeout}
-		return &limiter{name: "same protocol, one round trip per statement", check: s.check, used: used}, nil
+		return &limiter{id: kind, name: "same protocol, one round trip per statement", check: s.check, used: used, server: "postgres"}, nil
+	case "optimistic":
+		o := newOptimistic(pool, checks, postgres.DefaultRowsPerShard)
+		return &limiter{id: kind, name: "optimistic protocol (read, conditional write)", check: o.check, used: used,
+			server: "postgres", retries: o.retries.Load}, nil
 	}
 	store, err := postgres.New(pool, postgres.Config{})
 	if err != nil {
@@ -199,7 +289,7 @@ func newLimiter(kind string, pool *pgxpool.Pool, hasher domain.KeyHasher, caller
 		d, err := lim.Check(ctx, checks[caller][key])
 		return d.Outcome() == domain.Allowed, err
 	}
-	return &limiter{name: "postgres.Store (pipelined)", check: check, used: used}, nil
+	return &limiter{id: kind, name: "postgres.Store (pipelined)", check: check, used: used, server: "postgres"}, nil
 }
 
 // warmUp checks every key once, so that each has its row and each
@@ -231,6 +321,7 @@ type tally struct {
 	client     time.Duration // CPU of this process
 	server     time.Duration // CPU of the local server, if found
 	serverSeen bool
+	retries    int64
 }
 
 func (t *tally) add(o tally) {
@@ -239,15 +330,18 @@ func (t *tally) add(o tally) {
 	t.client += o.client
 	t.server += o.server
 	t.serverSeen = t.serverSeen || o.serverSeen
+	t.retries += o.retries
 }
 
-func (t *tally) measurement(callers int, name string) measurement {
+func (t *tally) measurement(callers int, id, name string) measurement {
 	all := slices.Clone(t.latencies)
 	slices.Sort(all)
 	n := time.Duration(len(all))
 	m := measurement{
 		callers:   callers,
+		id:        id,
 		limiter:   name,
+		retries:   t.retries,
 		rate:      float64(len(all)) / t.elapsed.Seconds(),
 		p50:       all[len(all)*50/100],
 		p99:       all[len(all)*99/100],
@@ -267,11 +361,15 @@ func measure(ctx context.Context, l *limiter, callers, keysPerCaller int, d time
 	if err != nil {
 		return tally{}, err
 	}
+	var retries0 int64
+	if l.retries != nil {
+		retries0 = l.retries()
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	latencies := make([][]time.Duration, callers)
 	allowed := make([]int64, callers)
-	cpu0 := sampleCPU()
+	cpu0 := sampleCPU(l.server)
 	start := time.Now()
 	deadline := start.Add(d)
 	for c := range callers {
@@ -301,7 +399,10 @@ func measure(ctx context.Context, l *limiter, callers, keysPerCaller int, d time
 	}
 	wg.Wait()
 	t := tally{elapsed: time.Since(start)}
-	cpu1 := sampleCPU()
+	cpu1 := sampleCPU(l.server)
+	if l.retries != nil {
+		t.retries = l.retries() - retries0
+	}
 	close(errs)
 	if err := <-errs; err != nil {
 		return tally{}, err
@@ -329,42 +430,67 @@ func measure(ctx context.Context, l *limiter, callers, keysPerCaller int, d time
 	return t, nil
 }
 
-func printTable(out io.Writer, cfg config, results []measurement) {
+func printTable(out io.Writer, cfg config, results []measurement, redisSrv *redisServer) {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "%v per limiter and caller count, in %d interleaved rounds; %d keys per caller.\n\n",
 		cfg.duration, cfg.rounds, cfg.keysPerCaller)
-	fmt.Fprintln(out, "| callers | limiter | admissions/s | p50 | p99 | client CPU/op | server CPU/op |")
-	fmt.Fprintln(out, "|---:|---|---:|---:|---:|---:|---:|")
+	retries := slices.Contains(cfg.limiters, "optimistic")
+	head, rule := "| callers | limiter | admissions/s | p50 | p99 | client CPU/op | server CPU/op |", "|---:|---|---:|---:|---:|---:|---:|"
+	if retries {
+		head, rule = head+" retries |", rule+"---:|"
+	}
+	fmt.Fprintln(out, head)
+	fmt.Fprintln(out, rule)
 	for _, m := range results {
 		server := "n/a"
 		if m.serverCPU > 0 {
 			server = us(m.serverCPU)
 		}
-		fmt.Fprintf(out, "| %d | %s | %.0f | %s | %s | %s | %s |\n",
+		fmt.Fprintf(out, "| %d | %s | %.0f | %s | %s | %s | %s |",
 			m.callers, m.limiter, m.rate, ms(m.p50), ms(m.p99), us(m.clientCPU), server)
+		if retries {
+			fmt.Fprintf(out, " %d |", m.retries)
+		}
+		fmt.Fprintln(out)
+	}
+	if redisSrv != nil {
+		fmt.Fprintf(out, "\nRedis at %s, %s; its server CPU is that of every redis-server process.\n", redisSrv.addr, redisSrv.persistence)
 	}
 	fmt.Fprintln(out)
-	byCallers := map[int]map[string]float64{}
-	for _, m := range results {
-		if byCallers[m.callers] == nil {
-			byCallers[m.callers] = map[string]float64{}
-		}
-		byCallers[m.callers][strings.Fields(m.limiter)[0]] = m.rate
-	}
-	for _, m := range results {
-		r := byCallers[m.callers]
-		if !strings.HasPrefix(m.limiter, "postgres.Store") || r["naive"] == 0 || r["same"] == 0 {
-			continue
-		}
-		fmt.Fprintf(out, "With %d callers the store runs at %.0f%% of the naive limiter's rate and %.1fx the one-round-trip-per-statement protocol's",
-			m.callers, 100*m.rate/r["naive"], m.rate/r["same"])
-		if f := r["protocol"]; f > 0 {
-			fmt.Fprintf(out, "; the protocol floor runs at %.0f%% of the naive limiter's rate, and the store at %.0f%% of the floor's",
-				100*f/r["naive"], 100*m.rate/f)
-		}
-		fmt.Fprintln(out, ".")
-	}
+	report.WritePGRatios(out, csvRows(results))
 }
+
+// csvRows converts results to the rows of pgload's CSV.
+func csvRows(results []measurement) []benchcsv.PGRow {
+	rows := make([]benchcsv.PGRow, len(results))
+	for i, m := range results {
+		rows[i] = benchcsv.PGRow{
+			Callers: m.callers, Contender: m.id, Label: m.limiter, Rate: m.rate,
+			P50ms: millis(m.p50), P99ms: millis(m.p99), ClientCPUus: micros(m.clientCPU), ServerCPUus: math.NaN(),
+			Retries: m.retries,
+		}
+		if m.serverCPU > 0 {
+			rows[i].ServerCPUus = micros(m.serverCPU)
+		}
+	}
+	return rows
+}
+
+func writeCSV(path string, results []measurement) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := benchcsv.WritePG(f, csvRows(results)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
