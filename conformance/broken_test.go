@@ -22,10 +22,10 @@ var targets = map[brokenstores.Fault]string{
 	brokenstores.ConsumesOnDenial:   "denials/quota",
 	brokenstores.NotAtomic:          "batches/all_or_nothing",
 	brokenstores.EvictsLiveKeys:     "capacity/never_evicts_an_active_key",
-	brokenstores.IgnoresCapacity:    "capacity/full_store_denies_a_new_key",
+	brokenstores.IgnoresCapacity:    "capacity/full_partition_denies_a_new_key",
 	brokenstores.RenewsEarly:        "windows/renewal_exactly_at_expiry",
 	brokenstores.RenewsLate:         "windows/renewal_exactly_at_expiry",
-	brokenstores.NoKeyLocks:         "concurrency/one_key_admits_exactly_the_limit",
+	brokenstores.NoKeyLocks:         "concurrency/overlapping_checks_on_one_key_lose_no_update",
 	brokenstores.ClockBackwards:     "time/later_windows_never_end_earlier",
 	brokenstores.ReordersAllowances: "batches/caller_order_of_allowances",
 }

@@ -9,15 +9,25 @@ import (
 
 // ManualClock is a fake clock for harnesses of stores with an injectable
 // clock: it starts at zero and moves only through [ManualClock.Advance],
-// whose signature is an [AdvanceFunc]. A harness built on it can set
-// [Instance.ExactTime]. The zero value is ready to use and it is safe for
-// concurrent use.
+// whose signature is an [AdvanceFunc]. Give it to the suite as
+// [Instance.Clock] so that it can also hold an admission inside the store's
+// clock read, the one point where a correct store holds every lock of the
+// admission. The zero value is ready to use and it is safe for concurrent
+// use.
 type ManualClock struct {
 	elapsed atomic.Int64
+	// hold, when set, is called by Now before it reads the time: the suite's
+	// schedule for the case in progress (see schedule.go).
+	hold atomic.Pointer[schedule]
 }
 
 // Now returns the time elapsed since the clock's zero.
-func (c *ManualClock) Now() time.Duration { return time.Duration(c.elapsed.Load()) }
+func (c *ManualClock) Now() time.Duration {
+	if s := c.hold.Load(); s != nil {
+		s.inClock()
+	}
+	return time.Duration(c.elapsed.Load())
+}
 
 // Advance moves the clock forward by d. A negative d, or one that would
 // overflow a [time.Duration], fails t: a clock that cannot move as asked

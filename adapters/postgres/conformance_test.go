@@ -12,8 +12,9 @@ import (
 )
 
 // TestConformance runs the shared suite against a fresh database per case.
-// Capacity is the rows per shard; time moves by shifting every stored window
-// back, and the database clock keeps running, so durations are bounds.
+// Capacity is the rows per ledger shard, and ShardOf tells the suite which
+// shard a key lands in. Time moves by shifting every stored window back;
+// the database clock keeps running, so durations are bounds.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Run(t, func(t testing.TB, opts conformance.Options) conformance.Instance {
@@ -21,8 +22,12 @@ func TestConformance(t *testing.T) {
 		store, err := postgres.New(db.Pool, postgres.Config{RowsPerShard: opts.Capacity, MaxBatchSize: opts.MaxBatchSize})
 		require.NoError(t, err)
 		return conformance.Instance{
-			Store:   store,
-			Advance: func(t testing.TB, d time.Duration) { shift(t, db.Pool, d) },
+			Store:       store,
+			Advance:     func(t testing.TB, d time.Duration) { shift(t, db.Pool, d) },
+			PartitionOf: postgres.ShardOf,
+			Require: []conformance.Capability{
+				conformance.CheckAdmitter, conformance.Cleaner, conformance.StatsReporter, conformance.Closer,
+			},
 		}
 	})
 }
