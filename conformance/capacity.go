@@ -36,18 +36,25 @@ func testFullPartitionDenies(t *testing.T, f *fixture) {
 	const g = "capacity: a partition holding Capacity counters denies a new key for storage capacity"
 	p := f.policy(2, window)
 	part := f.somePart(p)
-	f.fillPartition(p, part, g)
-	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g)
+	c := f.opts.Capacity
+	// One key a minute, so that the partition's counters end at different
+	// times and the earliest end is the first key's.
+	for i, k := range f.keysIn(p, part, c) {
+		if i > 0 {
+			f.advance(time.Minute)
+		}
+		f.allow(f.check(p, k), 1, g+" (a partition with room admits a new key)")
+	}
+	f.requireOccupancy(occupancy{part: c}, g)
 	refused := f.keyIn(p, part)
 	f.deny(f.check(p, refused), domain.StorageCapacity, g)
 	f.advance(10 * time.Minute)
 	den := f.deny(f.check(p, refused), domain.StorageCapacity, g+" (asked again)")
 	if retry, ok := den.RetryAfter(); ok {
-		// Every counter of the full partition started at the same instant,
-		// so its earliest expiry is the end of their window.
-		f.requireDuration(window-10*time.Minute, retry, g+" (a capacity denial's retry time is the earliest expiry in the partition)")
+		first := window - time.Duration(c-1)*time.Minute - 10*time.Minute
+		f.requireDuration(first, retry, g+" (a capacity denial's retry time is the earliest expiry in the partition: the first key's)")
 	}
-	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g+" (the refused key holds no slot)")
+	f.requireOccupancy(occupancy{part: c}, g+" (the refused key holds no slot)")
 }
 
 func testNeverEvicts(t *testing.T, f *fixture) {

@@ -78,6 +78,25 @@ func testPathsExcludeEachOther(t *testing.T, f *fixture) {
 	f.logRace(fmt.Sprintf("2 goroutines via AdmitCheck and 2 via batch_of_one × %d checks of %s", perWorker, f.log.check(f.check(p, k))), results)
 	f.requireExactCount(results, limit, len(ws)*perWorker, g)
 	f.allow(f.checkCost(p, k, limit-int64(len(ws)*perWorker)), 0, g+" (every allowed check was counted)")
+
+	// Then free-running, as on a store whose clock the suite does not hold.
+	const workers, free, freeLimit = 8, 20, 60
+	k = f.key()
+	clock := f.inst.Clock
+	f.inst.Clock = nil
+	ws = make([]worker, workers)
+	for i := range ws {
+		via := viaAdmitCheck
+		if i%2 == 1 {
+			via = viaBatchOfOne
+		}
+		ws[i] = worker{name: fmt.Sprintf("%s %d", via, i/2+1), ops: repeat(free, f.checkOp(f.check(f.policy(freeLimit, window), k), via))}
+	}
+	results = f.race(g, ws)
+	f.inst.Clock = clock
+	f.logRace(fmt.Sprintf("%d goroutines, half via AdmitCheck, half via batch_of_one, × %d checks of %s",
+		workers, free, f.log.check(f.check(f.policy(freeLimit, window), k))), results)
+	f.requireExactCount(results, freeLimit, freeLimit, g)
 }
 
 func testOppositeOrderBatches(t *testing.T, f *fixture) {

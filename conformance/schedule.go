@@ -49,7 +49,9 @@ const (
 	// maxHold bounds one held clock read.
 	maxHold = 250 * time.Millisecond
 	// pollEvery is how often a held clock read looks at the other members.
-	pollEvery = 200 * time.Microsecond
+	// Each look stops the world to read every goroutine's state, so it is
+	// not much more often than settle needs.
+	pollEvery = time.Millisecond
 )
 
 // member is one goroutine taking part in a schedule.
