@@ -67,6 +67,18 @@ var targets = map[bs.Fault]string{
 	bs.ClosedErrorMayHaveConsumed: "close/closed_store_fails_closed",
 	bs.ClosedErrorNamesKey:        "close/closed_store_fails_closed",
 	bs.SingleCheckSkipsValidation: "paths/invalid_single_check_is_an_error",
+	bs.IgnoresInjectedClock:       "windows/renewal_exactly_at_expiry",
+	bs.ChargesOneUnit:             "windows/cost_above_one",
+	bs.KeysBySubjectOnly:          "windows/counters_independent_per_fingerprint",
+	bs.KeysByPolicyID:             "windows/counters_independent_per_fingerprint",
+	bs.LockOrderByPolicy:          "concurrency/opposite_order_batches_holding_their_first_lock_do_not_deadlock",
+	bs.ReadsBeforeLocking:         "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.LocksFirstKeyOnly:          "concurrency/opposite_order_batches_holding_their_first_lock_do_not_deadlock",
+	bs.ProceedsWhenLockBusy:       "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.SingleCheckIgnoresCommit:   "denials/quota/AdmitCheck",
+	bs.AnyFullPartitionRefuses:    "capacity/each_partition_holds_its_own_bound",
+	bs.CleanupFreesTwice:          "capacity/new_key_fits_after_cleanup",
+	bs.CleansActivePerCheck:       "capacity/never_evicts_an_active_key",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

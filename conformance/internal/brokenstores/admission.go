@@ -1,6 +1,7 @@
 package brokenstores
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"time"
@@ -45,6 +46,11 @@ func (a *admission) run() error {
 	a.claimed = make([]int, a.n)
 	a.before = make([]domain.Counter, a.n)
 	a.present = make([]bool, a.n)
+	if s.cfg.Fault == ReadsBeforeLocking {
+		// The defect: the state is read before the locks that should keep
+		// it from changing until the write.
+		a.read(domain.Instant(s.last.Load()))
+	}
 	a.lock()
 	locked := true
 	defer func() {
@@ -53,14 +59,16 @@ func (a *admission) run() error {
 		}
 	}()
 	var now domain.Instant
-	if s.cfg.CleanupPerCheck > 0 {
+	if s.cleansPerCheck() {
 		// As the memory store does: the clock first, so that each check can
 		// remove expired counters from its partition before it reads.
 		now = s.now()
 		a.read(now)
 	} else {
 		// As domain.Batch documents: read every key, then the clock.
-		a.read(domain.Instant(s.last.Load()))
+		if s.cfg.Fault != ReadsBeforeLocking {
+			a.read(domain.Instant(s.last.Load()))
+		}
 		if s.cfg.Fault == ReleasesLockBeforeDeciding {
 			// The defect: the state read here is decided on and written
 			// back without the locks that read it.
@@ -101,12 +109,22 @@ func (a *admission) run() error {
 func (a *admission) lock() {
 	s := a.s
 	order := slices.Clone(a.keys)
-	if s.cfg.Fault != CallerOrderLocks {
+	switch s.cfg.Fault {
+	case CallerOrderLocks:
+	case LockOrderByPolicy:
+		slices.SortStableFunc(order, func(x, y domain.CounterKey) int {
+			fx, fy := x.Fingerprint(), y.Fingerprint()
+			return bytes.Compare(fx[:], fy[:])
+		})
+	case LocksFirstKeyOnly:
+		order = order[:1]
+	default:
 		slices.SortFunc(order, domain.CounterKey.Compare)
 	}
 	a.held = a.held[:0]
+	var want []*sync.Mutex
 	if a.single && s.cfg.Fault == SingleCheckOwnLock {
-		a.held = append(a.held, &s.singleMu)
+		want = append(want, &s.singleMu)
 	} else {
 		s.keyMu.Lock()
 		for _, k := range order {
@@ -115,12 +133,19 @@ func (a *admission) lock() {
 				l = new(sync.Mutex)
 				s.keyLocks[k] = l
 			}
-			a.held = append(a.held, l)
+			want = append(want, l)
 		}
 		s.keyMu.Unlock()
 	}
-	for _, l := range a.held {
+	for _, l := range want {
+		if s.cfg.Fault == ProceedsWhenLockBusy {
+			if l.TryLock() {
+				a.held = append(a.held, l)
+			}
+			continue
+		}
 		l.Lock()
+		a.held = append(a.held, l)
 	}
 	// A key's presence changes only under its key lock (cleanup skips a
 	// locked key), so the keys found absent here are the ones that may need
@@ -157,9 +182,9 @@ func (a *admission) read(at domain.Instant) {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cfg.CleanupPerCheck > 0 {
+	if s.cleansPerCheck() {
 		for _, k := range a.keys {
-			s.removeExpired(s.PartitionOf(k), at, s.cfg.CleanupPerCheck, a.keys)
+			s.removeExpired(s.PartitionOf(k), at, max(s.cfg.CleanupPerCheck, 1), a.keys)
 		}
 	}
 	if s.cachedBatch(a, at) {
@@ -223,6 +248,13 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		return total >= c*s.cfg.Partitions
 	case f == OverfillsInBatch:
 		return s.stored[p] >= c
+	case f == AnyFullPartitionRefuses:
+		for q := range s.stored {
+			if s.stored[q]+claims[q] >= c {
+				return true
+			}
+		}
+		return false
 	case f == BoundCountsActiveOnly:
 		active := 0
 		for k, e := range s.entries {
@@ -309,6 +341,10 @@ func (a *admission) deny(now domain.Instant) {
 	defer s.mu.Unlock()
 	idx, outcome := a.denied()
 	switch s.cfg.Fault {
+	case SingleCheckIgnoresCommit:
+		if a.single {
+			s.put(a, 0, a.keys[0], a.next(0))
+		}
 	case NotAtomic:
 		for i := range idx {
 			s.put(a, i, a.keys[i], a.next(i))

@@ -33,6 +33,12 @@ func (s *Store) encode(c domain.Counter, before domain.Counter, present bool, no
 		c.Expires = domain.Instant(float64(c.Expires))
 	case JSONRoundTrip:
 		c = jsonRoundTrip(c)
+	case ChargesOneUnit:
+		if present && before.Active(now) {
+			c.Used = before.Used + 1
+		} else {
+			c.Used = 1
+		}
 	}
 	return c
 }

@@ -33,6 +33,9 @@ const (
 	StoresMilliseconds
 	// StoresSeconds keeps window times truncated to whole seconds.
 	StoresSeconds
+	// IgnoresInjectedClock reads the process's clock instead of the one it
+	// was given.
+	IgnoresInjectedClock
 	// ClockBackwards reads a clock that steps back one second on every
 	// other admission, and does not clamp it.
 	ClockBackwards
@@ -48,6 +51,17 @@ const (
 	// JSONRoundTrip stores each counter as JSON and reads it back into a
 	// map[string]any, whose numbers are float64.
 	JSONRoundTrip
+	// ChargesOneUnit counts one unit per allowed check, whatever its cost.
+	ChargesOneUnit
+
+	// Keys.
+
+	// KeysBySubjectOnly keys counters by the subject key alone, so every
+	// policy of a subject shares one counter.
+	KeysBySubjectOnly
+	// KeysByPolicyID keys counters by policy id, scope and subject, leaving
+	// the limit and window out.
+	KeysByPolicyID
 
 	// Renewal.
 
@@ -79,6 +93,9 @@ const (
 	// CallerOrderLocks locks a batch's keys in the caller's order, so two
 	// batches naming the same keys in opposite orders can deadlock.
 	CallerOrderLocks
+	// LockOrderByPolicy sorts a batch's keys by their policy fingerprint
+	// alone, keeping the caller's order among one policy's keys.
+	LockOrderByPolicy
 
 	// Locking.
 
@@ -91,6 +108,14 @@ const (
 	// SingleCheckOwnLock guards AdmitCheck with a lock of its own instead of
 	// the key's, so a single check and a batch on one key overlap.
 	SingleCheckOwnLock
+	// ReadsBeforeLocking reads the counters, then takes the locks to decide
+	// and write.
+	ReadsBeforeLocking
+	// LocksFirstKeyOnly locks only the first key of a batch.
+	LocksFirstKeyOnly
+	// ProceedsWhenLockBusy tries each lock once and goes on without the ones
+	// it did not get.
+	ProceedsWhenLockBusy
 
 	// Partial writes.
 
@@ -107,6 +132,9 @@ const (
 	// takes the cost (up to the limit) and a key refused for capacity is
 	// stored.
 	ConsumesOnDenial
+	// SingleCheckIgnoresCommit writes the new counter on AdmitCheck whether
+	// or not the check was allowed.
+	SingleCheckIgnoresCommit
 
 	// Capacity accounting.
 
@@ -127,6 +155,9 @@ const (
 	// GlobalBound bounds the counters of the whole store, not of each
 	// partition.
 	GlobalBound
+	// AnyFullPartitionRefuses refuses every new key while any partition is
+	// full.
+	AnyFullPartitionRefuses
 	// CapacityRetryLatest gives a capacity denial the latest expiry in the
 	// partition as its retry time.
 	CapacityRetryLatest
@@ -150,6 +181,11 @@ const (
 	// CleanupKeepsSlots removes counters but their partition keeps counting
 	// them.
 	CleanupKeepsSlots
+	// CleanupFreesTwice frees two slots for each counter it removes.
+	CleanupFreesTwice
+	// CleansActivePerCheck removes, on each check, the counter of the
+	// check's partition that expires first, expired or not.
+	CleansActivePerCheck
 	// CleanupKeepsCounterAtEnd leaves a counter at exactly its window's end
 	// (expires < now instead of expires <= now).
 	CleanupKeepsCounterAtEnd
@@ -202,6 +238,18 @@ var faultNames = [faultCount]string{
 	StatsMisindexed: "StatsMisindexed", IgnoresClose: "IgnoresClose",
 	ClosedErrorMayHaveConsumed: "ClosedErrorMayHaveConsumed", ClosedErrorNamesKey: "ClosedErrorNamesKey",
 	SingleCheckSkipsValidation: "SingleCheckSkipsValidation",
+	IgnoresInjectedClock:       "IgnoresInjectedClock",
+	ChargesOneUnit:             "ChargesOneUnit",
+	KeysBySubjectOnly:          "KeysBySubjectOnly",
+	KeysByPolicyID:             "KeysByPolicyID",
+	LockOrderByPolicy:          "LockOrderByPolicy",
+	ReadsBeforeLocking:         "ReadsBeforeLocking",
+	LocksFirstKeyOnly:          "LocksFirstKeyOnly",
+	ProceedsWhenLockBusy:       "ProceedsWhenLockBusy",
+	SingleCheckIgnoresCommit:   "SingleCheckIgnoresCommit",
+	AnyFullPartitionRefuses:    "AnyFullPartitionRefuses",
+	CleanupFreesTwice:          "CleanupFreesTwice",
+	CleansActivePerCheck:       "CleansActivePerCheck",
 }
 
 // Faults returns every deliberate defect, None excluded.

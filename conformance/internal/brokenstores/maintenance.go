@@ -33,6 +33,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // successful evaluation.
 func (e *Error) MayHaveConsumedQuota() bool { return false }
 
+// cleansPerCheck reports whether each check removes expired counters from
+// its partition before it reads.
+func (s *Store) cleansPerCheck() bool {
+	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck
+}
+
 // usable returns why the store cannot admit k, or nil.
 func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	if err := ctx.Err(); err != nil {
@@ -98,7 +104,7 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 		switch s.cfg.Fault {
 		case CleanupKeepsCounterAtEnd:
 			expired = c.Expires < now
-		case CleanupRemovesActive:
+		case CleanupRemovesActive, CleansActivePerCheck:
 			expired = true
 		}
 		if expired && !slices.Contains(skip, k) {
@@ -132,7 +138,11 @@ func (s *Store) tryRemove(k domain.CounterKey) bool {
 		defer l.Unlock()
 	}
 	delete(s.entries, k)
-	if s.cfg.Fault != CleanupKeepsSlots {
+	switch s.cfg.Fault {
+	case CleanupKeepsSlots:
+	case CleanupFreesTwice:
+		s.stored[s.PartitionOf(k)] -= 2
+	default:
 		s.stored[s.PartitionOf(k)]--
 	}
 	return true

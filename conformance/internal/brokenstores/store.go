@@ -2,6 +2,7 @@ package brokenstores
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,7 @@ type Config struct {
 // [Minimal] to show only Admit.
 type Store struct {
 	cfg        Config
+	created    time.Time // for IgnoresInjectedClock
 	closed     atomic.Bool
 	last       atomic.Int64 // the latest time read, as a domain.Instant
 	clockReads atomic.Int64 // for ClockBackwards
@@ -69,6 +71,7 @@ func New(cfg Config) *Store {
 	}
 	return &Store{
 		cfg:       cfg,
+		created:   time.Now(),
 		keyLocks:  make(map[domain.CounterKey]*sync.Mutex),
 		partLocks: make([]sync.Mutex, cfg.Partitions),
 		entries:   make(map[domain.CounterKey]domain.Counter),
@@ -105,7 +108,7 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	a := &admission{s: s, n: b.Len(), mode: b.Mode(), check: b.Check}
 	a.keys = make([]domain.CounterKey, a.n)
 	for i := range a.keys {
-		a.keys[i] = b.Key(i)
+		a.keys[i] = s.storageKey(b.Check(i))
 	}
 	if s.cfg.Fault == ReordersAllowances {
 		slices.SortFunc(a.keys, domain.CounterKey.Compare)
@@ -145,7 +148,7 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 		d    domain.Decision
 	)
 	a := &admission{s: s, n: 1, single: true, mode: c.Policy().Mode(), check: func(int) domain.Check { return c }}
-	a.keys = []domain.CounterKey{c.CounterKey()}
+	a.keys = []domain.CounterKey{s.storageKey(c)}
 	a.evaluate = func(now domain.Instant) (bool, error) {
 		return domain.EvaluateCheck(&c, now, &a.obs[0], &next, &d)
 	}
@@ -157,10 +160,29 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	return d, nil
 }
 
+// storageKey returns the key the store keeps c's counter under: its
+// counter key, or what a keying fault makes of it.
+func (s *Store) storageKey(c domain.Check) domain.CounterKey {
+	k := c.CounterKey()
+	switch s.cfg.Fault {
+	case KeysBySubjectOnly:
+		return domain.NewCounterKey(domain.Fingerprint{}, k.SubjectKey())
+	case KeysByPolicyID:
+		p := c.Policy()
+		return domain.NewCounterKey(sha256.Sum256([]byte(p.ID().String()+"\x00"+p.Scope().String())), k.SubjectKey())
+	}
+	return k
+}
+
 // now reads the clock, clamped so that it never goes backwards, unless the
 // fault is ClockBackwards.
 func (s *Store) now() domain.Instant {
-	now := domain.InstantOf(s.cfg.Clock())
+	var now domain.Instant
+	if s.cfg.Fault == IgnoresInjectedClock {
+		now = domain.InstantOf(time.Since(s.created))
+	} else {
+		now = domain.InstantOf(s.cfg.Clock())
+	}
 	if s.cfg.Fault == ClockBackwards {
 		if s.clockReads.Add(1)%2 == 0 {
 			now = now.Add(-time.Second)
