@@ -79,6 +79,7 @@ var targets = map[bs.Fault]string{
 	bs.AnyFullPartitionRefuses:    "capacity/each_partition_holds_its_own_bound",
 	bs.CleanupFreesTwice:          "capacity/new_key_fits_after_cleanup",
 	bs.CleansActivePerCheck:       "capacity/never_evicts_an_active_key",
+	bs.UnguardedCapacity:          "concurrency/new_keys_racing_for_the_last_slots_take_exactly_those",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

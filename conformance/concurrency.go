@@ -25,6 +25,7 @@ func concurrencyScenario() scenario {
 		{name: "one_key_admits_exactly_the_limit", single: true, run: testOneKeyExactLimit},
 		{name: "overlapping_checks_on_one_key_lose_no_update", single: true, run: testOverlappingChecks},
 		{name: "single_checks_and_batches_exclude_each_other", run: testPathsExcludeEachOther},
+		{name: "new_keys_racing_for_the_last_slots_take_exactly_those", single: true, opts: capacityOptions, run: testRacingNewKeys},
 		{name: "opposite_order_batches_finish_and_count_exactly", run: testOppositeOrderBatches},
 		{name: "opposite_order_batches_holding_their_first_lock_do_not_deadlock", run: testOppositeOrderFirstLocksHeld},
 	}}
@@ -97,6 +98,45 @@ func testPathsExcludeEachOther(t *testing.T, f *fixture) {
 	f.logRace(fmt.Sprintf("%d goroutines, half via AdmitCheck, half via batch_of_one, × %d checks of %s",
 		workers, free, f.log.check(f.check(f.policy(freeLimit, window), k))), results)
 	f.requireExactCount(results, freeLimit, freeLimit, g)
+}
+
+// testRacingNewKeys races more new keys than a partition has free slots.
+// Each key has its own lock, so only what guards the partition's count
+// (a partition lock, a versioned occupancy) keeps them from all seeing
+// the same free slots.
+func testRacingNewKeys(t *testing.T, f *fixture) {
+	const g = "concurrency: new keys racing for a partition's last free slots take exactly those slots"
+	const racers, free = 4, 2
+	c := f.opts.Capacity
+	p := f.policy(1, window)
+	part := f.somePart(p)
+	f.admitNew(p, part, c-free, g)
+	ks := f.keysIn(p, part, racers)
+	ws := make([]worker, racers)
+	for i, k := range ks {
+		ws[i] = worker{name: fmt.Sprintf("new key %d", i+1), ops: []raceOp{f.checkOp(f.check(p, k), f.path)}}
+	}
+	results := f.race(g, ws)
+	f.logRace(fmt.Sprintf("%d new keys in partition %d, which has %d free slots, one check each via %s", racers, part, free, f.path), results)
+	allowed, refused := 0, 0
+	for _, rs := range results {
+		for _, r := range rs {
+			require.NoError(t, r.err, "%s: the store failed a valid check", g)
+			switch {
+			case r.outcome == domain.Allowed:
+				allowed++
+			case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
+				refused++
+			default:
+				require.Failf(t, g, "a new key is admitted or refused for storage capacity, got %s (%s)", r.outcome, r.reason)
+			}
+		}
+	}
+	require.Equal(t, free, allowed, "%s: %d of %d racing new keys were admitted into %d free slots: "+
+		"the racers all saw the same free slots (the partition's count is not guarded across the admission)", g, allowed, racers, free)
+	require.Equal(t, racers-free, refused, "%s: the others are refused for storage capacity", g)
+	f.requireOccupancy(occupancy{part: c}, g)
+	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the partition is full)")
 }
 
 func testOppositeOrderBatches(t *testing.T, f *fixture) {

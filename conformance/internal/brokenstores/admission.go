@@ -33,6 +33,7 @@ type admission struct {
 	fromMemory bool
 	before     []domain.Counter
 	present    []bool
+	stored     []int // the partitions' counts, as read
 
 	held  []*sync.Mutex
 	parts []int
@@ -160,6 +161,9 @@ func (a *admission) lock() {
 	s.mu.Unlock()
 	slices.Sort(a.parts)
 	a.parts = slices.Compact(a.parts)
+	if s.cfg.Fault == UnguardedCapacity {
+		a.parts = a.parts[:0]
+	}
 	for _, p := range a.parts {
 		s.partLocks[p].Lock()
 	}
@@ -187,6 +191,9 @@ func (a *admission) read(at domain.Instant) {
 			s.removeExpired(s.PartitionOf(k), at, max(s.cfg.CleanupPerCheck, 1), a.keys)
 		}
 	}
+	// The partitions' counts are read with the keys: the partition locks of
+	// the new keys keep them from growing until the write.
+	a.stored = slices.Clone(s.stored)
 	if s.cachedBatch(a, at) {
 		return
 	}
@@ -242,15 +249,15 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		return false
 	case f == GlobalBound:
 		total := 0
-		for q := range s.stored {
-			total += s.stored[q] + claims[q]
+		for q := range a.stored {
+			total += a.stored[q] + claims[q]
 		}
 		return total >= c*s.cfg.Partitions
 	case f == OverfillsInBatch:
-		return s.stored[p] >= c
+		return a.stored[p] >= c
 	case f == AnyFullPartitionRefuses:
-		for q := range s.stored {
-			if s.stored[q]+claims[q] >= c {
+		for q := range a.stored {
+			if a.stored[q]+claims[q] >= c {
 				return true
 			}
 		}
@@ -264,7 +271,7 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		}
 		return active+claims[p] >= c
 	}
-	return s.stored[p]+claims[p] >= c
+	return a.stored[p]+claims[p] >= c
 }
 
 // retryAt returns the earliest expiry in partition p (the latest with

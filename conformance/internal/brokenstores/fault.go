@@ -158,6 +158,9 @@ const (
 	// AnyFullPartitionRefuses refuses every new key while any partition is
 	// full.
 	AnyFullPartitionRefuses
+	// UnguardedCapacity locks a new key but not its partition, so new keys
+	// racing for the same free slots all see them free.
+	UnguardedCapacity
 	// CapacityRetryLatest gives a capacity denial the latest expiry in the
 	// partition as its retry time.
 	CapacityRetryLatest
@@ -250,6 +253,7 @@ var faultNames = [faultCount]string{
 	AnyFullPartitionRefuses:    "AnyFullPartitionRefuses",
 	CleanupFreesTwice:          "CleanupFreesTwice",
 	CleansActivePerCheck:       "CleansActivePerCheck",
+	UnguardedCapacity:          "UnguardedCapacity",
 }
 
 // Faults returns every deliberate defect, None excluded.
