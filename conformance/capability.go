@@ -102,6 +102,7 @@ func probe(t *testing.T, newStore NewStoreFunc) capabilities {
 	require.True(t, caps.parts == 1 || inst.PartitionOf != nil,
 		"harness: the store has %d capacity partitions; set Instance.PartitionOf so that the suite can aim keys at one "+
 			"partition and check its bound exactly", caps.parts)
+
 	if c, ok := inst.Store.(ports.Closer); ok {
 		require.NoError(t, c.Close(), "harness: Close on a fresh store")
 	}

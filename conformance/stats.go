@@ -3,6 +3,8 @@ package conformance
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -14,6 +16,7 @@ import (
 func statsScenario() scenario {
 	return scenario{name: "stats", cases: []testCase{
 		{name: "occupancy_follows_admissions", single: true, run: testStatsOccupancy},
+		{name: "partitions_agree_with_partition_of", single: true, run: testStatsPartitions},
 	}}
 }
 
@@ -38,4 +41,36 @@ func testStatsOccupancy(t *testing.T, f *fixture) {
 	want[f.partOf(q, ks[0])]++
 	f.deny(f.check(p, ks[1]), domain.QuotaExhausted, g)
 	f.requireOccupancy(want, g+" (a new counter counts, a denial does not)")
+}
+
+// testStatsPartitions admits new keys one at a time and checks that each
+// takes its slot in the partition Instance.PartitionOf names. Every
+// capacity case relies on that mapping; when it is wrong, this case says
+// so plainly.
+func testStatsPartitions(t *testing.T, f *fixture) {
+	const g = "stats: each new key takes a slot in the partition Instance.PartitionOf names"
+	if f.parts == 1 {
+		t.Skip("stats: the store has one capacity partition")
+	}
+	before, ok := f.stats()
+	if !ok {
+		t.Skip("stats: the store does not implement ports.StatsReporter")
+	}
+	p := f.policy(1, window)
+	for range 5 {
+		k := f.key()
+		want := f.partOf(p, k)
+		f.allow(f.check(p, k), 0, g)
+		after, _ := f.stats()
+		var took []int
+		for i := range min(len(after.Headroom), len(before.Headroom)) {
+			if after.Headroom[i] != before.Headroom[i] {
+				took = append(took, i)
+			}
+		}
+		require.Equal(t, []int{want}, took,
+			"%s: PartitionOf says the new key lands in partition %d, but Stats.Headroom changed in %v: "+
+				"the harness's PartitionOf, or the store's own mapping or Stats, is wrong", g, want, took)
+		before = after
+	}
 }
