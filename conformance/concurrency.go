@@ -35,17 +35,13 @@ func testOneKeyExactLimit(t *testing.T, f *fixture) {
 	const g = "concurrency: checks racing on one key admit exactly the limit"
 	const workers, perWorker, limit = 8, 25, 60
 	p, k := f.policy(limit, window), f.key()
-	// A free-running race: the clock is not held, so the store runs at full
-	// speed.
-	clock := f.inst.Clock
-	f.inst.Clock = nil
 	ws := make([]worker, workers)
 	for i := range ws {
 		ws[i] = worker{name: fmt.Sprintf("checker %d", i+1), ops: repeat(perWorker, f.checkOp(f.check(p, k), f.path))}
 	}
-	results := f.race(g, ws)
-	f.inst.Clock = clock
-	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), results)
+	// Free-running: the store runs at full speed.
+	results := f.race(g, false, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), false, results)
 	f.requireExactCount(results, limit, limit, g)
 	f.deny(f.check(p, k), domain.QuotaExhausted, g)
 }
@@ -58,8 +54,8 @@ func testOverlappingChecks(t *testing.T, f *fixture) {
 	for i := range ws {
 		ws[i] = worker{name: fmt.Sprintf("checker %d", i+1), ops: repeat(perWorker, f.checkOp(f.check(p, k), f.path))}
 	}
-	results := f.race(g, ws)
-	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), results)
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), true, results)
 	f.requireExactCount(results, limit, workers*perWorker, g)
 	f.allow(f.checkCost(f.policy(limit, window), k, limit-workers*perWorker), 0, g+" (every allowed check was counted)")
 }
@@ -75,16 +71,14 @@ func testPathsExcludeEachOther(t *testing.T, f *fixture) {
 		{name: "AdmitCheck 2", ops: repeat(perWorker, f.checkOp(f.check(p, k), viaAdmitCheck))},
 		{name: "batch of one 2", ops: repeat(perWorker, f.checkOp(f.check(p, k), viaBatchOfOne))},
 	}
-	results := f.race(g, ws)
-	f.logRace(fmt.Sprintf("2 goroutines via AdmitCheck and 2 via batch_of_one × %d checks of %s", perWorker, f.log.check(f.check(p, k))), results)
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("2 goroutines via AdmitCheck and 2 via batch_of_one × %d checks of %s", perWorker, f.log.check(f.check(p, k))), true, results)
 	f.requireExactCount(results, limit, len(ws)*perWorker, g)
 	f.allow(f.checkCost(p, k, limit-int64(len(ws)*perWorker)), 0, g+" (every allowed check was counted)")
 
 	// Then free-running, as on a store whose clock the suite does not hold.
 	const workers, free, freeLimit = 8, 20, 60
 	k = f.key()
-	clock := f.inst.Clock
-	f.inst.Clock = nil
 	ws = make([]worker, workers)
 	for i := range ws {
 		via := viaAdmitCheck
@@ -93,10 +87,9 @@ func testPathsExcludeEachOther(t *testing.T, f *fixture) {
 		}
 		ws[i] = worker{name: fmt.Sprintf("%s %d", via, i/2+1), ops: repeat(free, f.checkOp(f.check(f.policy(freeLimit, window), k), via))}
 	}
-	results = f.race(g, ws)
-	f.inst.Clock = clock
+	results = f.race(g, false, ws)
 	f.logRace(fmt.Sprintf("%d goroutines, half via AdmitCheck, half via batch_of_one, × %d checks of %s",
-		workers, free, f.log.check(f.check(f.policy(freeLimit, window), k))), results)
+		workers, free, f.log.check(f.check(f.policy(freeLimit, window), k))), false, results)
 	f.requireExactCount(results, freeLimit, freeLimit, g)
 }
 
@@ -116,8 +109,8 @@ func testRacingNewKeys(t *testing.T, f *fixture) {
 	for i, k := range ks {
 		ws[i] = worker{name: fmt.Sprintf("new key %d", i+1), ops: []raceOp{f.checkOp(f.check(p, k), f.path)}}
 	}
-	results := f.race(g, ws)
-	f.logRace(fmt.Sprintf("%d new keys in partition %d, which has %d free slots, one check each via %s", racers, part, free, f.path), results)
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("%d new keys in partition %d, which has %d free slots, one check each via %s", racers, part, free, f.path), true, results)
 	allowed, refused := 0, 0
 	for _, rs := range results {
 		for _, r := range rs {
@@ -150,8 +143,6 @@ func testOppositeOrderBatches(t *testing.T, f *fixture) {
 		forward[i] = f.check(p, k)
 		backward[len(ks)-1-i] = f.check(p, k)
 	}
-	clock := f.inst.Clock
-	f.inst.Clock = nil
 	ws := make([]worker, workers)
 	for i := range ws {
 		batch, name := forward, "forward"
@@ -160,9 +151,8 @@ func testOppositeOrderBatches(t *testing.T, f *fixture) {
 		}
 		ws[i] = worker{name: fmt.Sprintf("%s %d", name, i/2+1), ops: repeat(perWorker, f.batchOp(batch))}
 	}
-	results := f.race(g, ws)
-	f.inst.Clock = clock
-	f.logRace(fmt.Sprintf("%d goroutines × %d batches, half %s, half %s", workers, perWorker, f.log.batch(forward), f.log.batch(backward)), results)
+	results := f.race(g, false, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d batches, half %s, half %s", workers, perWorker, f.log.batch(forward), f.log.batch(backward)), false, results)
 	allowed := 0
 	for _, rs := range results {
 		for _, r := range rs {
@@ -206,14 +196,14 @@ func testOppositeOrderFirstLocksHeld(t *testing.T, f *fixture) {
 		}
 		ab := []domain.Check{f.check(p, a), f.check(p, b)}
 		ba := []domain.Check{f.check(p, b), f.check(p, a)}
-		results := f.race(g, []worker{
+		results := f.race(g, true, []worker{
 			{name: "holder of a", ops: []raceOp{f.batchOp(ab[:1])}},
 			{name: "holder of b", ops: []raceOp{f.batchOp(ba[:1])}},
 			{name: "batch [a, b]", wave: 1, ops: []raceOp{f.batchOp(ab)}},
 			{name: "batch [b, a]", wave: 1, ops: []raceOp{f.batchOp(ba)}},
 		})
 		f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
-			round+1, f.log.batch(ab[:1]), f.log.batch(ba[:1]), f.log.batch(ab), f.log.batch(ba)), results)
+			round+1, f.log.batch(ab[:1]), f.log.batch(ba[:1]), f.log.batch(ab), f.log.batch(ba)), true, results)
 		for i, rs := range results {
 			require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
 			require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)

@@ -49,16 +49,16 @@ const (
 )
 
 // race runs workers concurrently and returns each one's results in order.
-// On a store that reads the suite's clock, every clock read of a worker is
-// held until the other workers are quiet (see schedule.go). A race that
-// deadlocks fails the case, naming the workers left waiting, without
-// waiting for them.
-func (f *fixture) race(guarantee string, workers []worker) [][]result {
+// When held is set and the store reads the suite's clock, every clock read
+// of a worker is held until the other workers are quiet (see schedule.go);
+// otherwise the workers race freely. A race that deadlocks fails the case,
+// naming the workers left waiting, without waiting for them.
+func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	var s *schedule
-	if f.inst.Clock != nil {
+	if held && f.inst.Clock != nil {
 		s = newSchedule()
 		f.inst.Clock.hold.Store(s)
 		defer f.inst.Clock.hold.Store(nil)
@@ -222,7 +222,7 @@ func repeat(n int, op raceOp) []raceOp {
 }
 
 // logRace records a race's shape and outcome in the operation log.
-func (f *fixture) logRace(shape string, results [][]result) {
+func (f *fixture) logRace(shape string, held bool, results [][]result) {
 	allowed, denied, failed := 0, 0, 0
 	for _, rs := range results {
 		for _, r := range rs {
@@ -236,11 +236,14 @@ func (f *fixture) logRace(shape string, results [][]result) {
 			}
 		}
 	}
-	held := "clock reads not held (the store does not read the suite's clock)"
-	if f.inst.Clock != nil {
-		held = "each clock read held until the other goroutines waited"
+	how := "racing freely"
+	switch {
+	case held && f.inst.Clock != nil:
+		how = "each clock read held until the other goroutines waited"
+	case held:
+		how = "racing freely (the store does not read the suite's clock)"
 	}
-	f.log.add("race: %s; %s → %d allowed, %d denied, %d failed", shape, held, allowed, denied, failed)
+	f.log.add("race: %s, %s → %d allowed, %d denied, %d failed", shape, how, allowed, denied, failed)
 }
 
 // requireExactCount checks that the allowed checks of a race on one counter

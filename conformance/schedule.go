@@ -37,9 +37,6 @@ type schedule struct {
 	mu      sync.Mutex
 	members map[int64]*member
 	buf     []byte
-	// holds counts the clock reads held until the other members were quiet,
-	// for the operation log.
-	holds atomic.Int64
 }
 
 const (
@@ -118,7 +115,6 @@ func (s *schedule) inClock() {
 			if quietSince.IsZero() {
 				quietSince = time.Now()
 			} else if time.Since(quietSince) >= settle {
-				s.holds.Add(1)
 				return
 			}
 		} else {
