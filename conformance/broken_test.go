@@ -80,6 +80,9 @@ var targets = map[bs.Fault]string{
 	bs.CleanupFreesTwice:          "capacity/new_key_fits_after_cleanup",
 	bs.CleansActivePerCheck:       "capacity/never_evicts_an_active_key",
 	bs.UnguardedCapacity:          "concurrency/new_keys_racing_for_the_last_slots_take_exactly_those",
+	bs.PerCheckCleanupKeepsSlots:  "capacity/expired_counters_hold_their_slots_until_removed",
+	bs.CleanupMaxPerPartition:     "cleanup/removes_only_expired_counters",
+	bs.PanicsWhenClosed:           "close/closed_store_fails_closed",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

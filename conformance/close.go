@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 	p, k := f.policy(2, window), f.key()
 	f.allow(f.check(p, k), 1, g)
 	f.rep.called(Closer)
-	err := c.Close()
+	err := guard(c.Close)
 	f.log.add("Close → %v", err)
 	require.NoError(t, err, "%s: Close failed", g)
 
@@ -44,6 +45,8 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 func requireFailedClosed(t *testing.T, err error, k domain.SubjectKey, g, got string) {
 	t.Helper()
 	require.Error(t, err, "%s: a closed store returned %s", g, got)
+	var pe *panicError
+	require.False(t, errors.As(err, &pe), "%s: a closed store must return an error, not panic: %v", g, err)
 	require.False(t, ports.MayHaveConsumedQuota(err), "%s: the error must say nothing was consumed: %v", g, err)
 	// An error message may reach logs: it must not carry the key.
 	b := k.Bytes()

@@ -152,16 +152,16 @@ func (f *fixture) checkCost(p domain.Policy, k domain.SubjectKey, cost int64) do
 
 // apply applies one check on path p and logs it.
 func (f *fixture) apply(c domain.Check, p path) (domain.Decision, error) {
-	var (
-		d   domain.Decision
-		err error
-	)
-	if p == viaAdmitCheck {
-		f.rep.called(CheckAdmitter)
-		d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(f.ctx, c)
-	} else {
-		d, err = f.limiter.Check(f.ctx, c)
-	}
+	var d domain.Decision
+	err := guard(func() (err error) {
+		if p == viaAdmitCheck {
+			f.rep.called(CheckAdmitter)
+			d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(f.ctx, c)
+		} else {
+			d, err = f.limiter.Check(f.ctx, c)
+		}
+		return err
+	})
 	if err != nil {
 		f.log.add("check %s via %s → error: %v", f.log.check(c), p, err)
 	} else {
@@ -228,7 +228,11 @@ func (f *fixture) refuseVia(c domain.Check, p path, outcome domain.Outcome, reas
 // admit applies checks as one batch; a store error fails the case.
 func (f *fixture) admit(checks []domain.Check, guarantee string) domain.BatchDecision {
 	f.t.Helper()
-	bd, err := f.limiter.CheckAll(f.ctx, checks)
+	var bd domain.BatchDecision
+	err := guard(func() (err error) {
+		bd, err = f.limiter.CheckAll(f.ctx, checks)
+		return err
+	})
 	if err != nil {
 		f.log.add("batch %s via Admit → error: %v", f.log.batch(checks), err)
 	} else {
@@ -310,7 +314,11 @@ func (f *fixture) stats() (ports.Stats, bool) {
 		return ports.Stats{}, false
 	}
 	f.rep.called(StatsReporter)
-	s, err := sr.Stats(f.ctx)
+	var s ports.Stats
+	err := guard(func() (err error) {
+		s, err = sr.Stats(f.ctx)
+		return err
+	})
 	if err != nil {
 		f.log.add("Stats → error: %v", err)
 	} else {
@@ -328,7 +336,11 @@ func (f *fixture) cleaner() (func(max int) (int, error), bool) {
 	}
 	return func(max int) (int, error) {
 		f.rep.called(Cleaner)
-		n, err := c.CleanupExpired(f.ctx, max)
+		var n int
+		err := guard(func() (err error) {
+			n, err = c.CleanupExpired(f.ctx, max)
+			return err
+		})
 		if err != nil {
 			f.log.add("CleanupExpired(%d) → %d, error: %v", max, n, err)
 		} else {
@@ -337,3 +349,20 @@ func (f *fixture) cleaner() (func(max int) (int, error), bool) {
 		return n, err
 	}, true
 }
+
+// guard calls op and turns a panic in the store into a [*panicError], so
+// that a case fails naming its guarantee, with its operation log, instead
+// of crashing the test binary.
+func guard(op func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r}
+		}
+	}()
+	return op()
+}
+
+// panicError is a panic that escaped the store.
+type panicError struct{ value any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("the store panicked: %v", e.value) }

@@ -173,12 +173,15 @@ func (f *fixture) checkOp(c domain.Check, p path) raceOp {
 			d   domain.Decision
 			err error
 		)
-		if p == viaAdmitCheck {
-			f.rep.called(CheckAdmitter)
-			d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(ctx, c)
-		} else {
-			d, err = f.limiter.Check(ctx, c)
-		}
+		err = guard(func() (err error) {
+			if p == viaAdmitCheck {
+				f.rep.called(CheckAdmitter)
+				d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(ctx, c)
+			} else {
+				d, err = f.limiter.Check(ctx, c)
+			}
+			return err
+		})
 		if err != nil {
 			return result{err: err}
 		}
@@ -196,7 +199,11 @@ func (f *fixture) checkOp(c domain.Check, p path) raceOp {
 // batchOp applies checks as one batch through Admit.
 func (f *fixture) batchOp(checks []domain.Check) raceOp {
 	return func(ctx context.Context) result {
-		bd, err := f.limiter.CheckAll(ctx, checks)
+		var bd domain.BatchDecision
+		err := guard(func() (err error) {
+			bd, err = f.limiter.CheckAll(ctx, checks)
+			return err
+		})
 		if err != nil {
 			return result{err: err}
 		}

@@ -189,6 +189,12 @@ const (
 	// CleansActivePerCheck removes, on each check, the counter of the
 	// check's partition that expires first, expired or not.
 	CleansActivePerCheck
+	// PerCheckCleanupKeepsSlots removes expired counters on each check, as
+	// the memory store does, but their partition keeps counting them.
+	PerCheckCleanupKeepsSlots
+	// CleanupMaxPerPartition applies CleanupExpired's maximum to each
+	// partition rather than to the call.
+	CleanupMaxPerPartition
 	// CleanupKeepsCounterAtEnd leaves a counter at exactly its window's end
 	// (expires < now instead of expires <= now).
 	CleanupKeepsCounterAtEnd
@@ -205,6 +211,8 @@ const (
 
 	// IgnoresClose keeps serving after Close.
 	IgnoresClose
+	// PanicsWhenClosed panics on an admission after Close.
+	PanicsWhenClosed
 	// ClosedErrorMayHaveConsumed fails closed with an error that does not
 	// say nothing was consumed.
 	ClosedErrorMayHaveConsumed
@@ -254,6 +262,9 @@ var faultNames = [faultCount]string{
 	CleanupFreesTwice:          "CleanupFreesTwice",
 	CleansActivePerCheck:       "CleansActivePerCheck",
 	UnguardedCapacity:          "UnguardedCapacity",
+	PerCheckCleanupKeepsSlots:  "PerCheckCleanupKeepsSlots",
+	CleanupMaxPerPartition:     "CleanupMaxPerPartition",
+	PanicsWhenClosed:           "PanicsWhenClosed",
 }
 
 // Faults returns every deliberate defect, None excluded.

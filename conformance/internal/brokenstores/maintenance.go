@@ -36,7 +36,7 @@ func (e *Error) MayHaveConsumedQuota() bool { return false }
 // cleansPerCheck reports whether each check removes expired counters from
 // its partition before it reads.
 func (s *Store) cleansPerCheck() bool {
-	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck
+	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots
 }
 
 // usable returns why the store cannot admit k, or nil.
@@ -50,6 +50,8 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	switch s.cfg.Fault {
 	case IgnoresClose:
 		return nil
+	case PanicsWhenClosed:
+		panic("brokenstores: admission on a closed store")
 	case ClosedErrorMayHaveConsumed:
 		return errors.New("brokenstores: admit: store is closed")
 	case ClosedErrorNamesKey:
@@ -81,15 +83,23 @@ func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cfg.Fault == CleanupIgnoresMax {
+	switch s.cfg.Fault {
+	case CleanupIgnoresMax:
 		max = math.MaxInt
+	case CleanupMaxPerPartition:
+		removed := 0
+		for p := range s.cfg.Partitions {
+			removed += s.removeExpired(p, now, max, nil)
+		}
+		return removed, nil
 	}
 	return s.removeExpired(-1, now, max, nil), nil
 }
 
 // removeExpired removes up to max expired counters of partition p (of every
-// partition when p < 0), earliest expiry first, except the keys in skip
-// and keys an admission holds. The caller holds s.mu.
+// partition when p < 0), earliest expiry first, except keys an admission
+// holds. skip holds the keys of the check cleaning on its way, which it
+// renews in place; it is nil for CleanupExpired. The caller holds s.mu.
 func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.CounterKey) int {
 	type candidate struct {
 		k domain.CounterKey
@@ -117,7 +127,7 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 		if removed >= max {
 			break
 		}
-		if !s.tryRemove(c.k) {
+		if !s.tryRemove(c.k, skip != nil) {
 			continue
 		}
 		removed++
@@ -125,9 +135,9 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 	return removed
 }
 
-// tryRemove deletes k unless an admission holds its lock. The caller holds
-// s.mu.
-func (s *Store) tryRemove(k domain.CounterKey) bool {
+// tryRemove deletes k unless an admission holds its lock; perCheck says a
+// check is cleaning on its way. The caller holds s.mu.
+func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 	s.keyMu.Lock()
 	l, ok := s.keyLocks[k]
 	s.keyMu.Unlock()
@@ -138,9 +148,9 @@ func (s *Store) tryRemove(k domain.CounterKey) bool {
 		defer l.Unlock()
 	}
 	delete(s.entries, k)
-	switch s.cfg.Fault {
-	case CleanupKeepsSlots:
-	case CleanupFreesTwice:
+	switch f := s.cfg.Fault; {
+	case f == CleanupKeepsSlots, f == PerCheckCleanupKeepsSlots && perCheck:
+	case f == CleanupFreesTwice:
 		s.stored[s.PartitionOf(k)] -= 2
 	default:
 		s.stored[s.PartitionOf(k)]--
