@@ -185,13 +185,14 @@
 //
 // # Proof that it can fail
 //
-// The package's own tests run the suite against sixty deliberately broken
-// stores, each a plausible real-world bug: window ends off by a
-// millisecond or a microsecond, sliding or mis-anchored renewals, times and
-// counts kept in milliseconds, seconds, float64, int32 or JSON, counters
-// keyed without the limit, caches that outlive writes, locks taken in
-// caller order or released between reading, deciding and writing, capacity
-// counted wrongly or unguarded, partial writes, cleanup and stats that lie,
-// a careless Close, a single-check path that skips rules. Each must fail,
-// in one default run, the case written for it.
+// The package's own tests run the suite against over sixty deliberately
+// broken stores, each a plausible real-world bug: window ends off by a
+// millisecond or a microsecond, sliding or mis-anchored renewals, times
+// and counts kept in milliseconds, seconds, float64, int32 or JSON,
+// counters keyed without the limit, caches that outlive writes, locks
+// taken in caller order or released between reading, deciding and
+// writing, capacity counted wrongly or unguarded, partial writes, cleanup
+// and stats that lie, a careless or panicking Close, a single-check path
+// that skips rules. Each must fail, in one default run, the case written
+// for it.
 package conformance
