@@ -123,7 +123,7 @@ func checkInstance(t *testing.T, inst Instance) {
 func clockKind(c capabilities) string {
 	switch {
 	case c.clock:
-		return "a suite-controlled (Instance.Clock)"
+		return "a ManualClock (Instance.Clock)"
 	case c.exact:
 		return "an exact (ExactTime)"
 	}

@@ -13,13 +13,13 @@ import (
 // lose an update, on each path and across the two, and that batches naming
 // the same keys in opposite orders neither deadlock nor miscount.
 //
-// On a store that reads the suite's clock ([Instance.Clock]) the races are
-// scheduled (see schedule.go): admissions are held inside the clock read
-// until the others have piled up on the store's locks, so a store that
-// reads or decides outside its locks is caught in every run, and the
-// deadlock case makes two opposite-order batches each take their first
-// lock before either takes its second. Other stores race freely; run them
-// with -count and -race.
+// On a store that reads a [ManualClock] the held races are scheduled (see
+// schedule.go): admissions are held inside the clock read until the others
+// have piled up on the store's locks, so a store that reads or decides
+// outside its locks is caught in every run, and the deadlock case makes
+// two opposite-order batches each take their first lock before either
+// takes its second. Other stores race freely; run them with -count and
+// -race.
 func concurrencyScenario() scenario {
 	return scenario{name: "concurrency", cases: []testCase{
 		{name: "one_key_admits_exactly_the_limit", single: true, run: testOneKeyExactLimit},

@@ -23,7 +23,8 @@
 //
 //   - Clock: a store with an injectable clock reads a [ManualClock] the
 //     suite moves. Durations are then compared exactly, and the suite holds
-//     admissions inside their clock read (see Concurrency below).
+//     admissions inside their clock read (see Concurrency below), as it
+//     does for any store reading a ManualClock.
 //   - Advance and ExactTime: a store whose clock keeps running (a
 //     database's) moves time by shifting its stored window times back
 //     instead, so production code needs no test hook. Its durations are
@@ -143,7 +144,7 @@
 //
 // # Concurrency
 //
-// A store that reads the suite's clock has its races scheduled: the store
+// A store that reads a [ManualClock] has its races scheduled: the store
 // reads its clock while it holds every lock of an admission, so the suite
 // holds each clock read until the other racing admissions are parked on
 // the store's locks (read from their goroutine states) or inside the clock

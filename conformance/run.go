@@ -33,11 +33,9 @@ type Instance struct {
 	// Store is the store under test. Required.
 	Store ports.Store
 	// Clock is the [ManualClock] the store reads, when the harness could
-	// inject one. The suite then moves time with it (Advance may be nil),
-	// compares durations exactly (as with ExactTime), and holds admissions
-	// inside the store's clock read so that two of them are provably in
-	// their critical sections at once: races and lock-order deadlocks are
-	// forced in every run rather than hoped for. Default nil.
+	// inject one. The suite then moves time with it (Advance may be nil) and
+	// compares durations exactly (as with ExactTime). (Races are held in the
+	// clock read of any ManualClock, given here or not.) Default nil.
 	Clock *ManualClock
 	// Advance moves Store's time forward. Required unless Clock is set; when
 	// both are set the suite calls Advance, which must move Clock.

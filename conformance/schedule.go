@@ -37,6 +37,9 @@ type schedule struct {
 	mu      sync.Mutex
 	members map[int64]*member
 	buf     []byte
+	// sawClock: a member read a ManualClock, so the store runs in this
+	// process and its members park only on each other.
+	sawClock atomic.Bool
 }
 
 const (
@@ -60,8 +63,35 @@ type member struct {
 	done    atomic.Bool
 }
 
+// racing finds the schedule of a goroutine that reads a ManualClock: the
+// clock is the harness's, not the schedule's, so the member goroutines are
+// registered process-wide, by goroutine id, while their race runs.
+var racing struct {
+	active  atomic.Int32 // schedules running; Now looks up nothing while 0
+	mu      sync.Mutex
+	members map[int64]*schedule
+}
+
 func newSchedule() *schedule {
+	racing.active.Add(1)
 	return &schedule{members: make(map[int64]*member), buf: make([]byte, 64<<10)}
+}
+
+// end unregisters the schedule's members; their clock reads pass straight
+// through from now on.
+func (s *schedule) end() {
+	s.mu.Lock()
+	ids := make([]int64, 0, len(s.members))
+	for id := range s.members {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	racing.mu.Lock()
+	for _, id := range ids {
+		delete(racing.members, id)
+	}
+	racing.mu.Unlock()
+	racing.active.Add(-1)
 }
 
 // join registers the calling goroutine as a member named name. It must be
@@ -73,7 +103,25 @@ func (s *schedule) join(name string) *member {
 	s.mu.Lock()
 	s.members[id] = m
 	s.mu.Unlock()
+	racing.mu.Lock()
+	if racing.members == nil {
+		racing.members = make(map[int64]*schedule)
+	}
+	racing.members[id] = s
+	racing.mu.Unlock()
 	return m
+}
+
+// holdIfRacing holds the calling goroutine's clock read when it races in a
+// schedule.
+func holdIfRacing() {
+	id := goid()
+	racing.mu.Lock()
+	s := racing.members[id]
+	racing.mu.Unlock()
+	if s != nil {
+		s.inClock(id)
+	}
 }
 
 // enter and leave bracket one call into the store. They, and finish, do
@@ -97,15 +145,16 @@ func (m *member) finish() {
 	}
 }
 
-// inClock is called by ManualClock.Now. A member's read is held until the
-// other members are quiet; any other goroutine passes straight through.
-func (s *schedule) inClock() {
+// inClock holds the clock read of member id until the other members are
+// quiet.
+func (s *schedule) inClock(id int64) {
 	s.mu.Lock()
-	m := s.members[goid()]
+	m := s.members[id]
 	s.mu.Unlock()
 	if m == nil {
 		return
 	}
+	s.sawClock.Store(true)
 	m.inClock.Store(true)
 	defer m.inClock.Store(false)
 	deadline := time.Now().Add(maxHold)
