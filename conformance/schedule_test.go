@@ -14,15 +14,18 @@ import (
 func TestScheduleSeesParkedAndRunningMembers(t *testing.T) {
 	t.Parallel()
 	s := newSchedule()
+	defer s.end()
 	var mu sync.Mutex
 	mu.Lock()
 	joined := make(chan *member)
 	done := make(chan struct{})
+	waited := false
 	go func() {
 		m := s.join("waiter")
 		m.enter()
 		joined <- m
 		mu.Lock() // parks until the test unlocks
+		waited = true
 		mu.Unlock()
 		m.leave()
 		m.finish()
@@ -39,6 +42,7 @@ func TestScheduleSeesParkedAndRunningMembers(t *testing.T) {
 	require.Equal(t, []string{"waiter"}, names)
 	mu.Unlock()
 	<-done
+	require.True(t, waited)
 	require.True(t, s.settled(m), "a finished member is settled")
 	_, stuck = s.stuck()
 	require.False(t, stuck, "no member is left waiting")
