@@ -10,7 +10,7 @@ import (
 )
 
 // A schedule forces the interleavings that concurrency bugs need, on a
-// store that reads the suite's [ManualClock].
+// store that reads a [ManualClock].
 //
 // The protocol has a store read its clock once per admission, after it
 // holds every lock the admission needs and before it writes. So while the
