@@ -15,12 +15,12 @@ import (
 // never reach the store.
 func batchesScenario() scenario {
 	return scenario{name: "batches", cases: []testCase{
-		{name: "all_or_nothing", run: testAllOrNothing},
-		{name: "first_failing_index_in_caller_order", run: testFirstFailingIndex},
-		{name: "caller_order_of_allowances", run: testCallerOrderOfAllowances},
-		{name: "largest_batch_is_admitted", run: testLargestBatch},
-		{name: "structural_errors_never_touch_the_store", run: testStructuralErrors},
-		{name: "single_check_and_batch_of_one_agree", run: testSingleAndBatchOfOneAgree},
+		{name: "all_or_nothing", single: true, run: testAllOrNothing},
+		{name: "first_failing_index_in_caller_order", single: true, run: testFirstFailingIndex},
+		{name: "caller_order_of_allowances", single: true, run: testCallerOrderOfAllowances},
+		{name: "largest_batch_is_admitted", single: true, run: testLargestBatch},
+		{name: "structural_errors_never_touch_the_store", single: true, run: testStructuralErrors},
+		{name: "repeated_batches_count_every_time", run: testRepeatedBatches},
 	}}
 }
 
@@ -158,28 +158,24 @@ func testStructuralErrors(t *testing.T, f *fixture) {
 			require.Equal(t, bad.first, be.First, "%s (%s): the earlier check it conflicts with", g, bad.name)
 		}
 	}
-	require.Zero(t, f.counted.admits.Load(), "%s: the store saw an invalid batch", g)
+	require.Zero(t, f.admits.Load(), "%s: the store saw an invalid batch", g)
 	f.allow(f.check(p, a), 1, g+" (nothing was consumed)")
 	f.allow(f.check(p, b), 1, g+" (nothing was consumed)")
 }
 
-// testSingleAndBatchOfOneAgree alternates single checks (which a store with
-// a single-check path, ports.CheckAdmitter, serves there) and batches of one
-// (always through Admit) on one key: both paths must count the same counter.
-func testSingleAndBatchOfOneAgree(t *testing.T, f *fixture) {
-	const g = "batches: a single check and a batch of one share one counter"
-	p := f.policy(4, window)
-	k := f.key()
-	f.allow(f.check(p, k), 3, g)
-	bd := f.admit([]domain.Check{f.check(p, k)}, g)
-	require.Equal(t, domain.Allowed, bd.Outcome(), "%s: got %s", g, describeBatch(bd))
-	a, _ := bd.Decisions()[0].Allowance()
-	require.Equal(t, int64(2), a.Remaining, "%s: the batch of one must see the single check's unit", g)
-	f.allow(f.checkCost(p, k, 2), 0, g+" (the single check must see the batch's unit)")
-	bd = f.admit([]domain.Check{f.check(p, k)}, g)
-	index, den, ok := bd.Denied()
-	require.True(t, ok, "%s: the batch of one must be denied once the single checks exhausted the counter, got %s", g, describeBatch(bd))
-	require.Equal(t, 0, index, g)
-	require.Equal(t, domain.QuotaExhausted.String(), den.Reason().String(), g)
-	f.deny(f.check(p, k), domain.QuotaExhausted, g)
+// testRepeatedBatches sends one batch again and again without time
+// moving: a store that remembers the last decision or the last read of a
+// batch (a cache keyed by its keys and instant) answers the repeats from
+// memory and stops counting.
+func testRepeatedBatches(t *testing.T, f *fixture) {
+	const g = "batches: the same batch sent again at the same instant is counted again"
+	p := f.policy(3, window)
+	a, b := f.key(), f.key()
+	batch := []domain.Check{f.check(p, a), f.check(p, b)}
+	for want := int64(2); want >= 0; want-- {
+		rem := f.admitAllowed(batch, g)
+		require.Equal(t, []int64{want, want}, rem, "%s: remaining units after the batch", g)
+	}
+	f.admitDenied(batch, 0, domain.QuotaExhausted, g+" (the fourth batch finds both counters exhausted)")
+	f.admitDenied([]domain.Check{f.check(p, b), f.check(p, a)}, 0, domain.QuotaExhausted, g+" (in the other order too)")
 }

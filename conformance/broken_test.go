@@ -11,73 +11,135 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/conformance"
-	"github.com/runlimit/runlimit/conformance/internal/brokenstores"
+	bs "github.com/runlimit/runlimit/conformance/internal/brokenstores"
 )
 
-// faultEnv names the fault a child test process runs the suite against.
-const faultEnv = "RUNLIMIT_CONFORMANCE_FAULT"
+// childEnv marks a child process in which the suite runs against a broken
+// store.
+const childEnv = "RUNLIMIT_CONFORMANCE_BROKEN_STORES"
 
-// targets maps each fault to the case written to catch it.
-var targets = map[brokenstores.Fault]string{
-	brokenstores.ConsumesOnDenial:   "denials/quota",
-	brokenstores.NotAtomic:          "batches/all_or_nothing",
-	brokenstores.EvictsLiveKeys:     "capacity/never_evicts_an_active_key",
-	brokenstores.IgnoresCapacity:    "capacity/full_store_denies_a_new_key",
-	brokenstores.RenewsEarly:        "windows/renewal_exactly_at_expiry",
-	brokenstores.RenewsLate:         "windows/renewal_exactly_at_expiry",
-	brokenstores.NoKeyLocks:         "concurrency/one_key_admits_exactly_the_limit",
-	brokenstores.ClockBackwards:     "time/later_windows_never_end_earlier",
-	brokenstores.ReordersAllowances: "batches/caller_order_of_allowances",
+// targets names, for each fault, the case written to catch it: scenario/case,
+// or scenario/case/path when only one single-check path has the defect.
+var targets = map[bs.Fault]string{
+	bs.RenewsEarly:                "windows/renewal_exactly_at_expiry",
+	bs.RenewsLate:                 "windows/renewal_exactly_at_expiry",
+	bs.InclusiveEnd:               "windows/renewal_exactly_at_expiry",
+	bs.SlidesWindow:               "windows/exact_remaining_and_reset",
+	bs.RenewsAtOldEnd:             "windows/renewal_after_expiry_anchors_at_the_renewing_check",
+	bs.StoresMilliseconds:         "windows/exact_remaining_and_reset",
+	bs.StoresSeconds:              "windows/short_windows_are_exact",
+	bs.ClockBackwards:             "time/later_windows_never_end_earlier",
+	bs.FloatCounts:                "windows/counts_beyond_32_and_53_bits_are_exact",
+	bs.Int32Counts:                "windows/counts_beyond_32_and_53_bits_are_exact",
+	bs.FloatMicroseconds:          "windows/largest_limit_and_window",
+	bs.JSONRoundTrip:              "windows/counts_beyond_32_and_53_bits_are_exact",
+	bs.ExpiredNeedsSlot:           "capacity/expired_key_renews_in_place",
+	bs.CachesReads:                "windows/cost_above_one",
+	bs.CachesBatches:              "batches/repeated_batches_count_every_time",
+	bs.SingleCheckCache:           "paths/single_check_and_batch_of_one_share_a_counter",
+	bs.ReordersAllowances:         "batches/caller_order_of_allowances",
+	bs.WritesInLockOrder:          "batches/caller_order_of_allowances",
+	bs.CallerOrderLocks:           "concurrency/opposite_order_batches_holding_their_first_lock_do_not_deadlock",
+	bs.ReleasesLockBeforeWrite:    "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.ReleasesLockBeforeDeciding: "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.SingleCheckOwnLock:         "concurrency/single_checks_and_batches_exclude_each_other",
+	bs.NotAtomic:                  "batches/all_or_nothing",
+	bs.WritesBeforeDeciding:       "batches/all_or_nothing",
+	bs.WritesOnShadowDenial:       "denials/shadow",
+	bs.ConsumesOnDenial:           "denials/quota",
+	bs.IgnoresCapacity:            "capacity/full_partition_denies_a_new_key",
+	bs.EvictsLiveKeys:             "capacity/never_evicts_an_active_key",
+	bs.OverfillsInBatch:           "capacity/new_keys_of_a_batch_compete_for_free_slots",
+	bs.KeepsSlotsOfDeniedBatch:    "capacity/denied_batch_keeps_no_slot",
+	bs.BoundCountsActiveOnly:      "capacity/expired_counters_hold_their_slots_until_removed",
+	bs.GlobalBound:                "capacity/each_partition_holds_its_own_bound",
+	bs.CapacityRetryLatest:        "capacity/full_partition_denies_a_new_key",
+	bs.ShadowIgnoresCapacity:      "shadow/capacity_denial_never_shadowed",
+	bs.SingleCheckIgnoresCapacity: "capacity/full_partition_denies_a_new_key/AdmitCheck",
+	bs.CleanupRemovesActive:       "cleanup/removes_only_expired_counters",
+	bs.CleanupIgnoresMax:          "cleanup/removes_only_expired_counters",
+	bs.CleanupNegativeMeansAll:    "cleanup/zero_or_negative_max_removes_nothing",
+	bs.CleanupKeepsSlots:          "capacity/new_key_fits_after_cleanup",
+	bs.CleanupKeepsCounterAtEnd:   "cleanup/window_end_is_the_boundary",
+	bs.StatsCountActiveOnly:       "capacity/expired_counters_hold_their_slots_until_removed",
+	bs.StatsMisindexed:            "capacity/each_partition_holds_its_own_bound",
+	bs.IgnoresClose:               "close/closed_store_fails_closed",
+	bs.ClosedErrorMayHaveConsumed: "close/closed_store_fails_closed",
+	bs.ClosedErrorNamesKey:        "close/closed_store_fails_closed",
+	bs.SingleCheckSkipsValidation: "paths/invalid_single_check_is_an_error",
+	bs.IgnoresInjectedClock:       "windows/renewal_exactly_at_expiry",
+	bs.ChargesOneUnit:             "windows/cost_above_one",
+	bs.KeysBySubjectOnly:          "windows/counters_independent_per_fingerprint",
+	bs.KeysByPolicyID:             "windows/counters_independent_per_fingerprint",
+	bs.LockOrderByPolicy:          "concurrency/opposite_order_batches_holding_their_first_lock_do_not_deadlock",
+	bs.ReadsBeforeLocking:         "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.LocksFirstKeyOnly:          "concurrency/opposite_order_batches_holding_their_first_lock_do_not_deadlock",
+	bs.ProceedsWhenLockBusy:       "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.SingleCheckIgnoresCommit:   "denials/quota/AdmitCheck",
+	bs.AnyFullPartitionRefuses:    "capacity/each_partition_holds_its_own_bound",
+	bs.CleanupFreesTwice:          "capacity/new_key_fits_after_cleanup",
+	bs.CleansActivePerCheck:       "capacity/never_evicts_an_active_key",
+	bs.UnguardedCapacity:          "concurrency/new_keys_racing_for_the_last_slots_take_exactly_those",
+	bs.PerCheckCleanupKeepsSlots:  "capacity/expired_counters_hold_their_slots_until_removed",
+	bs.CleanupMaxPerPartition:     "cleanup/removes_only_expired_counters",
+	bs.PanicsWhenClosed:           "close/closed_store_fails_closed",
 }
 
-// TestBrokenStore runs the suite against the store with the fault named in
-// the environment. It is the child process of TestBrokenStoresAreCaught and
-// skips anywhere else.
-func TestBrokenStore(t *testing.T) {
+// TestBrokenStores runs the suite against every broken store, each as a
+// subtest named after its fault. It runs in the child processes of
+// TestBrokenStoresAreCaught, one fault each, and skips anywhere else: each
+// subtest is meant to fail.
+func TestBrokenStores(t *testing.T) {
 	t.Parallel()
-	name := os.Getenv(faultEnv)
-	if name == "" {
-		t.Skip("runs only as a child process of TestBrokenStoresAreCaught")
+	if os.Getenv(childEnv) == "" {
+		t.Skip("runs only as the child process of TestBrokenStoresAreCaught")
 	}
-	fault, ok := brokenstores.ParseFault(name)
-	require.True(t, ok, "unknown fault %q", name)
-	conformance.Run(t, harness(fault))
-}
-
-// TestBrokenStoresAreCaught proves the suite can fail: each broken store
-// must fail the case written for its fault. The suite runs in a child
-// `go test` process per store (this test binary, reading -test.v output),
-// since a failing suite fails the test that runs it.
-func TestBrokenStoresAreCaught(t *testing.T) {
-	t.Parallel()
-	if os.Getenv(faultEnv) != "" {
-		t.Skip("already inside a child process")
-	}
-	require.Len(t, targets, len(brokenstores.Faults()), "every fault needs a target case")
-	for _, fault := range brokenstores.Faults() {
+	for _, fault := range bs.Faults() {
 		t.Run(fault.String(), func(t *testing.T) {
 			t.Parallel()
-			target := targets[fault]
-			failed, out, err := runChild(t, fault)
-			require.Error(t, err, "the suite passed a store with fault %s:\n%s", fault, out)
-			require.True(t, slices.Contains(failed, target),
-				"fault %s was not caught by %s; the suite failed in %v:\n%s", fault, target, failed, out)
-			t.Logf("%s: caught by %s; every failing case: %s", fault, target, strings.Join(failed, ", "))
+			conformance.Run(t, harness(fault))
 		})
 	}
 }
 
-// failLine matches a failing case of the suite (scenario/case) in -test.v
-// output.
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStore/(\S+/\S+) `)
+// TestBrokenStoresAreCaught proves the suite can fail: each broken store
+// must fail the case written for its fault, in one default run. The suite
+// runs against each in a child `go test` process (this test binary,
+// reading its -test.v output), since a failing suite fails the test that
+// runs it, and a deadlocked store leaves goroutines behind.
+func TestBrokenStoresAreCaught(t *testing.T) {
+	t.Parallel()
+	if os.Getenv(childEnv) != "" {
+		t.Skip("already inside a child process")
+	}
+	require.Len(t, targets, len(bs.Faults()), "every fault needs a target case")
+	for _, fault := range bs.Faults() {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel()
+			target := targets[fault]
+			cases, out, err := runBrokenStore(t, fault)
+			var exitErr *exec.ExitError
+			require.ErrorAs(t, err, &exitErr, "the child process must run the suite and fail:\n%s", out)
+			require.NotEmpty(t, cases, "the suite passed a store with fault %s:\n%s", fault, out)
+			caught := slices.ContainsFunc(cases, func(c string) bool { return c == target || strings.HasPrefix(c, target+"/") })
+			require.True(t, caught, "fault %s was not caught by %s; the suite failed in %v:\n%s", fault, target, cases, out)
+			t.Logf("%s: caught by %s; every failing case: %s", fault, target, strings.Join(cases, ", "))
+		})
+	}
+}
 
-// runChild runs the suite against fault in a child process and returns the
-// cases that failed, the process's output and its exit error.
-func runChild(t *testing.T, fault brokenstores.Fault) (failed []string, out string, err error) {
+// failLine matches a failing case (scenario/case, or scenario/case/path)
+// in -test.v output.
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStores/\w+/(\S+/\S+) `)
+
+// runBrokenStore runs the suite against the store with fault in a child
+// process and returns the cases that failed, the process's output and its
+// exit error.
+func runBrokenStore(t *testing.T, fault bs.Fault) (failed []string, out string, err error) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0],
-		"-test.run=^TestBrokenStore$", "-test.v", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(os.Environ(), faultEnv+"="+fault.String())
+		"-test.run=^TestBrokenStores$/^"+fault.String()+"$", "-test.v", "-test.count=1", "-test.timeout=2m")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	b, err := cmd.CombinedOutput()
 	for _, m := range failLine.FindAllStringSubmatch(string(b), -1) {
 		failed = append(failed, m[1])

@@ -7,160 +7,275 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
-	"github.com/runlimit/runlimit/ports"
 )
 
-// capacityScenario checks the hard bound on stored counters: a full
-// partition refuses new keys, never evicts an active one to make room, keeps
-// serving the keys it holds, and renews an expired key in its own slot.
+// capacityScenario checks the hard bound on stored counters in each
+// capacity partition, counted exactly: a full partition refuses new keys,
+// never evicts an active one, keeps serving the keys it holds, and renews an
+// expired key in its own slot; expired counters hold their slots until they
+// are removed; the new keys of one batch compete for the free slots; a
+// denied batch keeps none; and each partition's bound is its own.
+//
+// Every key is aimed at a partition (see partition.go), so the counts are
+// exact on a store with any number of partitions.
 func capacityScenario() scenario {
 	return scenario{name: "capacity", cases: []testCase{
-		{name: "full_store_denies_a_new_key", opts: capacityOptions, run: testFullStoreDenies},
-		{name: "never_evicts_an_active_key", opts: capacityOptions, run: testNeverEvicts},
-		{name: "full_partition_leaves_others_open", opts: capacityOptions, run: testFullPartitionLeavesOthersOpen},
-		{name: "full_store_serves_existing_keys", opts: capacityOptions, run: testFullStoreServesExisting},
-		{name: "expired_key_renews_in_place", opts: capacityOptions, run: testExpiredKeyRenewsInPlace},
-		{name: "new_key_fits_after_expiry", opts: capacityOptions, run: testNewKeyFitsAfterExpiry},
+		{name: "full_partition_denies_a_new_key", single: true, opts: capacityOptions, run: testFullPartitionDenies},
+		{name: "never_evicts_an_active_key", single: true, opts: capacityOptions, run: testNeverEvicts},
+		{name: "each_partition_holds_its_own_bound", single: true, opts: capacityOptions, run: testEachPartitionHoldsItsBound},
+		{name: "full_partition_serves_existing_keys", single: true, opts: capacityOptions, run: testFullPartitionServesExisting},
+		{name: "expired_key_renews_in_place", single: true, opts: capacityOptions, run: testExpiredKeyRenewsInPlace},
+		{name: "expired_counters_hold_their_slots_until_removed", single: true, opts: capacityOptions, run: testExpiredCountersHoldSlots},
+		{name: "new_key_fits_after_cleanup", single: true, opts: capacityOptions, run: testNewKeyFitsAfterCleanup},
+		{name: "new_keys_of_a_batch_compete_for_free_slots", single: true, opts: capacityOptions, run: testBatchNewKeysCompete},
+		{name: "denied_batch_keeps_no_slot", single: true, opts: capacityOptions, run: testDeniedBatchKeepsNoSlot},
 	}}
 }
 
-func testFullStoreDenies(t *testing.T, f *fixture) {
-	const g = "capacity: a full partition denies a new key for storage capacity"
+func testFullPartitionDenies(t *testing.T, f *fixture) {
+	const g = "capacity: a partition holding Capacity counters denies a new key for storage capacity"
 	p := f.policy(2, window)
-	r := f.fill(p)
-	f.requireFull(r)
-	require.Equal(t, domain.Denied, r.outcome, "%s: got %s", g, r.outcome)
-	if s, ok := f.stats(); ok {
-		require.Equal(t, int64(len(r.admitted)), s.Entries, "%s: Stats.Entries counts the admitted keys", g)
-		require.Zero(t, s.MinHeadroom(), "%s: the refusing partition has no headroom in Stats", g)
+	part := f.somePart(p)
+	c := f.opts.Capacity
+	// One key a minute, so that the partition's counters end at different
+	// times and the earliest end is the first key's.
+	for i, k := range f.keysIn(p, part, c) {
+		if i > 0 {
+			f.advance(time.Minute)
+		}
+		f.allow(f.check(p, k), 1, g+" (a partition with room admits a new key)")
 	}
+	f.requireOccupancy(occupancy{part: c}, g)
+	refused := f.keyIn(p, part)
+	f.deny(f.check(p, refused), domain.StorageCapacity, g)
 	f.advance(10 * time.Minute)
-	d := f.deny(f.check(p, r.refused), domain.StorageCapacity, g+" (asked again)")
-	if retry, ok := d.RetryAfter(); ok {
-		// Every counter of the full partition started at the same time, so
-		// its earliest expiry is the end of their window.
-		f.requireDuration(window-10*time.Minute, retry, g+" (the retry time is the earliest expiry in the partition)")
+	den := f.deny(f.check(p, refused), domain.StorageCapacity, g+" (asked again)")
+	if retry, ok := den.RetryAfter(); ok {
+		first := window - time.Duration(c-1)*time.Minute - 10*time.Minute
+		f.requireDuration(first, retry, g+" (a capacity denial's retry time is the earliest expiry in the partition: the first key's)")
 	}
+	f.requireOccupancy(occupancy{part: c}, g+" (the refused key holds no slot)")
 }
 
 func testNeverEvicts(t *testing.T, f *fixture) {
 	const g = "capacity: an active key is never evicted to make room for a new one"
 	p := f.policy(1, window)
-	r := f.fill(p)
+	part := f.somePart(p)
+	held := f.fillPartition(p, part, g)
 	// Press on: a store that evicts does it when new keys keep coming.
 	for range 3 {
-		f.decide(f.check(p, f.key()), g)
+		f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (a new key in the full partition)")
+		f.advance(time.Minute)
 	}
-	for i, k := range r.admitted {
+	for i, k := range held {
 		d := f.decide(f.check(p, k), g)
 		den, _ := d.Denial()
 		require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.QuotaExhausted,
-			"%s: admitted key %d of %d must still be exhausted, got %s (its counter was evicted)",
-			g, i, len(r.admitted), describe(d))
+			"%s: held key %d of %d must still be exhausted, got %s (its counter was evicted)", g, i+1, len(held), describe(d))
 	}
 }
 
-func testFullPartitionLeavesOthersOpen(t *testing.T, f *fixture) {
-	const g = "capacity: a full partition refuses only the new keys it would hold; other partitions keep admitting"
+func testEachPartitionHoldsItsBound(t *testing.T, f *fixture) {
+	const g = "capacity: each partition's bound is its own: a full one refuses only its new keys, the others keep admitting"
 	if f.parts == 1 {
-		t.Skip("capacity: needs a store with several capacity partitions (Stats.Shards or Instance.Partitions)")
+		t.Skip("capacity: the store has one capacity partition")
 	}
-	// Random keys fill every partition before the first refusal in a few
-	// runs in a hundred, which proves nothing either way. A store that can
-	// clean up is emptied (every counter expired and removed) and filled
-	// again with fresh keys, which makes that outcome vanishingly rare.
-	cleaner, canClean := f.inst.Store.(ports.Cleaner)
-	total := f.parts * f.opts.Capacity
-	for attempt := 0; ; attempt++ {
-		p := f.policy(1, window)
-		r := f.fill(p)
-		f.requireFull(r)
-		admitted := len(r.admitted)
-		// A new key lands in a given open partition with probability
-		// 1/parts: 20*parts tries all miss one with probability below e^-20.
-		tries := total + 20*f.parts
-		for range tries {
-			d := f.decide(f.check(p, f.key()), g)
-			if d.Outcome() == domain.Allowed {
-				f.deny(f.check(p, r.refused), domain.StorageCapacity, g+" (the refused key's partition is still full)")
-				return
-			}
-		}
-		if admitted < total {
-			require.Fail(t, g, "after one partition filled, %d further new keys were all refused although the store holds %d of %d counters (attempt %d)",
-				tries, admitted, total, attempt+1)
-		}
-		if !canClean || attempt == 3 {
-			t.Skip("capacity: inconclusive, the random keys happened to fill every partition before the first refusal")
-		}
-		f.advance(window)
-		removed, err := cleaner.CleanupExpired(f.ctx, total)
-		require.NoError(t, err, "%s: emptying the store to try again", g)
-		require.Equal(t, total, removed, "%s: emptying the store to try again: every counter had expired", g)
+	p := f.policy(1, window)
+	c := f.opts.Capacity
+	full := f.somePart(p)
+	f.fillPartition(p, full, g)
+	open := f.otherPart(p, full)
+	f.admitNew(p, open, c-1, g+" (another partition has room)")
+	f.requireOccupancy(occupancy{full: c, open: c - 1}, g)
+
+	f.deny(f.check(p, f.keyIn(p, full)), domain.StorageCapacity, g+" (the full partition)")
+	f.admitDenied([]domain.Check{f.check(p, f.keyIn(p, open)), f.check(p, f.keyIn(p, full))}, 1, domain.StorageCapacity,
+		g+" (a batch with a new key in each: the full partition's refuses the batch)")
+	f.admitDenied([]domain.Check{f.check(p, f.keyIn(p, full)), f.check(p, f.keyIn(p, open))}, 0, domain.StorageCapacity,
+		g+" (the same in the other order)")
+	f.requireOccupancy(occupancy{full: c, open: c - 1}, g+" (the denied batches stored nothing)")
+
+	last := f.keyIn(p, open)
+	f.allow(f.check(p, last), 0, g+" (the open partition's last slot)")
+	f.deny(f.check(p, f.keyIn(p, open)), domain.StorageCapacity, g+" (now that partition is full too)")
+	want := occupancy{full: c, open: c}
+	if f.parts > 2 {
+		third := f.otherPart(p, full, open)
+		rem := f.admitAllowed([]domain.Check{f.check(p, f.keyIn(p, third)), f.check(p, f.keyIn(p, third))}, g+" (a third partition is still empty)")
+		require.Equal(t, []int64{0, 0}, rem, g)
+		want[third] = 2
 	}
+	f.requireOccupancy(want, g)
 }
 
-func testFullStoreServesExisting(t *testing.T, f *fixture) {
-	const g = "capacity: a full store keeps serving the keys it holds"
+func testFullPartitionServesExisting(t *testing.T, f *fixture) {
+	const g = "capacity: a full partition keeps serving the keys it holds"
 	p := f.policy(3, window)
-	r := f.fill(p)
-	f.requireFull(r)
-	for _, k := range r.admitted {
+	part := f.somePart(p)
+	held := f.fillPartition(p, part, g)
+	for _, k := range held {
 		f.allow(f.check(p, k), 1, g)
 	}
-	bd := f.admit([]domain.Check{f.check(p, r.admitted[0]), f.check(p, r.admitted[1])}, g)
-	require.Equal(t, domain.Allowed, bd.Outcome(), "%s: a batch of held keys, got %s", g, describeBatch(bd))
-	f.deny(f.check(p, r.admitted[0]), domain.QuotaExhausted, g)
+	rem := f.admitAllowed([]domain.Check{f.check(p, held[0]), f.check(p, held[1])}, g+" (a batch of held keys needs no slot)")
+	require.Equal(t, []int64{0, 0}, rem, g)
+	f.deny(f.check(p, held[0]), domain.QuotaExhausted, g)
+	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g)
 }
 
 func testExpiredKeyRenewsInPlace(t *testing.T, f *fixture) {
 	const g = "capacity: an expired key renews in its own slot, needing no new one"
 	p := f.policy(2, window)
-	r := f.fill(p)
-	f.requireFull(r)
+	part := f.somePart(p)
+	held := f.fillPartition(p, part, g)
 	f.advance(window)
-	before, hasStats := f.stats()
-	// Renew every admitted key: some of them share the full partition, whose
-	// other slots all hold expired counters that a store may keep until
-	// cleanup. Renewal in place never needs one of those slots.
-	for _, k := range r.admitted {
+	// The partition is full of expired counters, which a store may keep
+	// until cleanup: renewing them one at a time and as a batch never needs
+	// one of those slots.
+	for _, k := range held[:2] {
 		a := f.allow(f.check(p, k), 1, g)
 		f.requireDuration(window, a.ResetAfter, g+" (a renewed window starts at the renewing check)")
 	}
-	if hasStats {
-		after, _ := f.stats()
-		require.LessOrEqual(t, after.Entries, before.Entries, "%s: renewing took new slots (Stats.Entries grew)", g)
+	var batch []domain.Check
+	for _, k := range held[2:] {
+		batch = append(batch, f.check(p, k))
 	}
+	rem := f.admitAllowed(batch, g+" (a batch renewing the rest)")
+	for i, r := range rem {
+		require.Equal(t, int64(1), r, "%s: renewed check %d of the batch", g, i)
+	}
+	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g+" (renewal took no new slot)")
+	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the renewed keys fill the partition)")
 }
 
-func testNewKeyFitsAfterExpiry(t *testing.T, f *fixture) {
-	const g = "capacity: once the counters of a full partition expire, a new key fits (after cleanup, when the store offers it)"
+// testExpiredCountersHoldSlots checks the bound on stored counters where a
+// store may choose: an expired counter holds its slot until it is removed,
+// whether a check removes it on the way (the memory store removes a few
+// from the checked partition on each check) or only cleanup does
+// (PostgreSQL). Either way the partition never holds more than Capacity
+// counters, a new key is refused only when every slot is held, and after
+// renewing every key, exactly Capacity are active.
+func testExpiredCountersHoldSlots(t *testing.T, f *fixture) {
+	const g = "capacity: expired counters hold their slots until removed, and the bound counts them"
 	p := f.policy(1, window)
-	r := f.fill(p)
-	f.requireFull(r)
+	part := f.somePart(p)
+	c := f.opts.Capacity
+	held := f.fillPartition(p, part, g)
 	f.advance(window)
-	c, ok := f.inst.Store.(ports.Cleaner)
-	if !ok {
-		// Without cleanup, a store may keep expired counters in their slots
-		// (PostgreSQL does until CleanupExpired) or reclaim them as it goes
-		// (the memory store does on each check): either answer is correct,
-		// but nothing else is.
-		d := f.decide(f.check(p, r.refused), g)
-		if den, denied := d.Denial(); denied {
-			require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.StorageCapacity,
-				"%s: a new key is either admitted or refused for storage capacity, got %s", g, describe(d))
-		}
-		return
+	f.requireOccupancy(occupancy{part: c}, g+" (the expired counters are still stored)")
+
+	newcomer := f.keyIn(p, part)
+	d := f.decide(f.check(p, newcomer), g)
+	admitted := d.Outcome() == domain.Allowed
+	if !admitted {
+		den, _ := d.Denial()
+		require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.StorageCapacity,
+			"%s: a new key is either admitted (a slot was freed) or refused for storage capacity, got %s", g, describe(d))
+		f.requireOccupancy(occupancy{part: c}, g+" (a new key is refused only when every slot is held)")
 	}
+	active := 0
+	if admitted {
+		active++
+	}
+	for _, k := range held {
+		d := f.decide(f.check(p, k), g)
+		if d.Outcome() == domain.Allowed {
+			active++
+			continue
+		}
+		den, _ := d.Denial()
+		require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.StorageCapacity,
+			"%s: renewing an expired key is allowed, or refused for storage capacity when its counter was removed and the partition filled; got %s",
+			g, describe(d))
+	}
+	require.Equal(t, c, active,
+		"%s: after the new key and a renewal of each of the %d expired ones, exactly Capacity (%d) counters are active: "+
+			"more means a slot counted twice or an expired counter was not counted, fewer means a slot was lost", g, c, c)
+	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the partition is full of active counters)")
+	f.requireOccupancy(occupancy{part: c}, g+" (the partition holds exactly Capacity counters)")
+}
+
+func testNewKeyFitsAfterCleanup(t *testing.T, f *fixture) {
+	const g = "capacity: cleanup frees the slots of a full partition's expired counters for new keys"
+	cleanup, ok := f.cleaner()
+	if !ok {
+		t.Skip("capacity: the store does not implement ports.Cleaner")
+	}
+	p := f.policy(1, window)
+	part := f.somePart(p)
+	c := f.opts.Capacity
+	held := f.fillPartition(p, part, g)
+	f.advance(window)
 	removed := 0
-	for range len(r.admitted) + 1 {
-		n, err := c.CleanupExpired(f.ctx, len(r.admitted))
+	for range c + 1 {
+		n, err := cleanup(c)
 		require.NoError(t, err, "%s: CleanupExpired failed", g)
 		if n == 0 {
 			break
 		}
 		removed += n
 	}
-	require.LessOrEqual(t, removed, len(r.admitted), "%s: cleanup removed more counters than were stored", g)
-	f.allow(f.check(p, r.refused), 0, g)
+	require.Equal(t, c, removed, "%s: cleanup removes each of the %d expired counters once", g, c)
+	f.requireOccupancy(occupancy{}, g+" (nothing is stored after cleanup)")
+	fresh := f.keysIn(p, part, c)
+	for _, k := range fresh {
+		a := f.allow(f.check(p, k), 0, g+" (a new key takes a freed slot)")
+		f.requireDuration(window, a.ResetAfter, g)
+	}
+	f.deny(f.check(p, held[0]), domain.StorageCapacity, g+" (a removed key is new again, and the partition is full again)")
+	f.requireOccupancy(occupancy{part: c}, g)
+}
+
+func testBatchNewKeysCompete(t *testing.T, f *fixture) {
+	const g = "capacity: the new keys of one batch each need a free slot of their partition"
+	p := f.policy(2, window)
+	part := f.somePart(p)
+	c := f.opts.Capacity
+	f.admitNew(p, part, c-2, g)
+	n := f.keysIn(p, part, 3)
+	f.admitDenied([]domain.Check{f.check(p, n[0]), f.check(p, n[1]), f.check(p, n[2])}, 2, domain.StorageCapacity,
+		g+" (three new keys for two free slots: the third is refused)")
+	f.requireOccupancy(occupancy{part: c - 2}, g+" (the denied batch stored nothing)")
+	rem := f.admitAllowed([]domain.Check{f.check(p, n[2]), f.check(p, n[0])}, g+" (two new keys for two free slots)")
+	require.Equal(t, []int64{1, 1}, rem, g)
+	f.deny(f.check(p, n[1]), domain.StorageCapacity, g+" (and then the partition is full)")
+	f.requireOccupancy(occupancy{part: c}, g)
+
+	if f.parts == 1 {
+		return
+	}
+	// Free slots are counted per partition: two new keys in another
+	// partition with one free slot are one too many, whatever room is left
+	// elsewhere.
+	other := f.otherPart(p, part)
+	f.admitNew(p, other, c-1, g)
+	batch := []domain.Check{f.check(p, f.keyIn(p, other)), f.check(p, f.keyIn(p, other))}
+	want := occupancy{part: c, other: c - 1}
+	if third := f.otherPart(p, part, other); third >= 0 {
+		batch = append([]domain.Check{f.check(p, f.keyIn(p, third))}, batch...)
+	}
+	f.admitDenied(batch, len(batch)-1, domain.StorageCapacity, g+" (two new keys for the one free slot of their partition)")
+	f.requireOccupancy(want, g+" (the denied batch stored nothing)")
+}
+
+func testDeniedBatchKeepsNoSlot(t *testing.T, f *fixture) {
+	const g = "capacity: a denied batch keeps no slot for its new keys"
+	p := f.policy(1, window)
+	part := f.somePart(p)
+	c := f.opts.Capacity
+	held := f.admitNew(p, part, c-1, g)
+	exhausted := held[0]
+	a, b := f.keyIn(p, part), f.keyIn(p, part)
+
+	f.admitDenied([]domain.Check{f.check(p, a), f.check(p, exhausted)}, 1, domain.QuotaExhausted,
+		g+" (a new key before an exhausted one)")
+	f.admitDenied([]domain.Check{f.check(p, a), f.check(p, b)}, 1, domain.StorageCapacity,
+		g+" (two new keys for the one free slot)")
+	sp := f.shadow(p)
+	bd := f.admit([]domain.Check{f.check(sp, a), f.check(sp, exhausted)}, g+" (a shadow batch)")
+	require.Equal(t, domain.ShadowDenied, bd.Outcome(), "%s: a shadow batch over its limit is shadow-denied, got %s", g, describeBatch(bd))
+	f.requireOccupancy(occupancy{part: c - 1}, g+" (the denied batches stored nothing)")
+
+	f.allow(f.check(p, b), 0, g+" (the free slot is still free)")
+	f.deny(f.check(p, a), domain.StorageCapacity, g+" (and now it is taken)")
+	f.requireOccupancy(occupancy{part: c}, g)
 }

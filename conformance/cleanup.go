@@ -6,29 +6,64 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runlimit/runlimit/ports"
+	"github.com/runlimit/runlimit/domain"
 )
 
 // cleanupScenario checks [ports.Cleaner] on stores that offer it: cleanup
-// removes expired counters, at most as many as asked each call, and never an
-// active one.
+// removes expired counters, at most as many as asked each call, never an
+// active one, and nothing when asked for zero or a negative number.
+// (capacity/new_key_fits_after_cleanup checks that it frees their slots.)
 func cleanupScenario() scenario {
 	return scenario{name: "cleanup", cases: []testCase{
-		{name: "removes_only_expired_counters", run: testCleanupRemovesOnlyExpired},
+		{name: "removes_only_expired_counters", single: true, run: testCleanupRemovesOnlyExpired},
+		{name: "window_end_is_the_boundary", single: true, run: testCleanupBoundary},
+		{name: "zero_or_negative_max_removes_nothing", single: true, run: testCleanupZeroOrNegative},
 	}}
+}
+
+func (f *fixture) requireCleaner() func(int) (int, error) {
+	f.t.Helper()
+	c, ok := f.cleaner()
+	if !ok {
+		f.t.Skip("cleanup: the store does not implement ports.Cleaner")
+	}
+	return c
+}
+
+// cleanAll calls cleanup with max until it removes nothing, checking each
+// call's bound, and returns how many it removed in all.
+func (f *fixture) cleanAll(cleanup func(int) (int, error), max int, guarantee string) int {
+	f.t.Helper()
+	removed := 0
+	for range 1000 {
+		n, err := cleanup(max)
+		require.NoError(f.t, err, "%s: CleanupExpired failed", guarantee)
+		require.True(f.t, n >= 0 && n <= max, "%s: CleanupExpired(%d) removed %d: at most max per call", guarantee, max, n)
+		if n == 0 {
+			return removed
+		}
+		removed += n
+	}
+	require.FailNow(f.t, guarantee, "CleanupExpired(%d) kept removing counters after %d", max, removed)
+	return removed
 }
 
 func testCleanupRemovesOnlyExpired(t *testing.T, f *fixture) {
 	const g = "cleanup: CleanupExpired removes expired counters, at most max per call, and never an active one"
-	c, ok := f.inst.Store.(ports.Cleaner)
-	if !ok {
-		t.Skip("cleanup: the store does not implement ports.Cleaner")
-	}
-	const short, long = 5, 3
+	cleanup := f.requireCleaner()
+	const long = 3
 	shortP, longP := f.policy(2, time.Minute), f.policy(2, window)
-	shortKeys, longKeys := f.keys(short), f.keys(long)
-	for i := range max(short, long) {
-		if i < short {
+	// The expired counters sit in two partitions where the store has
+	// several, so that a maximum applied per partition shows.
+	a := f.somePart(shortP)
+	b := f.otherPart(shortP, a)
+	if b < 0 {
+		b = a
+	}
+	shortKeys := append(f.keysIn(shortP, a, 3), f.keysIn(shortP, b, 2)...)
+	longKeys := f.keys(long)
+	for i := range max(len(shortKeys), long) {
+		if i < len(shortKeys) {
 			f.allow(f.check(shortP, shortKeys[i]), 1, g)
 		}
 		if i < long {
@@ -36,22 +71,9 @@ func testCleanupRemovesOnlyExpired(t *testing.T, f *fixture) {
 		}
 	}
 
-	n, err := c.CleanupExpired(f.ctx, short)
-	require.NoError(t, err, "%s: CleanupExpired failed", g)
-	require.Zero(t, n, "%s: nothing has expired yet", g)
-
+	require.Zero(t, f.cleanAll(cleanup, len(shortKeys), g), "%s: nothing has expired yet", g)
 	f.advance(time.Minute)
-	removed := 0
-	for range short + 1 {
-		n, err := c.CleanupExpired(f.ctx, 2)
-		require.NoError(t, err, "%s: CleanupExpired failed", g)
-		require.LessOrEqual(t, n, 2, "%s: one call removed more than max", g)
-		if n == 0 {
-			break
-		}
-		removed += n
-	}
-	require.Equal(t, short, removed, "%s: repeated calls remove every expired counter, and only those", g)
+	require.Equal(t, len(shortKeys), f.cleanAll(cleanup, 2, g), "%s: repeated calls remove every expired counter, and only those", g)
 	if s, ok := f.stats(); ok {
 		require.Equal(t, int64(long), s.Entries, "%s: Stats.Entries after cleanup counts the active counters", g)
 	}
@@ -61,4 +83,47 @@ func testCleanupRemovesOnlyExpired(t *testing.T, f *fixture) {
 	for _, k := range shortKeys {
 		f.allow(f.check(shortP, k), 1, g+" (a removed counter starts afresh)")
 	}
+}
+
+func testCleanupBoundary(t *testing.T, f *fixture) {
+	const g = "cleanup: a counter expires exactly at its window's end, for cleanup as for checks"
+	cleanup := f.requireCleaner()
+	edge := time.Millisecond
+	if !f.inst.ExactTime {
+		// A running clock cannot stop a millisecond short of the end.
+		edge = time.Minute
+	}
+	p := f.policy(1, window)
+	ks := f.keys(3)
+	for _, k := range ks {
+		f.allow(f.check(p, k), 0, g)
+	}
+	f.advance(window - edge)
+	require.Zero(t, f.cleanAll(cleanup, 10, g), "%s: %v before the end every counter is still active", g, edge)
+	for _, k := range ks[:1] {
+		f.deny(f.check(p, k), domain.QuotaExhausted, g+" (the counter is still there, exhausted)")
+	}
+	f.advance(edge)
+	require.Equal(t, len(ks), f.cleanAll(cleanup, 10, g), "%s: at the window's end every counter has expired", g)
+	f.allow(f.check(p, ks[0]), 0, g+" (a removed counter starts afresh)")
+}
+
+func testCleanupZeroOrNegative(t *testing.T, f *fixture) {
+	const g = "cleanup: CleanupExpired(0) removes nothing; a negative max is an error and removes nothing"
+	cleanup := f.requireCleaner()
+	p := f.policy(1, time.Minute)
+	ks := f.keys(3)
+	for _, k := range ks {
+		f.allow(f.check(p, k), 0, g)
+	}
+	f.advance(time.Minute)
+	n, err := cleanup(0)
+	require.NoError(t, err, "%s: CleanupExpired(0)", g)
+	require.Zero(t, n, "%s: CleanupExpired(0) removed %d", g, n)
+	for _, max := range []int{-1, -1 << 31} {
+		n, err := cleanup(max)
+		require.Error(t, err, "%s: CleanupExpired(%d) must report the invalid maximum", g, max)
+		require.Zero(t, n, "%s: CleanupExpired(%d) removed %d", g, max, n)
+	}
+	require.Equal(t, len(ks), f.cleanAll(cleanup, 10, g), "%s: every expired counter was still there to remove", g)
 }

@@ -9,15 +9,26 @@ import (
 
 // ManualClock is a fake clock for harnesses of stores with an injectable
 // clock: it starts at zero and moves only through [ManualClock.Advance],
-// whose signature is an [AdvanceFunc]. A harness built on it can set
-// [Instance.ExactTime]. The zero value is ready to use and it is safe for
-// concurrent use.
+// whose signature is an [AdvanceFunc]. The zero value is ready to use and
+// it is safe for concurrent use.
+//
+// While the suite races admissions, every ManualClock also holds a racing
+// admission inside its clock read, the one point where a correct store
+// holds every lock of the admission, until the other racers wait on the
+// store's locks (see [Run]). So a store that reads a ManualClock has its
+// races forced, whether the harness hands the clock over as
+// [Instance.Clock] or only its Advance method.
 type ManualClock struct {
 	elapsed atomic.Int64
 }
 
 // Now returns the time elapsed since the clock's zero.
-func (c *ManualClock) Now() time.Duration { return time.Duration(c.elapsed.Load()) }
+func (c *ManualClock) Now() time.Duration {
+	if racing.active.Load() > 0 {
+		holdIfRacing()
+	}
+	return time.Duration(c.elapsed.Load())
+}
 
 // Advance moves the clock forward by d. A negative d, or one that would
 // overflow a [time.Duration], fails t: a clock that cannot move as asked

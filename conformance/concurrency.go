@@ -1,7 +1,7 @@
 package conformance
 
 import (
-	"sync"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,50 +9,127 @@ import (
 	"github.com/runlimit/runlimit/domain"
 )
 
-// concurrencyScenario checks that concurrent checks never over-admit and
-// that batches naming the same keys in opposite orders neither deadlock nor
-// miscount. Run it under -race.
+// concurrencyScenario checks that concurrent checks never over-admit or
+// lose an update, on each path and across the two, and that batches naming
+// the same keys in opposite orders neither deadlock nor miscount.
+//
+// On a store that reads a [ManualClock] the held races are scheduled (see
+// schedule.go): admissions are held inside the clock read until the others
+// have piled up on the store's locks, so a store that reads or decides
+// outside its locks is caught in every run, and the deadlock case makes
+// two opposite-order batches each take their first lock before either
+// takes its second. Other stores race freely; run them with -count and
+// -race.
 func concurrencyScenario() scenario {
 	return scenario{name: "concurrency", cases: []testCase{
-		{name: "one_key_admits_exactly_the_limit", run: testOneKeyExactLimit},
+		{name: "one_key_admits_exactly_the_limit", single: true, run: testOneKeyExactLimit},
+		{name: "overlapping_checks_on_one_key_lose_no_update", single: true, run: testOverlappingChecks},
+		{name: "single_checks_and_batches_exclude_each_other", run: testPathsExcludeEachOther},
+		{name: "new_keys_racing_for_the_last_slots_take_exactly_those", single: true, opts: capacityOptions, run: testRacingNewKeys},
 		{name: "opposite_order_batches_finish_and_count_exactly", run: testOppositeOrderBatches},
+		{name: "opposite_order_batches_holding_their_first_lock_do_not_deadlock", run: testOppositeOrderFirstLocksHeld},
 	}}
-}
-
-// result is one goroutine's view of one check or batch, sent back to the
-// test goroutine, which alone may fail the test.
-type result struct {
-	outcome   domain.Outcome
-	remaining []int64
-	reason    domain.DenialReason
-	err       error
 }
 
 func testOneKeyExactLimit(t *testing.T, f *fixture) {
 	const g = "concurrency: checks racing on one key admit exactly the limit"
 	const workers, perWorker, limit = 8, 25, 60
 	p, k := f.policy(limit, window), f.key()
-	results := race(f, workers, perWorker, func(int) []domain.Check {
-		return []domain.Check{f.check(p, k)}
-	})
-	seen := make(map[int64]int)
-	allowed := 0
-	for r := range results {
-		require.NoError(t, r.err, "%s: the store failed a valid check", g)
-		switch r.outcome {
-		case domain.Allowed:
-			allowed++
-			seen[r.remaining[0]]++
-		default:
-			require.Equal(t, domain.Denied, r.outcome, "%s", g)
-			require.Equal(t, domain.QuotaExhausted, r.reason, "%s", g)
+	ws := make([]worker, workers)
+	for i := range ws {
+		ws[i] = worker{name: fmt.Sprintf("checker %d", i+1), ops: repeat(perWorker, f.checkOp(f.check(p, k), f.path))}
+	}
+	// Free-running: the store runs at full speed.
+	results := f.race(g, false, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), false, results)
+	f.requireExactCount(results, limit, limit, g)
+	f.deny(f.check(p, k), domain.QuotaExhausted, g)
+}
+
+func testOverlappingChecks(t *testing.T, f *fixture) {
+	const g = "concurrency: checks on one key whose admissions overlap each count once"
+	const workers, perWorker, limit = 4, 3, 100
+	p, k := f.policy(limit, window), f.key()
+	ws := make([]worker, workers)
+	for i := range ws {
+		ws[i] = worker{name: fmt.Sprintf("checker %d", i+1), ops: repeat(perWorker, f.checkOp(f.check(p, k), f.path))}
+	}
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), true, results)
+	f.requireExactCount(results, limit, workers*perWorker, g)
+	f.allow(f.checkCost(f.policy(limit, window), k, limit-workers*perWorker), 0, g+" (every allowed check was counted)")
+}
+
+func testPathsExcludeEachOther(t *testing.T, f *fixture) {
+	const g = "concurrency: AdmitCheck and Admit on one key exclude each other: no update is lost between the paths"
+	f.requireSinglePath()
+	const perWorker, limit = 3, 100
+	p, k := f.policy(limit, window), f.key()
+	ws := []worker{
+		{name: "AdmitCheck 1", ops: repeat(perWorker, f.checkOp(f.check(p, k), viaAdmitCheck))},
+		{name: "batch of one 1", ops: repeat(perWorker, f.checkOp(f.check(p, k), viaBatchOfOne))},
+		{name: "AdmitCheck 2", ops: repeat(perWorker, f.checkOp(f.check(p, k), viaAdmitCheck))},
+		{name: "batch of one 2", ops: repeat(perWorker, f.checkOp(f.check(p, k), viaBatchOfOne))},
+	}
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("2 goroutines via AdmitCheck and 2 via batch_of_one × %d checks of %s", perWorker, f.log.check(f.check(p, k))), true, results)
+	f.requireExactCount(results, limit, len(ws)*perWorker, g)
+	f.allow(f.checkCost(p, k, limit-int64(len(ws)*perWorker)), 0, g+" (every allowed check was counted)")
+
+	// Then free-running, as on a store whose clock the suite does not hold.
+	const workers, free, freeLimit = 8, 20, 60
+	k = f.key()
+	ws = make([]worker, workers)
+	for i := range ws {
+		via := viaAdmitCheck
+		if i%2 == 1 {
+			via = viaBatchOfOne
+		}
+		ws[i] = worker{name: fmt.Sprintf("%s %d", via, i/2+1), ops: repeat(free, f.checkOp(f.check(f.policy(freeLimit, window), k), via))}
+	}
+	results = f.race(g, false, ws)
+	f.logRace(fmt.Sprintf("%d goroutines, half via AdmitCheck, half via batch_of_one, × %d checks of %s",
+		workers, free, f.log.check(f.check(f.policy(freeLimit, window), k))), false, results)
+	f.requireExactCount(results, freeLimit, freeLimit, g)
+}
+
+// testRacingNewKeys races more new keys than a partition has free slots.
+// Each key has its own lock, so only what guards the partition's count
+// (a partition lock, a versioned occupancy) keeps them from all seeing
+// the same free slots.
+func testRacingNewKeys(t *testing.T, f *fixture) {
+	const g = "concurrency: new keys racing for a partition's last free slots take exactly those slots"
+	const racers, free = 4, 2
+	c := f.opts.Capacity
+	p := f.policy(1, window)
+	part := f.somePart(p)
+	f.admitNew(p, part, c-free, g)
+	ks := f.keysIn(p, part, racers)
+	ws := make([]worker, racers)
+	for i, k := range ks {
+		ws[i] = worker{name: fmt.Sprintf("new key %d", i+1), ops: []raceOp{f.checkOp(f.check(p, k), f.path)}}
+	}
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("%d new keys in partition %d, which has %d free slots, one check each via %s", racers, part, free, f.path), true, results)
+	allowed, refused := 0, 0
+	for _, rs := range results {
+		for _, r := range rs {
+			require.NoError(t, r.err, "%s: the store failed a valid check", g)
+			switch {
+			case r.outcome == domain.Allowed:
+				allowed++
+			case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
+				refused++
+			default:
+				require.Failf(t, g, "a new key is admitted or refused for storage capacity, got %s (%s)", r.outcome, r.reason)
+			}
 		}
 	}
-	require.Equal(t, limit, allowed, "%s: %d of %d racing checks were allowed", g, allowed, workers*perWorker)
-	for rem := range int64(limit) {
-		require.Equal(t, 1, seen[rem], "%s: remaining %d was reported %d times (a lost or doubled update)", g, rem, seen[rem])
-	}
-	f.deny(f.check(p, k), domain.QuotaExhausted, g)
+	require.Equal(t, free, allowed, "%s: %d of %d racing new keys were admitted into %d free slots: "+
+		"the racers all saw the same free slots (the partition's count is not guarded across the admission)", g, allowed, racers, free)
+	require.Equal(t, racers-free, refused, "%s: the others are refused for storage capacity", g)
+	f.requireOccupancy(occupancy{part: c}, g)
+	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the partition is full)")
 }
 
 func testOppositeOrderBatches(t *testing.T, f *fixture) {
@@ -66,16 +143,23 @@ func testOppositeOrderBatches(t *testing.T, f *fixture) {
 		forward[i] = f.check(p, k)
 		backward[len(ks)-1-i] = f.check(p, k)
 	}
-	results := race(f, workers, perWorker, func(w int) []domain.Check {
-		if w%2 == 0 {
-			return forward
+	ws := make([]worker, workers)
+	for i := range ws {
+		batch, name := forward, "forward"
+		if i%2 == 1 {
+			batch, name = backward, "backward"
 		}
-		return backward
-	})
+		ws[i] = worker{name: fmt.Sprintf("%s %d", name, i/2+1), ops: repeat(perWorker, f.batchOp(batch))}
+	}
+	results := f.race(g, false, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d batches, half %s, half %s", workers, perWorker, f.log.batch(forward), f.log.batch(backward)), false, results)
 	allowed := 0
-	for r := range results {
-		require.NoError(t, r.err, "%s: the store failed a valid batch", g)
-		if r.outcome == domain.Allowed {
+	for _, rs := range results {
+		for _, r := range rs {
+			require.NoError(t, r.err, "%s: the store failed a valid batch", g)
+			if r.outcome != domain.Allowed {
+				continue
+			}
 			allowed++
 			require.Len(t, r.remaining, len(ks), "%s: one allowance per check", g)
 			for _, rem := range r.remaining[1:] {
@@ -89,39 +173,44 @@ func testOppositeOrderBatches(t *testing.T, f *fixture) {
 	}
 }
 
-// race runs workers goroutines that each send perWorker batches as soon as
-// all of them are ready, and returns their results once every one is done.
-func race(f *fixture, workers, perWorker int, batch func(worker int) []domain.Check) <-chan result {
-	results := make(chan result, workers*perWorker)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range workers {
-		checks := batch(w)
-		wg.Go(func() {
-			<-start
-			for range perWorker {
-				results <- admitOnce(f, checks)
-			}
+// testOppositeOrderFirstLocksHeld builds the one interleaving in which a
+// store that locks a batch's keys in caller order deadlocks: batch [a, b]
+// holds a and batch [b, a] holds b, each before taking its second lock.
+// Two single-key batches take a and b first and are held in the clock read
+// until both opposite-order batches wait on them; released together, they
+// hand a to one batch and b to the other. A store that locks in one global
+// order makes both wait for the same first key instead.
+func testOppositeOrderFirstLocksHeld(t *testing.T, f *fixture) {
+	const g = "concurrency: two opposite-order batches that each wait for their first key do not deadlock when the keys come free"
+	const rounds, limit = 3, 100
+	p := f.policy(limit, window)
+	for round := range rounds {
+		// Fresh keys every round, in different partitions where there are
+		// several: a store that locks partitions, or stripes of keys, needs
+		// two locks too, and a round whose keys share a stripe is followed
+		// by rounds whose keys do not.
+		a := f.key()
+		b := f.key()
+		if other := f.otherPart(p, f.partOf(p, a)); other >= 0 {
+			b = f.keyIn(p, other)
+		}
+		ab := []domain.Check{f.check(p, a), f.check(p, b)}
+		ba := []domain.Check{f.check(p, b), f.check(p, a)}
+		results := f.race(g, true, []worker{
+			{name: "holder of a", ops: []raceOp{f.batchOp(ab[:1])}},
+			{name: "holder of b", ops: []raceOp{f.batchOp(ba[:1])}},
+			{name: "batch [a, b]", wave: 1, ops: []raceOp{f.batchOp(ab)}},
+			{name: "batch [b, a]", wave: 1, ops: []raceOp{f.batchOp(ba)}},
 		})
+		f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
+			round+1, f.log.batch(ab[:1]), f.log.batch(ba[:1]), f.log.batch(ab), f.log.batch(ba)), true, results)
+		for i, rs := range results {
+			require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
+			require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)
+			require.Equal(t, domain.Allowed, rs[0].outcome, "%s: every batch is within the limit", g)
+		}
+		// Each key was charged three times: its holder and both batches.
+		f.allow(f.checkCost(p, a, limit-3), 0, g+" (every batch charged a once)")
+		f.allow(f.checkCost(p, b, limit-3), 0, g+" (every batch charged b once)")
 	}
-	close(start)
-	wg.Wait()
-	close(results)
-	return results
-}
-
-func admitOnce(f *fixture, checks []domain.Check) result {
-	bd, err := f.limiter.CheckAll(f.ctx, checks)
-	if err != nil {
-		return result{err: err}
-	}
-	r := result{outcome: bd.Outcome()}
-	if _, den, ok := bd.Denied(); ok {
-		r.reason = den.Reason()
-	}
-	for _, d := range bd.Decisions() {
-		a, _ := d.Allowance()
-		r.remaining = append(r.remaining, a.Remaining)
-	}
-	return r
 }

@@ -1,7 +1,6 @@
 package conformance_test
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,49 +8,74 @@ import (
 	"github.com/runlimit/runlimit/conformance/internal/brokenstores"
 )
 
-// harness builds the suite's own fixture store with fault on a manual clock.
-// The store implements none of the optional capabilities.
+// partitions is the partition count of the broken stores: several, so that
+// every capacity case aims keys at partitions.
+const partitions = 3
+
+// harness builds the suite's own store with fault and every optional
+// capability, on a ManualClock handed over the way the README's example
+// does, through Advance and ExactTime: a third party's harness finds the
+// same bugs as the suite's own.
 func harness(fault brokenstores.Fault) conformance.NewStoreFunc {
 	return func(_ testing.TB, opts conformance.Options) conformance.Instance {
 		clock := new(conformance.ManualClock)
-		return conformance.Instance{
-			Store:     brokenstores.New(fault, opts.Capacity, clock.Now),
-			Advance:   clock.Advance,
-			ExactTime: true,
-		}
+		s := brokenstores.New(brokenstores.Config{Fault: fault, Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
+		return conformance.Instance{Store: s, Advance: clock.Advance, ExactTime: true, PartitionOf: s.PartitionOf}
 	}
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:
 // without a fault, the store they all start from passes, so each failure
-// there comes from its fault alone. It also shows that a store offering
-// none of the optional capabilities passes.
+// there comes from its fault alone. It passes in every shape the suite
+// judges differently: without any optional capability, with all of them on
+// several partitions, cleaning expired counters on each check, and on a
+// clock that keeps running.
 func TestRunPassesACorrectStore(t *testing.T) {
 	t.Parallel()
-	conformance.Run(t, harness(brokenstores.None))
+	all := []conformance.Capability{conformance.CheckAdmitter, conformance.Cleaner, conformance.StatsReporter, conformance.Closer}
+	for _, tc := range []struct {
+		name string
+		new  conformance.NewStoreFunc
+	}{
+		{"minimal_one_partition", func(_ testing.TB, opts conformance.Options) conformance.Instance {
+			clock := new(conformance.ManualClock)
+			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Clock: clock.Now})
+			return conformance.Instance{Store: brokenstores.Minimal(s), Clock: clock}
+		}},
+		{"every_capability_three_partitions", func(_ testing.TB, opts conformance.Options) conformance.Instance {
+			clock := new(conformance.ManualClock)
+			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
+			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
+		}},
+		{"cleans_per_check", func(_ testing.TB, opts conformance.Options) conformance.Instance {
+			clock := new(conformance.ManualClock)
+			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, CleanupPerCheck: 8, Clock: clock.Now})
+			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
+		}},
+		{"running_clock", func(_ testing.TB, opts conformance.Options) conformance.Instance {
+			// The suite's inexact path, the one a database store takes:
+			// durations are bounds, and races run free.
+			clock := newRunningClock()
+			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
+			return conformance.Instance{Store: s, Advance: clock.Advance, PartitionOf: s.PartitionOf, Require: all}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			conformance.Run(t, tc.new)
+		})
+	}
 }
 
-// runningClock stands in for a database clock: besides Advance, it moves
-// forward a little on every reading, as real time passes between requests.
+// runningClock stands in for a database clock: besides Advance, it runs
+// with real time, as a server's clock runs between requests.
 type runningClock struct {
 	conformance.ManualClock
-	passed atomic.Int64
+	origin time.Time
 }
+
+func newRunningClock() *runningClock { return &runningClock{origin: time.Now()} }
 
 func (c *runningClock) Now() time.Duration {
-	return c.ManualClock.Now() + time.Duration(c.passed.Add(int64(37*time.Microsecond)))
-}
-
-// TestRunPassesACorrectStoreOnARunningClock checks the suite's inexact path
-// (ExactTime false), the one a database store takes: durations are bounds,
-// and a correct store whose clock keeps running passes.
-func TestRunPassesACorrectStoreOnARunningClock(t *testing.T) {
-	t.Parallel()
-	conformance.Run(t, func(_ testing.TB, opts conformance.Options) conformance.Instance {
-		clock := new(runningClock)
-		return conformance.Instance{
-			Store:   brokenstores.New(brokenstores.None, opts.Capacity, clock.Now),
-			Advance: clock.Advance,
-		}
-	})
+	return c.ManualClock.Now() + time.Since(c.origin)
 }

@@ -12,9 +12,9 @@ import (
 // quota denial, not a storage-capacity denial, not a shadow denial.
 func denialsScenario() scenario {
 	return scenario{name: "denials", cases: []testCase{
-		{name: "quota", run: testQuotaDenialConsumesNothing},
-		{name: "storage_capacity", opts: capacityOptions, run: testCapacityDenialConsumesNothing},
-		{name: "shadow", run: testShadowDenialConsumesNothing},
+		{name: "quota", single: true, run: testQuotaDenialConsumesNothing},
+		{name: "storage_capacity", single: true, opts: capacityOptions, run: testCapacityDenialConsumesNothing},
+		{name: "shadow", single: true, run: testShadowDenialConsumesNothing},
 	}}
 }
 
@@ -31,17 +31,14 @@ func testQuotaDenialConsumesNothing(t *testing.T, f *fixture) {
 func testCapacityDenialConsumesNothing(t *testing.T, f *fixture) {
 	const g = "denials: a storage-capacity denial stores nothing"
 	p := f.policy(2, window)
-	r := f.fill(p)
-	f.requireFull(r)
-	before, hasStats := f.stats()
+	part := f.somePart(p)
+	held := f.fillPartition(p, part, g)
+	refused := f.keyIn(p, part)
 	for range 3 {
-		f.deny(f.check(p, r.refused), domain.StorageCapacity, g+" (the refused key is still absent and its partition still full)")
+		f.deny(f.check(p, refused), domain.StorageCapacity, g+" (the refused key is still absent and its partition still full)")
 	}
-	if hasStats {
-		after, _ := f.stats()
-		require.Equal(t, before.Entries, after.Entries, "%s: Stats.Entries changed across capacity denials", g)
-	}
-	f.allow(f.check(p, r.admitted[0]), 0, g+" (the admitted keys kept their counts)")
+	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g+" (the refused key holds no slot)")
+	f.allow(f.check(p, held[0]), 0, g+" (the admitted keys kept their counts)")
 }
 
 func testShadowDenialConsumesNothing(t *testing.T, f *fixture) {

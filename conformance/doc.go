@@ -1,78 +1,199 @@
 // Package conformance is the executable definition of a correct Runlimit
 // store. Any implementation of [ports.Store] (the memory and PostgreSQL
-// adapters, or one a host writes over the cache it already runs) proves it
-// keeps every guarantee with one call from its own tests:
+// adapters, or one a host writes over the cache or database it already
+// runs) proves it keeps every guarantee with one call from its own tests:
 //
 //	func TestConformance(t *testing.T) {
+//		t.Parallel()
 //		conformance.Run(t, func(t testing.TB, opts conformance.Options) conformance.Instance {
 //			clock := new(conformance.ManualClock)
 //			store, err := mystore.New(mystore.Config{Capacity: opts.Capacity, Clock: clock.Now})
 //			require.NoError(t, err)
-//			return conformance.Instance{Store: store, Advance: clock.Advance, ExactTime: true}
+//			return conformance.Instance{Store: store, Clock: clock}
 //		})
 //	}
-//
-// Run it under the race detector: go test -race ./...
 //
 // # The harness
 //
 // [Run] calls the [NewStoreFunc] once per case, inside that case's parallel
 // subtest, and expects a fresh, empty store honouring [Options]: Capacity is
 // the hard bound on counters in each capacity partition, and MaxBatchSize
-// the largest batch the store must accept. The returned [Instance] also says
-// how to move the store's time forward ([AdvanceFunc]).
+// the largest batch the store must accept. The returned [Instance] says how
+// to move the store's time forward and what the suite may rely on:
 //
-// A store with an injectable clock uses a fake one such as [ManualClock] and
-// sets [Instance.ExactTime]: durations are then compared exactly. A store
-// whose clock keeps running (a database's) moves time by shifting its stored
-// window times back instead, so production code needs no test hook; its
-// durations are checked as bounds, positive and never more than the exact
-// value. The suite never sleeps: a window ends only because Advance moved
-// time past it.
+//   - Clock: a store with an injectable clock reads a [ManualClock] the
+//     suite moves. Durations are then compared exactly, and the suite holds
+//     admissions inside their clock read (see Concurrency below), as it
+//     does for any store reading a ManualClock.
+//   - Advance and ExactTime: a store whose clock keeps running (a
+//     database's) moves time by shifting its stored window times back
+//     instead, so production code needs no test hook. Its durations are
+//     checked as bounds: never more than the exact value, and less only by
+//     the real time the case has taken.
+//   - Partitions and PartitionOf: a store with several capacity partitions
+//     reports their number ([ports.Stats.Shards] or Partitions) and how a
+//     key maps to one. The capacity cases aim keys at a partition, so every
+//     count is exact, and check each partition's headroom in Stats.
+//   - Require: the optional capabilities the store must show. A wrapper
+//     that hides one (a metrics decorator without AdmitCheck) fails the
+//     run instead of quietly skipping the cases written for it.
 //
-// A store with several capacity partitions reports their number through
-// [ports.StatsReporter] or [Instance.Partitions]; the suite finds a full
-// partition by adding random keys until one is refused, and asserts exact
-// counts only where a single partition makes them exact.
+// A first subtest, harness, builds one store to check the Instance and
+// learn the store's capabilities; Run logs what it found, and at the end
+// how often it called each capability, failing if it never called one the
+// store offers.
+//
+// # A store with a real backend
+//
+// A store over a server gets an empty namespace of its own in each case and
+// removes it when the case ends. t.Context is cancelled before cleanups
+// run, so teardown takes a context of its own:
+//
+//	func TestConformance(t *testing.T) {
+//		t.Parallel()
+//		db := openTestServer(t) // one server, or one connection pool, for the whole run
+//		conformance.Run(t, func(t testing.TB, opts conformance.Options) conformance.Instance {
+//			schema := fmt.Sprintf("conformance_%x", rand.Uint64())
+//			require.NoError(t, sqlstore.Migrate(t.Context(), db, schema))
+//			t.Cleanup(func() {
+//				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+//				defer cancel()
+//				_, err := db.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE")
+//				require.NoError(t, err)
+//			})
+//			store, err := sqlstore.New(db, sqlstore.Config{
+//				Schema: schema, RowsPerPartition: opts.Capacity, MaxBatchSize: opts.MaxBatchSize,
+//			})
+//			require.NoError(t, err)
+//			return conformance.Instance{
+//				Store: store,
+//				// Time passes by moving every stored window back by d.
+//				Advance: func(t testing.TB, d time.Duration) {
+//					_, err := db.ExecContext(context.Background(), "UPDATE "+schema+".windows"+
+//						" SET started_at = started_at - $1::interval, expires_at = expires_at - $1::interval", d.String())
+//					require.NoError(t, err)
+//				},
+//				PartitionOf: sqlstore.PartitionOf,
+//				Require:     []conformance.Capability{conformance.CheckAdmitter, conformance.Cleaner},
+//			}
+//		})
+//	}
+//
+// Creating a namespace per case costs most of such a suite's time; the
+// PostgreSQL adapter's own test lends each case one of a few migrated
+// databases and empties it after the case instead.
 //
 // # What it checks
 //
-// Every case is a subtest named scenario/guarantee, and its failure message
-// states the guarantee that broke. The scenarios, one file each:
+// Every case is a subtest named scenario/guarantee, one file per scenario:
 //
-//   - windows: anchored fixed windows, exact remaining units and reset
-//     times, the retry time of a denial, renewal exactly at the end of a
-//     window, one counter per policy fingerprint and subject, costs above
-//     one, the largest limit and window;
+//   - windows: anchored half-open windows, exact remaining units and reset
+//     times, renewal at exactly the end and anchored at the renewing check,
+//     windows of a millisecond, one counter per policy fingerprint and
+//     subject, costs, counts beyond 2^31, 2^32 and 2^53, the largest limit
+//     and window;
 //   - denials: a quota, storage-capacity or shadow denial consumes nothing;
-//   - batches: all-or-nothing, the first failing check in caller order,
+//   - batches: all-or-nothing, the first failure in caller order,
 //     allowances in caller order, structural errors that never reach the
-//     store, and single checks (through [ports.CheckAdmitter] when the store
-//     offers it) counting the same counter as batches of one;
-//   - capacity: a full partition refuses new keys, never evicts an active
-//     one, keeps serving the keys it holds, renews an expired key in place;
+//     store, repeated batches counted each time;
+//   - paths: AdmitCheck and Admit share counters, rules and the capacity
+//     bound, and AdmitCheck rejects an invalid check;
+//   - capacity: per partition, exactly: a full partition refuses new keys,
+//     never evicts, serves its keys and renews expired ones in place;
+//     expired counters hold their slots until removed; a batch's new keys
+//     compete for free slots; a denied batch keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
 //   - shadow: shadow policies count, report and never consume on denial,
 //     capacity denials are never shadowed, and switching modes keeps the
 //     count;
-//   - concurrency: racing checks on one key admit exactly the limit, and
-//     batches naming the same keys in opposite orders neither deadlock nor
-//     miscount;
+//   - concurrency: racing checks on one key, on each path and across the
+//     two, lose no update; new keys racing for the last slots take exactly
+//     those; batches naming the same keys in opposite orders neither
+//     deadlock nor miscount;
 //   - time: the store's clock never moves a window backwards.
 //
-// Every check goes through the engine of
-// [github.com/runlimit/runlimit/app.Limiter] (its single-check path, its
-// pooled batches), the path hosts use. The suite does not import package
-// app itself, which wires in Runlimit's own stores, pgx and fx: importing
-// the suite compiles none of them into an adapter's tests.
+// Cases that make single checks run twice, as subtests named AdmitCheck
+// (through [ports.CheckAdmitter], the path limiters take for every single
+// check) and batch_of_one (through Admit, the path they take without it).
+// The suite drives batches through the engine of
+// [github.com/runlimit/runlimit/app.Limiter], the path hosts use, without
+// importing package app, which wires in Runlimit's own stores, pgx and fx.
+//
+// # When a case fails
+//
+// The failure names the guarantee that broke and says how, then lists the
+// operations the case applied to its fresh store, with policies and keys
+// named P1, k1 (never their bytes) and the time each ran at:
+//
+//	capacity: a denied batch keeps no slot for its new keys (two new keys for the one
+//	free slot): the denied check, in caller order; got denied at check 0 of 2: denied
+//	(storage-capacity, retry after 1h0m0s)
+//	operations on this case's fresh store (single checks via AdmitCheck, Options {Capacity:4 MaxBatchSize:8}):
+//	     P1 = policy conformance.check/subject, limit 1, window 1h0m0s
+//	  1. t+0s         check P1/k1@p1 via AdmitCheck → allowed (limit 1, remaining 0, reset after 1h0m0s)
+//	  2. t+0s         check P1/k2@p1 via AdmitCheck → allowed (limit 1, remaining 0, reset after 1h0m0s)
+//	  3. t+0s         check P1/k3@p1 via AdmitCheck → allowed (limit 1, remaining 0, reset after 1h0m0s)
+//	  4. t+0s         batch [P1/k4@p1, P1/k1@p1] via Admit → denied at check 1 of 2: denied (quota, retry after 1h0m0s)
+//	  5. t+0s         batch [P1/k4@p1, P1/k5@p1] via Admit → denied at check 0 of 2: denied (storage-capacity, retry after 1h0m0s)
+//
+// (Here the batch of step 4, denied, kept the slot its new key k4 claimed,
+// so k4 was refused at step 5 although one slot of the four is free.)
+// Every case starts from an empty store and applies a handful of
+// operations, so the list is the sequence to reproduce the bug with.
+//
+// # Concurrency
+//
+// A store that reads a [ManualClock] has its races scheduled: the store
+// reads its clock while it holds every lock of an admission, so the suite
+// holds each clock read until the other racing admissions are parked on
+// the store's locks (read from their goroutine states) or inside the clock
+// themselves. A store that reads, unlocks and then decides or writes lets
+// a second admission read the same state, and loses an update; two
+// single-key admissions held this way make two opposite-order batches each
+// take their first lock before either takes its second, which deadlocks a
+// store that locks in caller order. Waiters parked past a millisecond also
+// put a [sync.Mutex] into its starvation mode, where an unlocking
+// goroutine hands the lock to the first waiter: a store that releases its
+// lock between deciding and writing is then overtaken every time. So these
+// bugs fail one default run, every run. A deadlock fails its case once
+// every racer has waited inside the store for a second with none holding
+// its clock; a race that makes no progress at all fails after 30 seconds.
+//
+// Stores whose clock the suite does not control race freely. Optimistic
+// stores are as welcome as locking ones: several admissions may then sit
+// in the clock read at once, and the suite judges only the outcome, so a
+// store that writes only if nothing changed since its read, and starts
+// again otherwise, passes (see examples/casstore, which also documents how
+// such a store keeps the protocol: read and observe, evaluate at the
+// store's clock, write only if nothing changed, start again on conflict).
+//
+// # Running it repeatedly
+//
+// Run the suite under the race detector, and more than once:
+//
+//	go test -race -count=20 -run TestConformance ./mystore
+//
+// The scheduled races make the bugs above certain on every run, but the
+// suite can hold an admission only where it reads the clock. A store whose
+// clock the suite does not control, or one that reads its clock first and
+// then reads and writes a counter with nothing held, races freely, and a
+// free race finds a bug only when the scheduler happens to interleave it.
+// -race reports the unsynchronised memory accesses behind many such bugs,
+// and -count repeats the races, each with fresh random keys, partitions and
+// goroutine schedules. The suite never sleeps for expiry,
+// so a run takes seconds: the memory store's, about half a second.
 //
 // # Proof that it can fail
 //
-// The package's own tests run the suite against deliberately broken stores
-// (one that consumes on denial, one that is not atomic across a batch, one
-// that evicts live keys, one that ignores capacity, one that renews a
-// millisecond early or late, one without key locks, one whose clock steps
-// back, one that mixes up the order of a batch) and require each to fail in
-// the scenario written for its fault.
+// The package's own tests run the suite against over sixty deliberately
+// broken stores, each a plausible real-world bug: window ends off by a
+// millisecond or a microsecond, sliding or mis-anchored renewals, times
+// and counts kept in milliseconds, seconds, float64, int32 or JSON,
+// counters keyed without the limit, caches that outlive writes, locks
+// taken in caller order or released between reading, deciding and
+// writing, capacity counted wrongly or unguarded, partial writes, cleanup
+// and stats that lie, a careless or panicking Close, a single-check path
+// that skips rules. Each must fail, in one default run, the case written
+// for it.
 package conformance

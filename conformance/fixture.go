@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,40 +20,72 @@ import (
 // only Advance does.
 const window = time.Hour
 
+// start is where every case's time begins, by one Advance from the
+// store's zero: an odd number of microseconds past a whole second, so that
+// a store that keeps its times in seconds, milliseconds or a float64
+// misplaces every window it anchors, and the exact durations show it.
+const start = 1_000*time.Hour + 1_234_567*time.Microsecond
+
 // fixture is one case's fresh store, the limiter over it and the helpers
 // that turn a broken guarantee into a message naming it.
 type fixture struct {
-	t       *testing.T
-	ctx     context.Context
-	opts    Options
-	inst    Instance
-	counted *countingStore
+	t     *testing.T
+	ctx   context.Context
+	opts  Options
+	inst  Instance
+	caps  capabilities
+	rep   *report
+	log   *oplog
+	began time.Time // wall clock when the case began, bounding a running store clock
+
+	// path is how single checks are applied in this run of the case.
+	path path
+	// single is the store's single-check path, nil when it has none.
+	single ports.CheckAdmitter
+	// limiter applies batches, and single checks on viaBatchOfOne, through
+	// Admit only: it sees the store through admitOnly, so it never takes
+	// the single-check path by itself.
 	limiter *limiter.Limiter
+	admits  atomic.Int64
 	parts   int
 }
 
-func setup(t *testing.T, newStore NewStoreFunc, opts Options) *fixture {
+// admitOnly shows a store to the limiter with Admit alone, counting calls.
+type admitOnly struct{ f *fixture }
+
+func (a admitOnly) Admit(ctx context.Context, b *domain.Batch) error {
+	a.f.admits.Add(1)
+	a.f.rep.admits.Add(1)
+	return a.f.inst.Store.Admit(ctx, b)
+}
+
+func setup(t *testing.T, newStore NewStoreFunc, opts Options, p path, caps capabilities, rep *report) *fixture {
 	t.Helper()
 	inst := newStore(t, opts)
-	require.NotNil(t, inst.Store, "harness: NewStoreFunc returned an Instance without a Store")
-	require.NotNil(t, inst.Advance, "harness: NewStoreFunc returned an Instance without an Advance func")
-	require.GreaterOrEqual(t, inst.Partitions, 0, "harness: Instance.Partitions is negative")
-	counted := &countingStore{inner: inst.Store}
-	// The real path: every check goes through the engine of app.Limiter, the
-	// limiter hosts use, so the suite proves the store in the only way it
-	// will be driven.
-	require.GreaterOrEqual(t, opts.MaxBatchSize, 0, "harness: Options.MaxBatchSize is negative")
-	maxBatch := opts.MaxBatchSize
-	if maxBatch == 0 {
-		maxBatch = domain.DefaultMaxBatchSize
+	checkInstance(t, inst)
+	require.Equal(t, caps.has, capabilitiesOf(inst.Store),
+		"harness: this case's store (%T) offers other optional capabilities than the first one", inst.Store)
+	if inst.Clock != nil {
+		inst.ExactTime = true
+		if inst.Advance == nil {
+			inst.Advance = inst.Clock.Advance
+		}
 	}
-	f := &fixture{t: t, ctx: t.Context(), opts: opts, inst: inst, counted: counted, limiter: new(limiter.Limiter), parts: 1}
-	f.limiter.Init(counted, maxBatch)
-	if s, ok := f.stats(); ok && s.Shards > 0 {
-		f.parts = s.Shards
-	} else if inst.Partitions > 0 {
-		f.parts = inst.Partitions
+	f := &fixture{
+		t: t, ctx: t.Context(), opts: opts, inst: inst, caps: caps, rep: rep, log: newOplog(),
+		began: time.Now(), path: p, limiter: new(limiter.Limiter), parts: caps.parts,
 	}
+	if p == viaAdmitCheck {
+		f.single = inst.Store.(ports.CheckAdmitter)
+	}
+	// The engine of app.Limiter drives every batch, as it does for hosts.
+	f.limiter.Init(admitOnly{f}, opts.MaxBatchSize)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("operations on this case's fresh store (single checks via %s, Options %+v):\n%s", p, opts, f.log)
+		}
+	})
+	f.inst.Advance(t, start)
 	return f
 }
 
@@ -69,6 +102,7 @@ func (f *fixture) policyOf(id, scope string, limit int64, w time.Duration) domai
 	require.NoError(f.t, err)
 	p, err := domain.NewPolicy(pid, sid, limit, w)
 	require.NoError(f.t, err)
+	f.log.namePolicy(p)
 	return p
 }
 
@@ -84,6 +118,12 @@ func (f *fixture) shadow(p domain.Policy) domain.Policy {
 // key returns a random subject key, so that no two cases (nor two runs on a
 // shared database) ever meet on a counter.
 func (f *fixture) key() domain.SubjectKey {
+	k := randomKey()
+	f.log.nameKey(k, 0, 1)
+	return k
+}
+
+func randomKey() domain.SubjectKey {
 	var b [32]byte
 	// crypto/rand.Read never returns an error; it crashes the program when
 	// the system's generator fails.
@@ -110,10 +150,36 @@ func (f *fixture) checkCost(p domain.Policy, k domain.SubjectKey, cost int64) do
 	return c
 }
 
-// decide applies one check; a store error fails the case under guarantee.
+// apply applies one check on path p and logs it.
+func (f *fixture) apply(c domain.Check, p path) (domain.Decision, error) {
+	var d domain.Decision
+	err := guard(func() (err error) {
+		if p == viaAdmitCheck {
+			f.rep.called(CheckAdmitter)
+			d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(f.ctx, c)
+		} else {
+			d, err = f.limiter.Check(f.ctx, c)
+		}
+		return err
+	})
+	if err != nil {
+		f.log.add("check %s via %s → error: %v", f.log.check(c), p, err)
+	} else {
+		f.log.add("check %s via %s → %s", f.log.check(c), p, describe(d))
+	}
+	return d, err
+}
+
+// decide applies one check on the case's path; a store error fails the
+// case under guarantee.
 func (f *fixture) decide(c domain.Check, guarantee string) domain.Decision {
 	f.t.Helper()
-	d, err := f.limiter.Check(f.ctx, c)
+	return f.decideVia(c, f.path, guarantee)
+}
+
+func (f *fixture) decideVia(c domain.Check, p path, guarantee string) domain.Decision {
+	f.t.Helper()
+	d, err := f.apply(c, p)
 	require.NoError(f.t, err, "%s: the store failed a valid check", guarantee)
 	return d
 }
@@ -121,7 +187,12 @@ func (f *fixture) decide(c domain.Check, guarantee string) domain.Decision {
 // allow applies one check that must be allowed with remaining units left.
 func (f *fixture) allow(c domain.Check, remaining int64, guarantee string) domain.Allowance {
 	f.t.Helper()
-	d := f.decide(c, guarantee)
+	return f.allowVia(c, f.path, remaining, guarantee)
+}
+
+func (f *fixture) allowVia(c domain.Check, p path, remaining int64, guarantee string) domain.Allowance {
+	f.t.Helper()
+	d := f.decideVia(c, p, guarantee)
 	a, ok := d.Allowance()
 	require.True(f.t, ok, "%s: want allowed with %d remaining, got %s", guarantee, remaining, describe(d))
 	require.Equal(f.t, c.Policy().Limit(), a.Limit, "%s: the allowance must carry the policy's limit", guarantee)
@@ -133,14 +204,19 @@ func (f *fixture) allow(c domain.Check, remaining int64, guarantee string) domai
 // reason.
 func (f *fixture) deny(c domain.Check, reason domain.DenialReason, guarantee string) domain.Denial {
 	f.t.Helper()
-	return f.refuse(c, domain.Denied, reason, guarantee)
+	return f.refuseVia(c, f.path, domain.Denied, reason, guarantee)
 }
 
 // refuse applies one check that must end with outcome (denied or
 // shadow-denied) for reason.
 func (f *fixture) refuse(c domain.Check, outcome domain.Outcome, reason domain.DenialReason, guarantee string) domain.Denial {
 	f.t.Helper()
-	d := f.decide(c, guarantee)
+	return f.refuseVia(c, f.path, outcome, reason, guarantee)
+}
+
+func (f *fixture) refuseVia(c domain.Check, p path, outcome domain.Outcome, reason domain.DenialReason, guarantee string) domain.Denial {
+	f.t.Helper()
+	d := f.decideVia(c, p, guarantee)
 	den, _ := d.Denial()
 	// Compare names, so a failure prints "denied (quota)" rather than the
 	// enums' numbers.
@@ -152,20 +228,60 @@ func (f *fixture) refuse(c domain.Check, outcome domain.Outcome, reason domain.D
 // admit applies checks as one batch; a store error fails the case.
 func (f *fixture) admit(checks []domain.Check, guarantee string) domain.BatchDecision {
 	f.t.Helper()
-	bd, err := f.limiter.CheckAll(f.ctx, checks)
+	var bd domain.BatchDecision
+	err := guard(func() (err error) {
+		bd, err = f.limiter.CheckAll(f.ctx, checks)
+		return err
+	})
+	if err != nil {
+		f.log.add("batch %s via Admit → error: %v", f.log.batch(checks), err)
+	} else {
+		f.log.add("batch %s via Admit → %s", f.log.batch(checks), describeBatch(bd))
+	}
 	require.NoError(f.t, err, "%s: the store failed a valid batch", guarantee)
 	return bd
+}
+
+// admitAllowed applies checks as one batch that must be allowed, and
+// returns the remaining units of each check in caller order.
+func (f *fixture) admitAllowed(checks []domain.Check, guarantee string) []int64 {
+	f.t.Helper()
+	bd := f.admit(checks, guarantee)
+	require.Equal(f.t, domain.Allowed, bd.Outcome(), "%s: want the batch allowed, got %s", guarantee, describeBatch(bd))
+	require.Len(f.t, bd.Decisions(), len(checks), "%s: one decision per check", guarantee)
+	rem := make([]int64, len(checks))
+	for i, d := range bd.Decisions() {
+		a, ok := d.Allowance()
+		require.True(f.t, ok, "%s: decision %d of an allowed batch must be allowed, got %s", guarantee, i, describe(d))
+		rem[i] = a.Remaining
+	}
+	return rem
+}
+
+// admitDenied applies checks as one batch that must be denied at index for
+// reason, and returns the denial.
+func (f *fixture) admitDenied(checks []domain.Check, index int, reason domain.DenialReason, guarantee string) domain.Denial {
+	f.t.Helper()
+	bd := f.admit(checks, guarantee)
+	i, den, ok := bd.Denied()
+	require.True(f.t, ok && bd.Outcome() == domain.Denied,
+		"%s: want the batch denied at check %d (%s), got %s", guarantee, index, reason, describeBatch(bd))
+	require.Equal(f.t, fmt.Sprintf("check %d (%s)", index, reason), fmt.Sprintf("check %d (%s)", i, den.Reason()),
+		"%s: the denied check, in caller order; got %s", guarantee, describeBatch(bd))
+	require.Equal(f.t, len(checks), bd.Size(), "%s: the decision reports the batch size", guarantee)
+	return den
 }
 
 func (f *fixture) advance(d time.Duration) {
 	f.t.Helper()
 	f.inst.Advance(f.t, d)
+	f.log.advanced(d)
 }
 
 // requireDuration checks a reset or retry time against want, the value a
 // clock that moves only through Advance gives. A clock that keeps running
-// can only have shortened it since: it must still be positive and at most
-// want.
+// can only have shortened it since, and by no more than the real time the
+// case has taken so far.
 func (f *fixture) requireDuration(want, got time.Duration, guarantee string) {
 	f.t.Helper()
 	if f.inst.ExactTime {
@@ -174,6 +290,11 @@ func (f *fixture) requireDuration(want, got time.Duration, guarantee string) {
 	}
 	require.Positive(f.t, got, "%s: the window is still active, so the time left must be positive", guarantee)
 	require.LessOrEqual(f.t, got, want, "%s: time passed since, so the time left cannot exceed %v", guarantee, want)
+	// The store's clock ran for at most the real time since the case began
+	// (plus the microsecond a database rounds to).
+	floor := want - time.Since(f.began) - time.Microsecond
+	require.GreaterOrEqual(f.t, got, floor,
+		"%s: want %v less at most the %v that really passed since the case began, got %v", guarantee, want, want-floor, got)
 }
 
 // requireRetry checks that a denial carries a retry time and checks it as
@@ -192,82 +313,56 @@ func (f *fixture) stats() (ports.Stats, bool) {
 	if !ok {
 		return ports.Stats{}, false
 	}
-	s, err := sr.Stats(f.ctx)
+	f.rep.called(StatsReporter)
+	var s ports.Stats
+	err := guard(func() (err error) {
+		s, err = sr.Stats(f.ctx)
+		return err
+	})
+	if err != nil {
+		f.log.add("Stats → error: %v", err)
+	} else {
+		f.log.add("Stats → %s", describeStats(s, f.opts.Capacity))
+	}
 	require.NoError(f.t, err, "stats: Stats failed")
 	return s, true
 }
 
-// filled is what fill left: the keys the store admitted and the first key
-// it refused for storage capacity, if any.
-type filled struct {
-	admitted []domain.SubjectKey
-	full     bool
-	refused  domain.SubjectKey
-	outcome  domain.Outcome
-	denial   domain.Denial
-}
-
-// fill admits new keys under p, one check each, until the store refuses one
-// for storage capacity or it has admitted more keys than all its partitions
-// can hold. The keys are random, so on a store with several partitions the
-// first partition to fill is found by adding keys rather than aimed at.
-func (f *fixture) fill(p domain.Policy) filled {
-	f.t.Helper()
-	var r filled
-	for range f.parts*f.opts.Capacity + 1 {
-		k := f.key()
-		d := f.decide(f.check(p, k), "capacity: admitting a new key")
-		if d.Outcome() == domain.Allowed {
-			r.admitted = append(r.admitted, k)
-			continue
-		}
-		den, _ := d.Denial()
-		require.Equal(f.t, domain.StorageCapacity, den.Reason(),
-			"capacity: a new key can only be refused for storage capacity, got %s", describe(d))
-		r.full, r.refused, r.outcome, r.denial = true, k, d.Outcome(), den
-		return r
-	}
-	return r
-}
-
-// requireFull checks that fill ended with a storage-capacity denial, after
-// exactly Capacity keys on a single-partition store.
-func (f *fixture) requireFull(r filled) {
-	f.t.Helper()
-	require.True(f.t, r.full,
-		"capacity: the store admitted %d new keys with %d partition(s) of capacity %d; "+
-			"a new key in a full partition must be denied for storage capacity",
-		len(r.admitted), f.parts, f.opts.Capacity)
-	require.GreaterOrEqual(f.t, len(r.admitted), f.opts.Capacity,
-		"capacity: a partition must hold Capacity counters before it refuses a new key")
-	if f.parts == 1 {
-		require.Len(f.t, r.admitted, f.opts.Capacity,
-			"capacity: a single-partition store holds exactly Capacity counters")
-	}
-}
-
-// describe prints a decision for a failure message. Decisions never hold
-// key bytes.
-func describe(d domain.Decision) string {
-	if a, ok := d.Allowance(); ok {
-		return fmt.Sprintf("allowed (limit %d, remaining %d, reset after %v)", a.Limit, a.Remaining, a.ResetAfter)
-	}
-	den, ok := d.Denial()
+// cleaner returns the store's cleanup when it offers one.
+func (f *fixture) cleaner() (func(max int) (int, error), bool) {
+	c, ok := f.inst.Store.(ports.Cleaner)
 	if !ok {
-		return "no decision"
+		return nil, false
 	}
-	retry, has := den.RetryAfter()
-	if !has {
-		return fmt.Sprintf("%s (%s, no retry time)", d.Outcome(), den.Reason())
-	}
-	return fmt.Sprintf("%s (%s, retry after %v)", d.Outcome(), den.Reason(), retry)
+	return func(max int) (int, error) {
+		f.rep.called(Cleaner)
+		var n int
+		err := guard(func() (err error) {
+			n, err = c.CleanupExpired(f.ctx, max)
+			return err
+		})
+		if err != nil {
+			f.log.add("CleanupExpired(%d) → %d, error: %v", max, n, err)
+		} else {
+			f.log.add("CleanupExpired(%d) → %d", max, n)
+		}
+		return n, err
+	}, true
 }
 
-// describeBatch prints a batch decision for a failure message.
-func describeBatch(bd domain.BatchDecision) string {
-	if i, _, ok := bd.Denied(); ok {
-		d, _ := bd.Decision(i)
-		return fmt.Sprintf("%s at check %d of %d: %s", bd.Outcome(), i, bd.Size(), describe(d))
-	}
-	return fmt.Sprintf("%s, %d decisions", bd.Outcome(), len(bd.Decisions()))
+// guard calls op and turns a panic in the store into a [*panicError], so
+// that a case fails naming its guarantee, with its operation log, instead
+// of crashing the test binary.
+func guard(op func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r}
+		}
+	}()
+	return op()
 }
+
+// panicError is a panic that escaped the store.
+type panicError struct{ value any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("the store panicked: %v", e.value) }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -22,22 +23,44 @@ type Options struct {
 // harness may call t.Fatal when it cannot.
 type AdvanceFunc func(t testing.TB, d time.Duration)
 
+// PartitionFunc returns the capacity partition a counter key belongs to, 0
+// to the store's partition count minus one: the index [ports.Stats.Headroom]
+// reports that partition's free slots under.
+type PartitionFunc func(k domain.CounterKey) int
+
 // Instance is a fresh store and the way to move its time.
 type Instance struct {
 	// Store is the store under test. Required.
 	Store ports.Store
-	// Advance moves Store's time forward. Required.
+	// Clock is the [ManualClock] the store reads, when the harness could
+	// inject one. The suite then moves time with it (Advance may be nil) and
+	// compares durations exactly (as with ExactTime). (Races are held in the
+	// clock read of any ManualClock, given here or not.) Default nil.
+	Clock *ManualClock
+	// Advance moves Store's time forward. Required unless Clock is set; when
+	// both are set the suite calls Advance, which must move Clock.
 	Advance AdvanceFunc
 	// ExactTime reports that the store's clock moves only through Advance,
 	// so durations are compared exactly. Otherwise (a database clock that
-	// keeps running) a reset or retry is checked as a bound: in (0, window]
-	// and lower by at least d after Advance(d). Default false.
+	// keeps running) a reset or retry is checked as a bound: never more
+	// than the exact value, and less only by the real time that has passed
+	// since the case began. Implied by Clock. Default false.
 	ExactTime bool
 	// Partitions is the number of capacity partitions of a store that does
 	// not implement [ports.StatsReporter]; a store that does reports
-	// [ports.Stats.Shards] instead. It bounds how many new keys the suite
-	// adds before it expects a storage-capacity denial. Default 1.
+	// [ports.Stats.Shards] instead. Default 1.
 	Partitions int
+	// PartitionOf maps a counter key to its capacity partition. Required
+	// when the store has more than one partition: the suite aims keys at
+	// one partition to check its bound exactly, and checks each
+	// partition's headroom in [ports.Stats] against the keys it put there.
+	// Default nil (one partition).
+	PartitionOf PartitionFunc
+	// Require lists the optional capabilities the harness knows the store
+	// offers. The suite fails when Store lacks one, so that a wrapper which
+	// hides an optional interface (a decorator for metrics or logging) cannot
+	// make the suite quietly skip the cases written for it. Default none.
+	Require []Capability
 }
 
 // NewStoreFunc returns a fresh, empty store honouring opts; it may register
@@ -47,19 +70,50 @@ type NewStoreFunc func(t testing.TB, opts Options) Instance
 
 // Run runs every scenario as a parallel subtest of t, each case on its own
 // fresh store from newStore. A failing subtest's name says which guarantee
-// broke, and its message says how.
+// broke, and its message says how, followed by the operations the case
+// applied to its store.
+//
+// A first subtest, harness, builds one store to learn its optional
+// capabilities and checks the Instance; when it fails, nothing else runs.
+// Cases that make single checks run twice, as subtests named AdmitCheck
+// (through [ports.CheckAdmitter]) and batch_of_one (through Admit), when
+// the store offers the single-check path; otherwise only batch_of_one.
+// When every case has run, Run logs which capabilities it found and how
+// often it called each, and fails if it never called one it found.
 func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	if newStore == nil {
 		t.Fatal("conformance: Run needs a NewStoreFunc")
 	}
+	var caps capabilities
+	if !t.Run("harness", func(t *testing.T) { caps = probe(t, newStore) }) {
+		return
+	}
+	if caps.has == nil {
+		// -run left the harness subtest out; the cases still need to know
+		// the store.
+		caps = probe(t, newStore)
+	}
+	rep := newReport(caps)
+	t.Cleanup(func() { rep.summarize(t) })
 	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range sc.cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					tc.run(t, setup(t, newStore, tc.options()))
+					if !tc.single {
+						rep.started.Add(1)
+						tc.run(t, setup(t, newStore, tc.options(), viaBatchOfOne, caps, rep))
+						return
+					}
+					for _, p := range caps.paths() {
+						t.Run(p.String(), func(t *testing.T) {
+							t.Parallel()
+							rep.started.Add(1)
+							tc.run(t, setup(t, newStore, tc.options(), p, caps, rep))
+						})
+					}
 				})
 			}
 		})
@@ -76,6 +130,9 @@ type scenario struct {
 // testCase is one guarantee, checked on a fresh store.
 type testCase struct {
 	name string
+	// single marks a case that makes single checks: it runs once per
+	// single-check path the store offers.
+	single bool
 	// opts overrides defaultOptions when set.
 	opts Options
 	run  func(t *testing.T, f *fixture)
@@ -85,8 +142,7 @@ type testCase struct {
 // store with several small partitions.
 var defaultOptions = Options{Capacity: 64, MaxBatchSize: 8}
 
-// capacityOptions keep partitions small so that filling one takes few keys
-// even on a store with hundreds of partitions.
+// capacityOptions keep partitions small so that filling one takes few keys.
 var capacityOptions = Options{Capacity: 4, MaxBatchSize: 8}
 
 func (tc testCase) options() Options {
@@ -101,6 +157,7 @@ func scenarios() []scenario {
 		windowsScenario(),
 		denialsScenario(),
 		batchesScenario(),
+		pathsScenario(),
 		capacityScenario(),
 		cleanupScenario(),
 		statsScenario(),
@@ -109,4 +166,20 @@ func scenarios() []scenario {
 		concurrencyScenario(),
 		timeScenario(),
 	}
+}
+
+// caseCount returns how many subtests Run starts for a store with caps: the
+// report checks its counts only when every one of them ran.
+func caseCount(caps capabilities) int64 {
+	n := 0
+	for _, sc := range scenarios() {
+		for _, tc := range sc.cases {
+			if tc.single {
+				n += len(caps.paths())
+			} else {
+				n++
+			}
+		}
+	}
+	return int64(n)
 }

@@ -13,10 +13,10 @@ import (
 // and shares its counter with the enforced policy.
 func shadowScenario() scenario {
 	return scenario{name: "shadow", cases: []testCase{
-		{name: "counter_warms", run: testShadowCounterWarms},
-		{name: "denial_permits_and_consumes_nothing", run: testShadowDenial},
-		{name: "capacity_denial_never_shadowed", opts: capacityOptions, run: testCapacityNeverShadowed},
-		{name: "switching_to_enforce_keeps_the_counter", run: testShadowSwitch},
+		{name: "counter_warms", single: true, run: testShadowCounterWarms},
+		{name: "denial_permits_and_consumes_nothing", single: true, run: testShadowDenial},
+		{name: "capacity_denial_never_shadowed", single: true, opts: capacityOptions, run: testCapacityNeverShadowed},
+		{name: "switching_to_enforce_keeps_the_counter", single: true, run: testShadowSwitch},
 	}}
 }
 
@@ -49,11 +49,16 @@ func testShadowDenial(t *testing.T, f *fixture) {
 func testCapacityNeverShadowed(t *testing.T, f *fixture) {
 	const g = "shadow: a storage-capacity denial is enforced even for a shadow policy"
 	p := f.shadow(f.policy(2, window))
-	r := f.fill(p)
-	f.requireFull(r)
-	require.Equal(t, domain.Denied, r.outcome, "%s: a full partition refused a shadow check with %s", g, r.outcome)
-	d := f.decide(f.check(p, r.refused), g)
+	part := f.somePart(p)
+	f.fillPartition(p, part, g)
+	refused := f.keyIn(p, part)
+	d := f.decide(f.check(p, refused), g)
+	den, _ := d.Denial()
 	require.False(t, d.PermitsRequest(), "%s: got %s", g, describe(d))
+	require.Equal(t, domain.StorageCapacity, den.Reason(), "%s: got %s", g, describe(d))
+	bd := f.admit([]domain.Check{f.check(p, f.key()), f.check(p, refused)}, g+" (in a batch)")
+	require.False(t, bd.PermitsRequest(), "%s: got %s", g, describeBatch(bd))
+	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g+" (the refused shadow key holds no slot)")
 }
 
 func testShadowSwitch(t *testing.T, f *fixture) {

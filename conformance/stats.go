@@ -10,48 +10,67 @@ import (
 )
 
 // statsScenario checks [ports.StatsReporter] on stores that offer it: the
-// capacity matches the options, and entries and headroom follow admissions
-// but not denials.
+// capacity matches the options, and entries and each partition's headroom
+// follow the counters stored, not the denials. (The capacity cases check
+// Stats after every step too.)
 func statsScenario() scenario {
 	return scenario{name: "stats", cases: []testCase{
-		{name: "occupancy_follows_admissions", run: testStatsOccupancy},
+		{name: "occupancy_follows_admissions", single: true, run: testStatsOccupancy},
+		{name: "partitions_agree_with_partition_of", single: true, run: testStatsPartitions},
 	}}
 }
 
 func testStatsOccupancy(t *testing.T, f *fixture) {
-	const g = "stats: Stats reports the capacity asked for, and counts stored counters"
+	const g = "stats: Stats reports the capacity asked for, and counts stored counters in their partitions"
 	if _, ok := f.inst.Store.(ports.StatsReporter); !ok {
 		t.Skip("stats: the store does not implement ports.StatsReporter")
 	}
-	s, _ := f.stats()
-	requireStats(t, s, f.opts, 0, g+" (a fresh store)")
+	f.requireOccupancy(occupancy{}, g+" (a fresh store)")
 
 	p := f.policy(1, window)
+	want := occupancy{}
 	ks := f.keys(5)
 	for _, k := range ks {
 		f.allow(f.check(p, k), 0, g)
+		want[f.partOf(p, k)]++
 	}
-	s, _ = f.stats()
-	requireStats(t, s, f.opts, int64(len(ks)), g+" (after admitting new keys)")
+	f.requireOccupancy(want, g+" (after admitting new keys)")
 
-	f.allow(f.check(f.policy(2, window), ks[0]), 1, g)
+	q := f.policy(2, window)
+	f.allow(f.check(q, ks[0]), 1, g)
+	want[f.partOf(q, ks[0])]++
 	f.deny(f.check(p, ks[1]), domain.QuotaExhausted, g)
-	s, _ = f.stats()
-	requireStats(t, s, f.opts, int64(len(ks))+1, g+" (a new counter counts, a denial does not)")
+	f.requireOccupancy(want, g+" (a new counter counts, a denial does not)")
 }
 
-func requireStats(t *testing.T, s ports.Stats, opts Options, entries int64, g string) {
-	t.Helper()
-	require.Positive(t, s.Shards, "%s: Stats.Shards", g)
-	require.Len(t, s.Headroom, s.Shards, "%s: one Stats.Headroom entry per partition", g)
-	require.Equal(t, int64(s.Shards)*int64(opts.Capacity), s.Capacity,
-		"%s: Stats.Capacity is Options.Capacity in each of Stats.Shards partitions", g)
-	require.Equal(t, entries, s.Entries, "%s: Stats.Entries", g)
-	var free int64
-	for i, h := range s.Headroom {
-		require.True(t, h >= 0 && h <= int64(opts.Capacity),
-			"%s: partition %d has headroom %d outside 0..%d", g, i, h, opts.Capacity)
-		free += h
+// testStatsPartitions admits new keys one at a time and checks that each
+// takes its slot in the partition Instance.PartitionOf names. Every
+// capacity case relies on that mapping; when it is wrong, this case says
+// so plainly.
+func testStatsPartitions(t *testing.T, f *fixture) {
+	const g = "stats: each new key takes a slot in the partition Instance.PartitionOf names"
+	if f.parts == 1 {
+		t.Skip("stats: the store has one capacity partition")
 	}
-	require.Equal(t, s.Capacity-s.Entries, free, "%s: the headroom of all partitions adds up to capacity minus entries", g)
+	before, ok := f.stats()
+	if !ok {
+		t.Skip("stats: the store does not implement ports.StatsReporter")
+	}
+	p := f.policy(1, window)
+	for range 5 {
+		k := f.key()
+		want := f.partOf(p, k)
+		f.allow(f.check(p, k), 0, g)
+		after, _ := f.stats()
+		var took []int
+		for i := range min(len(after.Headroom), len(before.Headroom)) {
+			if after.Headroom[i] != before.Headroom[i] {
+				took = append(took, i)
+			}
+		}
+		require.Equal(t, []int{want}, took,
+			"%s: PartitionOf says the new key lands in partition %d, but Stats.Headroom changed in %v: "+
+				"the harness's PartitionOf, or the store's own mapping or Stats, is wrong", g, want, took)
+		before = after
+	}
 }

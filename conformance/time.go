@@ -14,8 +14,8 @@ import (
 // time left never grows.
 func timeScenario() scenario {
 	return scenario{name: "time", cases: []testCase{
-		{name: "later_windows_never_end_earlier", run: testLaterWindowsNeverEndEarlier},
-		{name: "time_left_never_grows", run: testTimeLeftNeverGrows},
+		{name: "later_windows_never_end_earlier", single: true, run: testLaterWindowsNeverEndEarlier},
+		{name: "time_left_never_grows", single: true, run: testTimeLeftNeverGrows},
 	}}
 }
 

@@ -10,15 +10,18 @@ import (
 
 // windowsScenario checks the anchored fixed window: the first allowed check
 // starts it, later checks count in it until it ends, and it ends exactly
-// window after its start.
+// window after its start. Counts and times are stored without loss.
 func windowsScenario() scenario {
 	return scenario{name: "windows", cases: []testCase{
-		{name: "exact_remaining_and_reset", run: testExactRemainingAndReset},
-		{name: "denial_retry_after", run: testDenialRetryAfter},
-		{name: "renewal_exactly_at_expiry", run: testRenewalExactlyAtExpiry},
-		{name: "counters_independent_per_fingerprint", run: testCountersIndependent},
-		{name: "cost_above_one", run: testCostAboveOne},
-		{name: "largest_limit_and_window", run: testLargestLimitAndWindow},
+		{name: "exact_remaining_and_reset", single: true, run: testExactRemainingAndReset},
+		{name: "denial_retry_after", single: true, run: testDenialRetryAfter},
+		{name: "renewal_exactly_at_expiry", single: true, run: testRenewalExactlyAtExpiry},
+		{name: "renewal_after_expiry_anchors_at_the_renewing_check", single: true, run: testRenewalAnchorsAtRenewingCheck},
+		{name: "short_windows_are_exact", single: true, run: testShortWindows},
+		{name: "counters_independent_per_fingerprint", single: true, run: testCountersIndependent},
+		{name: "cost_above_one", single: true, run: testCostAboveOne},
+		{name: "counts_beyond_32_and_53_bits_are_exact", single: true, run: testLargeCounts},
+		{name: "largest_limit_and_window", single: true, run: testLargestLimitAndWindow},
 	}}
 }
 
@@ -30,9 +33,9 @@ func testExactRemainingAndReset(t *testing.T, f *fixture) {
 	f.advance(10 * time.Minute)
 	a = f.allow(f.check(p, k), 1, g)
 	f.requireDuration(window-10*time.Minute, a.ResetAfter, g+" (the window stays anchored at the first check)")
-	f.advance(20 * time.Minute)
+	f.advance(20*time.Minute + 7*time.Millisecond)
 	a = f.allow(f.check(p, k), 0, g)
-	f.requireDuration(window-30*time.Minute, a.ResetAfter, g+" (the last unit)")
+	f.requireDuration(window-30*time.Minute-7*time.Millisecond, a.ResetAfter, g+" (the last unit)")
 }
 
 func testDenialRetryAfter(t *testing.T, f *fixture) {
@@ -40,13 +43,13 @@ func testDenialRetryAfter(t *testing.T, f *fixture) {
 	p, k := f.policy(2, window), f.key()
 	f.allow(f.check(p, k), 1, g)
 	f.allow(f.check(p, k), 0, g)
-	f.advance(15 * time.Minute)
+	f.advance(15*time.Minute + 3*time.Millisecond)
 	d := f.deny(f.check(p, k), domain.QuotaExhausted, g)
-	f.requireRetry(d, window-15*time.Minute, g)
+	f.requireRetry(d, window-15*time.Minute-3*time.Millisecond, g)
 }
 
 func testRenewalExactlyAtExpiry(t *testing.T, f *fixture) {
-	const g = "windows: a window ends exactly window after its first check, not a millisecond earlier or later"
+	const g = "windows: a window is half-open: it ends exactly window after its first check, not a millisecond earlier or later"
 	p, k := f.policy(1, window), f.key()
 	f.allow(f.check(p, k), 0, g)
 	if f.inst.ExactTime {
@@ -66,6 +69,50 @@ func testRenewalExactlyAtExpiry(t *testing.T, f *fixture) {
 	f.requireDuration(window, a.ResetAfter, g+" (a renewed window is anchored at the renewing check)")
 	d := f.deny(f.check(p, k), domain.QuotaExhausted, g+" (the renewed window counts from its new anchor)")
 	f.requireRetry(d, window, g)
+}
+
+func testRenewalAnchorsAtRenewingCheck(t *testing.T, f *fixture) {
+	const g = "windows: a window renewed after its end is anchored at the renewing check, not at the old end"
+	const late = 17*time.Minute + 3*time.Second + 456*time.Millisecond
+	p, k := f.policy(2, window), f.key()
+	f.allow(f.check(p, k), 1, g)
+	f.advance(window + late)
+	a := f.allow(f.check(p, k), 1, g+" (the old window ended long ago: a fresh count)")
+	f.requireDuration(window, a.ResetAfter, g)
+	f.advance(window - late)
+	a = f.allow(f.check(p, k), 0, g+" (still inside the renewed window, which ends a full window after the renewal)")
+	f.requireDuration(late, a.ResetAfter, g)
+	d := f.deny(f.check(p, k), domain.QuotaExhausted, g)
+	f.requireRetry(d, late, g)
+	f.advance(late)
+	a = f.allow(f.check(p, k), 1, g+" (the renewed window ends exactly a window after the renewal)")
+	f.requireDuration(window, a.ResetAfter, g)
+}
+
+func testShortWindows(t *testing.T, f *fixture) {
+	const g = "windows: windows of a millisecond and of a second and a half keep their exact length"
+	if !f.inst.ExactTime {
+		t.Skip("windows: a clock that keeps running ends a millisecond window by itself; needs an exact clock")
+	}
+	ms := f.policy(1, time.Millisecond)
+	k := f.key()
+	a := f.allow(f.check(ms, k), 0, g)
+	f.requireDuration(time.Millisecond, a.ResetAfter, g+" (a 1 ms window)")
+	d := f.deny(f.check(ms, k), domain.QuotaExhausted, g+" (a 1 ms window)")
+	f.requireRetry(d, time.Millisecond, g+" (a 1 ms window)")
+	f.advance(time.Millisecond)
+	a = f.allow(f.check(ms, k), 0, g+" (a 1 ms window renews after 1 ms)")
+	f.requireDuration(time.Millisecond, a.ResetAfter, g)
+
+	mid := f.policy(2, 1500*time.Millisecond)
+	a = f.allow(f.check(mid, k), 1, g)
+	f.requireDuration(1500*time.Millisecond, a.ResetAfter, g+" (a 1.5 s window)")
+	f.advance(1499 * time.Millisecond)
+	a = f.allow(f.check(mid, k), 0, g+" (1.499 s into a 1.5 s window)")
+	f.requireDuration(time.Millisecond, a.ResetAfter, g)
+	f.advance(time.Millisecond)
+	a = f.allow(f.check(mid, k), 1, g+" (a 1.5 s window renews after 1.5 s)")
+	f.requireDuration(1500*time.Millisecond, a.ResetAfter, g)
 }
 
 func testCountersIndependent(t *testing.T, f *fixture) {
@@ -102,6 +149,22 @@ func testCostAboveOne(t *testing.T, f *fixture) {
 	f.allow(f.checkCost(p, f.key(), 10), 0, g+" (cost equal to the limit on a fresh window)")
 }
 
+// testLargeCounts walks a counter through values that a store keeping
+// counts in 32 bits, or in a float64 (a JSON number, a Lua number, a
+// double column), cannot hold: above 2^31 and 2^32, and an odd count above
+// 2^53.
+func testLargeCounts(t *testing.T, f *fixture) {
+	const g = "windows: counts above 2^31, 2^32 and 2^53 are stored exactly"
+	p, k := f.policy(domain.MaxLimit, window), f.key()
+	used := int64(0)
+	for _, cost := range []int64{1<<31 + 1, 1 << 32, 1 << 53, 1, 2} {
+		used += cost
+		f.allow(f.checkCost(p, k, cost), domain.MaxLimit-used, g)
+	}
+	f.allow(f.checkCost(p, k, domain.MaxLimit-used), 0, g+" (the rest of the limit, to the unit)")
+	f.deny(f.check(p, k), domain.QuotaExhausted, g+" (nothing left)")
+}
+
 func testLargestLimitAndWindow(t *testing.T, f *fixture) {
 	const g = "windows: the largest limit and window are stored and counted exactly"
 	p := f.policy(domain.MaxLimit, domain.MaxWindow)
@@ -114,7 +177,16 @@ func testLargestLimitAndWindow(t *testing.T, f *fixture) {
 
 	full := f.key()
 	f.allow(f.checkCost(p, full, domain.MaxLimit), 0, g+" (the largest cost at once)")
-	f.advance(domain.MaxWindow)
+	// A millisecond before the end on an exact clock; a running clock needs
+	// more room, or the window would end by itself.
+	edge := time.Millisecond
+	if !f.inst.ExactTime {
+		edge = time.Minute
+	}
+	f.advance(domain.MaxWindow - edge)
+	d = f.deny(f.check(p, k), domain.QuotaExhausted, g+" (just before the largest window ends)")
+	f.requireRetry(d, edge, g)
+	f.advance(edge)
 	a = f.allow(f.check(p, k), math.MaxInt64-1, g+" (the largest window ends and renews)")
 	f.requireDuration(domain.MaxWindow, a.ResetAfter, g)
 	f.allow(f.checkCost(p, full, domain.MaxLimit), 0, g+" (the largest window ends and renews)")

@@ -10,8 +10,13 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// ErrCapacity is returned by [New] for a capacity below one.
-var ErrCapacity = errors.New("mapstore: capacity must be at least 1")
+var (
+	// ErrCapacity is returned by [New] for a capacity below one.
+	ErrCapacity = errors.New("mapstore: capacity must be at least 1")
+	// ErrNegativeMax is returned by [Store.CleanupExpired] for a negative
+	// maximum, which would otherwise read as "no limit".
+	ErrNegativeMax = errors.New("mapstore: cleanup maximum is negative")
+)
 
 // Config configures a [Store].
 type Config struct {
@@ -102,8 +107,12 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // CleanupExpired removes at most max expired counters and returns how many
-// it removed. Active counters are never removed.
+// it removed. Active counters are never removed. A max of 0 removes
+// nothing; a negative max is an error and removes nothing.
 func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
+	if max < 0 {
+		return 0, ErrNegativeMax
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()

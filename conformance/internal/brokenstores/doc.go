@@ -1,6 +1,14 @@
-// Package brokenstores holds a small map-and-mutex store that can be built
-// with one deliberate defect, so the conformance suite's own tests can prove
-// that each defect is caught by the scenario written for it. Built without a
-// defect, the same store passes the whole suite, which shows that every
+// Package brokenstores holds a store that can be built with one deliberate
+// defect, so that the conformance suite's own tests can prove that each
+// defect is caught by the case written for it. The defects are the bugs
+// real adapters have: off-by-ones at a window's end, times and counts kept
+// in types that cannot hold them, caches that outlive writes, locks taken
+// in the caller's order or released too early, partial writes, capacity
+// counted wrongly, cleanup and stats that lie.
+//
+// The store locks each key, as a database store does, so that locking
+// defects show as they would there. Built without a defect, it passes the
+// whole suite, with every optional capability or none, on one partition or
+// several, cleaning expired counters per check or only on request: every
 // failure comes from the defect alone.
 package brokenstores

@@ -1,82 +1,294 @@
 package brokenstores
 
-// Fault is a deliberate defect in a [Store]. Each one breaks exactly one
-// guarantee that the conformance suite checks, the way a real adapter might.
+// Fault is a deliberate defect in a [Store]. Each one breaks one guarantee
+// that the conformance suite checks, the way a real adapter might: an
+// off-by-one at a window's end, a count kept in a float64, a lock released
+// too early, a cache that outlives a write.
 type Fault uint8
 
-// Faults. None is the correct store every other fault starts from.
+// Faults, grouped by the class of bug. None is the correct store every
+// other fault starts from.
 const (
 	// None: the store keeps every guarantee.
 	None Fault = iota
-	// ConsumesOnDenial charges a denied check anyway: an exhausted window
-	// takes the cost (up to the limit) and a key refused for capacity is
-	// stored.
-	ConsumesOnDenial
-	// NotAtomic persists the checks of a denied batch that came before the
-	// failing one.
-	NotAtomic
-	// EvictsLiveKeys makes room for a new key by evicting the counter that
-	// expires first, active or not.
-	EvictsLiveKeys
-	// IgnoresCapacity stores every new key, however full.
-	IgnoresCapacity
+
+	// Time boundaries and precision.
+
 	// RenewsEarly treats a window as over one millisecond before its end.
 	RenewsEarly
 	// RenewsLate treats a window as still running for one millisecond after
 	// its end.
 	RenewsLate
-	// NoKeyLocks guards its map but releases the lock between reading the
-	// counters and writing them back, so racing checks lose updates.
-	NoKeyLocks
+	// InclusiveEnd treats a window as still running at exactly its end
+	// (now <= expires instead of now < expires).
+	InclusiveEnd
+	// SlidesWindow moves a window's end to now+window on every allowed
+	// check.
+	SlidesWindow
+	// RenewsAtOldEnd renews an expired window from its old end rather than
+	// from the renewing check.
+	RenewsAtOldEnd
+	// StoresMilliseconds keeps window times truncated to milliseconds while
+	// its clock reads microseconds.
+	StoresMilliseconds
+	// StoresSeconds keeps window times truncated to whole seconds.
+	StoresSeconds
+	// IgnoresInjectedClock reads the process's clock instead of the one it
+	// was given.
+	IgnoresInjectedClock
 	// ClockBackwards reads a clock that steps back one second on every
 	// other admission, and does not clamp it.
 	ClockBackwards
+
+	// Counters serialised through other types.
+
+	// FloatCounts keeps counts in a float64.
+	FloatCounts
+	// Int32Counts keeps counts in an int32.
+	Int32Counts
+	// FloatMicroseconds keeps window times as float64 microseconds.
+	FloatMicroseconds
+	// JSONRoundTrip stores each counter as JSON and reads it back into a
+	// map[string]any, whose numbers are float64.
+	JSONRoundTrip
+	// ChargesOneUnit counts one unit per allowed check, whatever its cost.
+	ChargesOneUnit
+
+	// Keys.
+
+	// KeysBySubjectOnly keys counters by the subject key alone, so every
+	// policy of a subject shares one counter.
+	KeysBySubjectOnly
+	// KeysByPolicyID keys counters by policy id, scope and subject, leaving
+	// the limit and window out.
+	KeysByPolicyID
+
+	// Renewal.
+
+	// ExpiredNeedsSlot renews an expired counter as if it were a new key,
+	// needing a free slot.
+	ExpiredNeedsSlot
+
+	// Caching of reads and decisions.
+
+	// CachesReads serves a counter read earlier at the same instant from a
+	// cache that its own writes do not update.
+	CachesReads
+	// CachesBatches remembers what each set of keys read at an instant and
+	// serves a repeated batch from that memory.
+	CachesBatches
+	// SingleCheckCache serves AdmitCheck from a cache that only AdmitCheck
+	// writes, so batches' writes are invisible to it.
+	SingleCheckCache
+
+	// Ordering.
+
 	// ReordersAllowances sorts a batch's keys to lock them and then pairs the
 	// sorted keys with the batch's checks by position, so each check reads
 	// and charges another check's counter.
 	ReordersAllowances
+	// WritesInLockOrder reads each check's own counter but writes the new
+	// counters to the keys in lock order.
+	WritesInLockOrder
+	// CallerOrderLocks locks a batch's keys in the caller's order, so two
+	// batches naming the same keys in opposite orders can deadlock.
+	CallerOrderLocks
+	// LockOrderByPolicy sorts a batch's keys by their policy fingerprint
+	// alone, keeping the caller's order among one policy's keys.
+	LockOrderByPolicy
+
+	// Locking.
+
+	// ReleasesLockBeforeWrite decides under its locks, releases them, and
+	// takes them again to write.
+	ReleasesLockBeforeWrite
+	// ReleasesLockBeforeDeciding reads under its locks, releases them to
+	// read the clock and decide, and takes them again to write.
+	ReleasesLockBeforeDeciding
+	// SingleCheckOwnLock guards AdmitCheck with a lock of its own instead of
+	// the key's, so a single check and a batch on one key overlap.
+	SingleCheckOwnLock
+	// ReadsBeforeLocking reads the counters, then takes the locks to decide
+	// and write.
+	ReadsBeforeLocking
+	// LocksFirstKeyOnly locks only the first key of a batch.
+	LocksFirstKeyOnly
+	// ProceedsWhenLockBusy tries each lock once and goes on without the ones
+	// it did not get.
+	ProceedsWhenLockBusy
+
+	// Partial writes.
+
+	// NotAtomic persists the checks of a denied batch that came before the
+	// failing one.
+	NotAtomic
+	// WritesBeforeDeciding adds every check's cost to its counter before
+	// evaluating, and on a denial takes back only the failing check's.
+	WritesBeforeDeciding
+	// WritesOnShadowDenial persists a batch whenever the request may
+	// proceed, a shadow denial included.
+	WritesOnShadowDenial
+	// ConsumesOnDenial charges a denied check anyway: an exhausted window
+	// takes the cost (up to the limit) and a key refused for capacity is
+	// stored.
+	ConsumesOnDenial
+	// SingleCheckIgnoresCommit writes the new counter on AdmitCheck whether
+	// or not the check was allowed.
+	SingleCheckIgnoresCommit
+
+	// Capacity accounting.
+
+	// IgnoresCapacity stores every new key, however full.
+	IgnoresCapacity
+	// EvictsLiveKeys makes room for a new key by evicting the counter of its
+	// partition that expires first, active or not.
+	EvictsLiveKeys
+	// OverfillsInBatch gives each new key of a batch the partition's free
+	// slots as if it were alone.
+	OverfillsInBatch
+	// KeepsSlotsOfDeniedBatch keeps the slots a denied batch's new keys
+	// claimed.
+	KeepsSlotsOfDeniedBatch
+	// BoundCountsActiveOnly counts only active counters against the bound,
+	// while expired ones stay stored.
+	BoundCountsActiveOnly
+	// GlobalBound bounds the counters of the whole store, not of each
+	// partition.
+	GlobalBound
+	// AnyFullPartitionRefuses refuses every new key while any partition is
+	// full.
+	AnyFullPartitionRefuses
+	// UnguardedCapacity locks a new key but not its partition, so new keys
+	// racing for the same free slots all see them free.
+	UnguardedCapacity
+	// CapacityRetryLatest gives a capacity denial the latest expiry in the
+	// partition as its retry time.
+	CapacityRetryLatest
+	// ShadowIgnoresCapacity admits a shadow check's new key into a full
+	// partition.
+	ShadowIgnoresCapacity
+	// SingleCheckIgnoresCapacity admits a new key into a full partition on
+	// the AdmitCheck path.
+	SingleCheckIgnoresCapacity
+
+	// Cleanup.
+
+	// CleanupRemovesActive removes the counters that expire first, expired
+	// or not.
+	CleanupRemovesActive
+	// CleanupIgnoresMax removes every expired counter, however few it was
+	// asked to remove.
+	CleanupIgnoresMax
+	// CleanupNegativeMeansAll reads a negative maximum as no maximum.
+	CleanupNegativeMeansAll
+	// CleanupKeepsSlots removes counters but their partition keeps counting
+	// them.
+	CleanupKeepsSlots
+	// CleanupFreesTwice frees two slots for each counter it removes.
+	CleanupFreesTwice
+	// CleansActivePerCheck removes, on each check, the counter of the
+	// check's partition that expires first, expired or not.
+	CleansActivePerCheck
+	// PerCheckCleanupKeepsSlots removes expired counters on each check, as
+	// the memory store does, but their partition keeps counting them.
+	PerCheckCleanupKeepsSlots
+	// CleanupMaxPerPartition applies CleanupExpired's maximum to each
+	// partition rather than to the call.
+	CleanupMaxPerPartition
+	// CleanupKeepsCounterAtEnd leaves a counter at exactly its window's end
+	// (expires < now instead of expires <= now).
+	CleanupKeepsCounterAtEnd
+
+	// Stats.
+
+	// StatsCountActiveOnly leaves expired counters out of Stats.
+	StatsCountActiveOnly
+	// StatsMisindexed reports partition i's headroom at index
+	// partitions-1-i.
+	StatsMisindexed
+
+	// Close.
+
+	// IgnoresClose keeps serving after Close.
+	IgnoresClose
+	// PanicsWhenClosed panics on an admission after Close.
+	PanicsWhenClosed
+	// ClosedErrorMayHaveConsumed fails closed with an error that does not
+	// say nothing was consumed.
+	ClosedErrorMayHaveConsumed
+	// ClosedErrorNamesKey fails closed with an error that prints the key.
+	ClosedErrorNamesKey
+
+	// The single-check path.
+
+	// SingleCheckSkipsValidation answers an invalid check on AdmitCheck with
+	// a zero decision and no error.
+	SingleCheckSkipsValidation
+
+	faultCount
 )
+
+var faultNames = [faultCount]string{
+	None: "None", RenewsEarly: "RenewsEarly", RenewsLate: "RenewsLate", InclusiveEnd: "InclusiveEnd",
+	SlidesWindow: "SlidesWindow", RenewsAtOldEnd: "RenewsAtOldEnd", StoresMilliseconds: "StoresMilliseconds",
+	StoresSeconds: "StoresSeconds", ClockBackwards: "ClockBackwards", FloatCounts: "FloatCounts",
+	Int32Counts: "Int32Counts", FloatMicroseconds: "FloatMicroseconds", JSONRoundTrip: "JSONRoundTrip",
+	ExpiredNeedsSlot: "ExpiredNeedsSlot", CachesReads: "CachesReads", CachesBatches: "CachesBatches",
+	SingleCheckCache: "SingleCheckCache", ReordersAllowances: "ReordersAllowances",
+	WritesInLockOrder: "WritesInLockOrder", CallerOrderLocks: "CallerOrderLocks",
+	ReleasesLockBeforeWrite: "ReleasesLockBeforeWrite", ReleasesLockBeforeDeciding: "ReleasesLockBeforeDeciding",
+	SingleCheckOwnLock: "SingleCheckOwnLock", NotAtomic: "NotAtomic", WritesBeforeDeciding: "WritesBeforeDeciding",
+	WritesOnShadowDenial: "WritesOnShadowDenial", ConsumesOnDenial: "ConsumesOnDenial",
+	IgnoresCapacity: "IgnoresCapacity", EvictsLiveKeys: "EvictsLiveKeys", OverfillsInBatch: "OverfillsInBatch",
+	KeepsSlotsOfDeniedBatch: "KeepsSlotsOfDeniedBatch", BoundCountsActiveOnly: "BoundCountsActiveOnly",
+	GlobalBound: "GlobalBound", CapacityRetryLatest: "CapacityRetryLatest",
+	ShadowIgnoresCapacity: "ShadowIgnoresCapacity", SingleCheckIgnoresCapacity: "SingleCheckIgnoresCapacity",
+	CleanupRemovesActive: "CleanupRemovesActive", CleanupIgnoresMax: "CleanupIgnoresMax",
+	CleanupNegativeMeansAll: "CleanupNegativeMeansAll", CleanupKeepsSlots: "CleanupKeepsSlots",
+	CleanupKeepsCounterAtEnd: "CleanupKeepsCounterAtEnd", StatsCountActiveOnly: "StatsCountActiveOnly",
+	StatsMisindexed: "StatsMisindexed", IgnoresClose: "IgnoresClose",
+	ClosedErrorMayHaveConsumed: "ClosedErrorMayHaveConsumed", ClosedErrorNamesKey: "ClosedErrorNamesKey",
+	SingleCheckSkipsValidation: "SingleCheckSkipsValidation",
+	IgnoresInjectedClock:       "IgnoresInjectedClock",
+	ChargesOneUnit:             "ChargesOneUnit",
+	KeysBySubjectOnly:          "KeysBySubjectOnly",
+	KeysByPolicyID:             "KeysByPolicyID",
+	LockOrderByPolicy:          "LockOrderByPolicy",
+	ReadsBeforeLocking:         "ReadsBeforeLocking",
+	LocksFirstKeyOnly:          "LocksFirstKeyOnly",
+	ProceedsWhenLockBusy:       "ProceedsWhenLockBusy",
+	SingleCheckIgnoresCommit:   "SingleCheckIgnoresCommit",
+	AnyFullPartitionRefuses:    "AnyFullPartitionRefuses",
+	CleanupFreesTwice:          "CleanupFreesTwice",
+	CleansActivePerCheck:       "CleansActivePerCheck",
+	UnguardedCapacity:          "UnguardedCapacity",
+	PerCheckCleanupKeepsSlots:  "PerCheckCleanupKeepsSlots",
+	CleanupMaxPerPartition:     "CleanupMaxPerPartition",
+	PanicsWhenClosed:           "PanicsWhenClosed",
+}
 
 // Faults returns every deliberate defect, None excluded.
 func Faults() []Fault {
-	return []Fault{
-		ConsumesOnDenial, NotAtomic, EvictsLiveKeys, IgnoresCapacity, RenewsEarly,
-		RenewsLate, NoKeyLocks, ClockBackwards, ReordersAllowances,
+	fs := make([]Fault, 0, faultCount-1)
+	for f := None + 1; f < faultCount; f++ {
+		fs = append(fs, f)
 	}
+	return fs
 }
 
 // String returns the fault's name, as used to select it in a child test
 // process.
 func (f Fault) String() string {
-	switch f {
-	case None:
-		return "None"
-	case ConsumesOnDenial:
-		return "ConsumesOnDenial"
-	case NotAtomic:
-		return "NotAtomic"
-	case EvictsLiveKeys:
-		return "EvictsLiveKeys"
-	case IgnoresCapacity:
-		return "IgnoresCapacity"
-	case RenewsEarly:
-		return "RenewsEarly"
-	case RenewsLate:
-		return "RenewsLate"
-	case NoKeyLocks:
-		return "NoKeyLocks"
-	case ClockBackwards:
-		return "ClockBackwards"
-	case ReordersAllowances:
-		return "ReordersAllowances"
+	if f < faultCount {
+		return faultNames[f]
 	}
 	return "unknown"
 }
 
 // ParseFault returns the fault named s.
 func ParseFault(s string) (Fault, bool) {
-	for _, f := range append(Faults(), None) {
-		if f.String() == s {
+	for f := None; f < faultCount; f++ {
+		if faultNames[f] == s {
 			return f, true
 		}
 	}

@@ -2,166 +2,200 @@ package brokenstores
 
 import (
 	"context"
-	"runtime"
+	"crypto/sha256"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
 )
 
-// Store is a single-partition map-and-mutex store with one optional
-// [Fault]. It implements only [ports.Store], so it also shows that a store
-// without the optional capabilities passes the suite.
-type Store struct {
-	fault    Fault
-	capacity int
-	clock    func() time.Duration
-
-	mu       sync.Mutex
-	counters map[domain.CounterKey]domain.Counter
-	last     domain.Instant
-	admits   int
+// Config builds a [Store].
+type Config struct {
+	// Fault is the store's one defect. Default None.
+	Fault Fault
+	// Capacity is the most counters each partition holds. Required.
+	Capacity int
+	// Partitions is the number of capacity partitions. Default 1.
+	Partitions int
+	// CleanupPerCheck is how many expired counters a check removes from its
+	// partition before it reads it, as the memory store does. Default 0:
+	// expired counters keep their slots until CleanupExpired, as in
+	// PostgreSQL.
+	CleanupPerCheck int
+	// Clock returns the time elapsed since the store's epoch. Required.
+	Clock func() time.Duration
 }
 
-var _ ports.Store = (*Store)(nil)
+// Store is a store with a lock per key, as a database store has row or
+// advisory locks: an admission locks its keys in ascending order, then the
+// capacity partitions of its new keys in ascending order, then reads its
+// clock, reads, decides and writes. A short mutex guards the maps for each
+// read or write, but only the key locks keep a key's read and write
+// together, so a defect in them shows as lost updates or deadlocks.
+//
+// It implements every optional capability of package ports; wrap it with
+// [Minimal] to show only Admit.
+type Store struct {
+	cfg        Config
+	created    time.Time // for IgnoresInjectedClock
+	closed     atomic.Bool
+	last       atomic.Int64 // the latest time read, as a domain.Instant
+	clockReads atomic.Int64 // for ClockBackwards
 
-// New returns an empty store holding at most capacity counters, reading
-// time from clock (the time elapsed since the store's epoch), with fault.
-func New(fault Fault, capacity int, clock func() time.Duration) *Store {
-	return &Store{
-		fault:    fault,
-		capacity: capacity,
-		clock:    clock,
-		counters: make(map[domain.CounterKey]domain.Counter),
+	keyMu     sync.Mutex
+	keyLocks  map[domain.CounterKey]*sync.Mutex
+	partLocks []sync.Mutex
+	singleMu  sync.Mutex // SingleCheckOwnLock's lock for AdmitCheck
+
+	mu      sync.Mutex // guards everything below, for one read or one write
+	entries map[domain.CounterKey]domain.Counter
+	stored  []int // counters held by each partition, expired ones included
+	caches
+}
+
+var (
+	_ ports.Store         = (*Store)(nil)
+	_ ports.CheckAdmitter = (*Store)(nil)
+	_ ports.Cleaner       = (*Store)(nil)
+	_ ports.StatsReporter = (*Store)(nil)
+	_ ports.Closer        = (*Store)(nil)
+)
+
+// New returns an empty store.
+func New(cfg Config) *Store {
+	if cfg.Partitions < 1 {
+		cfg.Partitions = 1
 	}
+	return &Store{
+		cfg:       cfg,
+		created:   time.Now(),
+		keyLocks:  make(map[domain.CounterKey]*sync.Mutex),
+		partLocks: make([]sync.Mutex, cfg.Partitions),
+		entries:   make(map[domain.CounterKey]domain.Counter),
+		stored:    make([]int, cfg.Partitions),
+		caches:    newCaches(),
+	}
+}
+
+// Minimal returns s as a plain [ports.Store], hiding every optional
+// capability, to show that a store without them passes the suite.
+func Minimal(s ports.Store) ports.Store { return minimal{s} }
+
+type minimal struct{ s ports.Store }
+
+func (m minimal) Admit(ctx context.Context, b *domain.Batch) error { return m.s.Admit(ctx, b) }
+
+// PartitionOf returns the capacity partition of k: the first byte of its
+// fingerprint XOR the first byte of its subject key, modulo the partition
+// count (PostgreSQL's ledger shard, folded).
+func (s *Store) PartitionOf(k domain.CounterKey) int {
+	b := k.Bytes()
+	return int(b[0]^b[32]) % s.cfg.Partitions
 }
 
 // Admit applies b following the protocol of [domain.Batch], except where
 // the store's fault says otherwise.
-func (s *Store) Admit(_ context.Context, b *domain.Batch) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	keys := s.keysOf(b)
-	at := now
-	free := s.capacity - len(s.counters)
-	for i, k := range keys {
-		c, ok := s.counters[k]
-		o := domain.Observation{Counter: c}
-		switch {
-		case ok && s.fault == RenewsEarly && now >= c.Expires.Add(-time.Millisecond):
-			o.Counter = domain.Counter{}
-		case ok && s.fault == RenewsLate && now >= c.Expires && now < c.Expires.Add(time.Millisecond):
-			at = min(at, c.Expires-1)
-		case !ok && free > 0:
-			free--
-		case !ok:
-			o.Full = s.fault != IgnoresCapacity && s.fault != EvictsLiveKeys
-		}
-		b.Observe(i, o)
-	}
-	if s.fault == NoKeyLocks {
-		// The defect: the counters read above are decided on and written
-		// back without holding the lock that read them.
-		s.mu.Unlock()
-		runtime.Gosched()
-		s.mu.Lock()
-	}
-	commit, err := b.Evaluate(at)
-	if err != nil {
+func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
+	if err := b.Ready(); err != nil {
 		return err
 	}
-	if !commit {
-		s.denied(b, keys, now)
-		return nil
+	if err := s.usable(ctx, b.Key(0)); err != nil {
+		return err
 	}
-	for i, k := range keys {
-		s.put(k, b.Next(i), keys)
+	a := &admission{s: s, n: b.Len(), mode: b.Mode(), check: b.Check}
+	a.keys = make([]domain.CounterKey, a.n)
+	for i := range a.keys {
+		a.keys[i] = s.storageKey(b.Check(i))
 	}
-	return nil
+	if s.cfg.Fault == ReordersAllowances {
+		slices.SortFunc(a.keys, domain.CounterKey.Compare)
+	}
+	a.evaluate = func(now domain.Instant) (bool, error) {
+		for i := range a.n {
+			b.Observe(i, a.obs[i])
+		}
+		return b.Evaluate(now)
+	}
+	a.next = b.Next
+	a.denied = func() (int, domain.Outcome) {
+		bd, err := b.Decision()
+		if err != nil {
+			return 0, domain.Denied
+		}
+		i, _, _ := bd.Denied()
+		return i, bd.Outcome()
+	}
+	return a.run()
+}
+
+// AdmitCheck applies one check as Admit applies a batch of one, through
+// [domain.EvaluateCheck].
+func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+	if err := c.Validate(); err != nil {
+		if s.cfg.Fault == SingleCheckSkipsValidation {
+			return domain.Decision{}, nil
+		}
+		return domain.Decision{}, err
+	}
+	if err := s.usable(ctx, c.CounterKey()); err != nil {
+		return domain.Decision{}, err
+	}
+	var (
+		next domain.Counter
+		d    domain.Decision
+	)
+	a := &admission{s: s, n: 1, single: true, mode: c.Policy().Mode(), check: func(int) domain.Check { return c }}
+	a.keys = []domain.CounterKey{s.storageKey(c)}
+	a.evaluate = func(now domain.Instant) (bool, error) {
+		return domain.EvaluateCheck(&c, now, &a.obs[0], &next, &d)
+	}
+	a.next = func(int) domain.Counter { return next }
+	a.denied = func() (int, domain.Outcome) { return 0, d.Outcome() }
+	if err := a.run(); err != nil {
+		return domain.Decision{}, err
+	}
+	return d, nil
+}
+
+// storageKey returns the key the store keeps c's counter under: its
+// counter key, or what a keying fault makes of it.
+func (s *Store) storageKey(c domain.Check) domain.CounterKey {
+	k := c.CounterKey()
+	switch s.cfg.Fault {
+	case KeysBySubjectOnly:
+		return domain.NewCounterKey(domain.Fingerprint{}, k.SubjectKey())
+	case KeysByPolicyID:
+		p := c.Policy()
+		return domain.NewCounterKey(sha256.Sum256([]byte(p.ID().String()+"\x00"+p.Scope().String())), k.SubjectKey())
+	}
+	return k
 }
 
 // now reads the clock, clamped so that it never goes backwards, unless the
 // fault is ClockBackwards.
 func (s *Store) now() domain.Instant {
-	now := domain.InstantOf(s.clock())
-	s.admits++
-	if s.fault == ClockBackwards {
-		if s.admits%2 == 0 {
+	var now domain.Instant
+	if s.cfg.Fault == IgnoresInjectedClock {
+		now = domain.InstantOf(time.Since(s.created))
+	} else {
+		now = domain.InstantOf(s.cfg.Clock())
+	}
+	if s.cfg.Fault == ClockBackwards {
+		if s.clockReads.Add(1)%2 == 0 {
 			now = now.Add(-time.Second)
 		}
 		return now
 	}
-	if now < s.last {
-		now = s.last
-	}
-	s.last = now
-	return now
-}
-
-// keysOf returns the counter key each check reads and writes: its own, or,
-// with ReordersAllowances, the key at its position in lock order.
-func (s *Store) keysOf(b *domain.Batch) []domain.CounterKey {
-	keys := make([]domain.CounterKey, b.Len())
-	for i := range keys {
-		keys[i] = b.Key(i)
-	}
-	if s.fault == ReordersAllowances {
-		slices.SortFunc(keys, domain.CounterKey.Compare)
-	}
-	return keys
-}
-
-// denied applies the faults that write after a denial; a correct store
-// writes nothing.
-func (s *Store) denied(b *domain.Batch, keys []domain.CounterKey, now domain.Instant) {
-	bd, err := b.Decision()
-	if err != nil {
-		return
-	}
-	idx, den, _ := bd.Denied()
-	switch s.fault {
-	case NotAtomic:
-		for i := range idx {
-			s.put(keys[i], b.Next(i), keys)
+	for {
+		last := s.last.Load()
+		if int64(now) <= last {
+			return domain.Instant(last)
 		}
-	case ConsumesOnDenial:
-		c := b.Check(idx)
-		old, ok := s.counters[keys[idx]]
-		switch {
-		case ok && old.Active(now):
-			old.Used = min(old.Used+c.Cost(), c.Policy().Limit())
-			s.counters[keys[idx]] = old
-		case den.Reason() == domain.StorageCapacity:
-			s.counters[keys[idx]] = domain.Counter{Used: c.Cost(), Start: now, Expires: now.Add(c.Policy().Window())}
+		if s.last.CompareAndSwap(last, int64(now)) {
+			return now
 		}
-	}
-}
-
-// put stores c under k, evicting first when the fault is EvictsLiveKeys and
-// the store is full.
-func (s *Store) put(k domain.CounterKey, c domain.Counter, batch []domain.CounterKey) {
-	if _, ok := s.counters[k]; !ok && s.fault == EvictsLiveKeys && len(s.counters) >= s.capacity {
-		s.evictFirstExpiring(batch)
-	}
-	s.counters[k] = c
-}
-
-func (s *Store) evictFirstExpiring(batch []domain.CounterKey) {
-	var victim domain.CounterKey
-	found := false
-	var earliest domain.Instant
-	for k, c := range s.counters {
-		if slices.Contains(batch, k) {
-			continue
-		}
-		if !found || c.Expires < earliest {
-			victim, earliest, found = k, c.Expires, true
-		}
-	}
-	if found {
-		delete(s.counters, victim)
 	}
 }

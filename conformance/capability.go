@@ -1,0 +1,191 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/ports"
+)
+
+// Capability names an optional interface of package ports that a store may
+// implement, for [Instance.Require].
+type Capability string
+
+// The optional capabilities the suite knows and exercises.
+const (
+	// CheckAdmitter: [ports.CheckAdmitter], the single-check path.
+	CheckAdmitter Capability = "ports.CheckAdmitter"
+	// Cleaner: [ports.Cleaner].
+	Cleaner Capability = "ports.Cleaner"
+	// StatsReporter: [ports.StatsReporter].
+	StatsReporter Capability = "ports.StatsReporter"
+	// Closer: [ports.Closer].
+	Closer Capability = "ports.Closer"
+)
+
+// allCapabilities lists them in the order the summary prints them.
+var allCapabilities = []Capability{CheckAdmitter, Cleaner, StatsReporter, Closer}
+
+// capabilities is what the harness subtest learned about the store.
+type capabilities struct {
+	has   map[Capability]bool
+	parts int
+	clock bool
+	exact bool
+}
+
+func capabilitiesOf(s ports.Store) map[Capability]bool {
+	has := make(map[Capability]bool)
+	_, has[CheckAdmitter] = s.(ports.CheckAdmitter)
+	_, has[Cleaner] = s.(ports.Cleaner)
+	_, has[StatsReporter] = s.(ports.StatsReporter)
+	_, has[Closer] = s.(ports.Closer)
+	return has
+}
+
+// paths returns the single-check paths the store offers: always a batch of
+// one through Admit, and AdmitCheck when the store implements it.
+func (c capabilities) paths() []path {
+	if c.has[CheckAdmitter] {
+		return []path{viaAdmitCheck, viaBatchOfOne}
+	}
+	return []path{viaBatchOfOne}
+}
+
+// path is the way the fixture applies a single check. The choice is the
+// fixture's, made explicitly on every check: a store that offers
+// AdmitCheck must be proven on both paths, since production takes
+// AdmitCheck for every single check and Admit for every batch.
+type path uint8
+
+const (
+	// viaBatchOfOne applies a single check as a batch of one through Admit,
+	// the way a limiter does for a store without a single-check path.
+	viaBatchOfOne path = iota
+	// viaAdmitCheck applies it through ports.CheckAdmitter.
+	viaAdmitCheck
+)
+
+func (p path) String() string {
+	if p == viaAdmitCheck {
+		return "AdmitCheck"
+	}
+	return "batch_of_one"
+}
+
+// probe builds one store to check the Instance and learn what the store
+// offers; every case's store must offer the same.
+func probe(t *testing.T, newStore NewStoreFunc) capabilities {
+	t.Helper()
+	inst := newStore(t, defaultOptions)
+	checkInstance(t, inst)
+	caps := capabilities{has: capabilitiesOf(inst.Store), parts: 1, clock: inst.Clock != nil, exact: inst.ExactTime || inst.Clock != nil}
+	for _, c := range inst.Require {
+		require.True(t, caps.has[c], "harness: Instance.Require lists %s, but the store (%T) does not implement it; "+
+			"a wrapper around the store may be hiding it", c, inst.Store)
+	}
+	if sr, ok := inst.Store.(ports.StatsReporter); ok {
+		s, err := sr.Stats(t.Context())
+		require.NoError(t, err, "harness: Stats on a fresh store")
+		require.Positive(t, s.Shards, "harness: Stats.Shards of a fresh store")
+		if inst.Partitions > 0 {
+			require.Equal(t, inst.Partitions, s.Shards, "harness: Instance.Partitions disagrees with Stats.Shards")
+		}
+		caps.parts = s.Shards
+	} else if inst.Partitions > 0 {
+		caps.parts = inst.Partitions
+	}
+	require.True(t, caps.parts == 1 || inst.PartitionOf != nil,
+		"harness: the store has %d capacity partitions; set Instance.PartitionOf so that the suite can aim keys at one "+
+			"partition and check its bound exactly", caps.parts)
+
+	if c, ok := inst.Store.(ports.Closer); ok {
+		require.NoError(t, c.Close(), "harness: Close on a fresh store")
+	}
+	t.Logf("conformance: the store (%T) has %d capacity partition(s), %s clock, and offers %s",
+		inst.Store, caps.parts, clockKind(caps), caps.list(true))
+	return caps
+}
+
+// checkInstance fails t when inst is not usable.
+func checkInstance(t *testing.T, inst Instance) {
+	t.Helper()
+	require.NotNil(t, inst.Store, "harness: NewStoreFunc returned an Instance without a Store")
+	require.True(t, inst.Advance != nil || inst.Clock != nil,
+		"harness: NewStoreFunc returned an Instance with neither Advance nor Clock: the suite cannot move the store's time")
+	require.GreaterOrEqual(t, inst.Partitions, 0, "harness: Instance.Partitions is negative")
+}
+
+func clockKind(c capabilities) string {
+	switch {
+	case c.clock:
+		return "a ManualClock (Instance.Clock)"
+	case c.exact:
+		return "an exact (ExactTime)"
+	}
+	return "a running"
+}
+
+// list names the capabilities the store has (or lacks).
+func (c capabilities) list(has bool) string {
+	var names []string
+	for _, cap := range allCapabilities {
+		if c.has[cap] == has {
+			names = append(names, string(cap))
+		}
+	}
+	if len(names) == 0 {
+		return "none of the optional capabilities"
+	}
+	return strings.Join(names, ", ")
+}
+
+// report counts the calls the suite made to each capability across every
+// case of one Run.
+type report struct {
+	caps    capabilities
+	total   int64
+	started atomic.Int64
+	calls   map[Capability]*atomic.Int64
+	admits  atomic.Int64
+}
+
+func newReport(caps capabilities) *report {
+	r := &report{caps: caps, total: caseCount(caps), calls: make(map[Capability]*atomic.Int64)}
+	for _, c := range allCapabilities {
+		r.calls[c] = new(atomic.Int64)
+	}
+	return r
+}
+
+func (r *report) called(c Capability) { r.calls[c].Add(1) }
+
+// summarize logs what the run exercised and, when every case ran, fails t
+// for a capability the store offers that no case called: the suite would
+// have passed it without looking.
+func (r *report) summarize(t *testing.T) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "conformance: %d of %d cases ran; Admit was called %d times", r.started.Load(), r.total, r.admits.Load())
+	for _, c := range allCapabilities {
+		if r.caps.has[c] {
+			fmt.Fprintf(&b, ", %s %d times", c, r.calls[c].Load())
+		}
+	}
+	if missing := r.caps.list(false); missing != "none of the optional capabilities" {
+		fmt.Fprintf(&b, "; the store does not offer %s, whose cases were skipped", missing)
+	}
+	t.Log(b.String())
+	if r.started.Load() != r.total || t.Failed() {
+		return
+	}
+	for _, c := range allCapabilities {
+		if r.caps.has[c] && r.calls[c].Load() == 0 {
+			t.Errorf("conformance: the store offers %s but no case called it: the suite did not exercise it", c)
+		}
+	}
+}

@@ -1,0 +1,429 @@
+package brokenstores
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// admission is one Admit or AdmitCheck on its way through the store: the
+// protocol is written once, here, for both.
+type admission struct {
+	s      *Store
+	n      int
+	single bool
+	mode   domain.Mode
+	keys   []domain.CounterKey // the counter each check reads and writes
+	check  func(i int) domain.Check
+
+	// evaluate hands the observations to the domain at now; next returns
+	// the counter to persist for check i; denied returns the failing index
+	// and outcome of a batch that did not commit.
+	evaluate func(now domain.Instant) (bool, error)
+	next     func(i int) domain.Counter
+	denied   func() (int, domain.Outcome)
+
+	obs     []domain.Observation
+	claimed []int // the partition whose slot check i claimed, or -1
+	applied bool  // the claimed slots are already counted (WritesBeforeDeciding)
+	// fromMemory: CachesBatches served the observations from memory.
+	fromMemory bool
+	before     []domain.Counter
+	present    []bool
+	stored     []int // the partitions' counts, as read
+
+	held  []*sync.Mutex
+	parts []int
+}
+
+// run applies the admission: lock, read every key, read the clock,
+// observe, evaluate, write on commit, unlock.
+func (a *admission) run() error {
+	s := a.s
+	a.obs = make([]domain.Observation, a.n)
+	a.claimed = make([]int, a.n)
+	a.before = make([]domain.Counter, a.n)
+	a.present = make([]bool, a.n)
+	if s.cfg.Fault == ReadsBeforeLocking {
+		// The defect: the state is read before the locks that should keep
+		// it from changing until the write.
+		a.read(domain.Instant(s.last.Load()))
+	}
+	a.lock()
+	locked := true
+	defer func() {
+		if locked {
+			a.unlock()
+		}
+	}()
+	var now domain.Instant
+	if s.cleansPerCheck() {
+		// As the memory store does: the clock first, so that each check can
+		// remove expired counters from its partition before it reads.
+		now = s.now()
+		a.read(now)
+	} else {
+		// As domain.Batch documents: read every key, then the clock.
+		if s.cfg.Fault != ReadsBeforeLocking {
+			a.read(domain.Instant(s.last.Load()))
+		}
+		if s.cfg.Fault == ReleasesLockBeforeDeciding {
+			// The defect: the state read here is decided on and written
+			// back without the locks that read it.
+			a.unlock()
+			locked = false
+		}
+		now = s.now()
+	}
+	a.observe(now)
+	if s.cfg.Fault == WritesBeforeDeciding {
+		a.writeAhead(now)
+	}
+	commit, err := a.evaluate(a.evaluationTime(now))
+	if err != nil {
+		return &Error{Op: "admit", Err: err}
+	}
+	if s.cfg.Fault == ReleasesLockBeforeWrite {
+		// The defect: decided under the locks, written after taking them
+		// again, when another admission may have read the same state.
+		a.unlock()
+		locked = false
+	}
+	if !locked {
+		a.lock()
+		locked = true
+	}
+	if commit {
+		a.write(now)
+	} else {
+		a.deny(now)
+	}
+	return nil
+}
+
+// lock takes the key locks in ascending key order (caller order with
+// CallerOrderLocks), then the partition locks of the keys not stored yet,
+// in ascending order.
+func (a *admission) lock() {
+	s := a.s
+	order := slices.Clone(a.keys)
+	switch s.cfg.Fault {
+	case CallerOrderLocks:
+	case LockOrderByPolicy:
+		slices.SortStableFunc(order, func(x, y domain.CounterKey) int {
+			fx, fy := x.Fingerprint(), y.Fingerprint()
+			return bytes.Compare(fx[:], fy[:])
+		})
+	case LocksFirstKeyOnly:
+		order = order[:1]
+	default:
+		slices.SortFunc(order, domain.CounterKey.Compare)
+	}
+	a.held = a.held[:0]
+	var want []*sync.Mutex
+	if a.single && s.cfg.Fault == SingleCheckOwnLock {
+		want = append(want, &s.singleMu)
+	} else {
+		s.keyMu.Lock()
+		for _, k := range order {
+			l, ok := s.keyLocks[k]
+			if !ok {
+				l = new(sync.Mutex)
+				s.keyLocks[k] = l
+			}
+			want = append(want, l)
+		}
+		s.keyMu.Unlock()
+	}
+	for _, l := range want {
+		if s.cfg.Fault == ProceedsWhenLockBusy {
+			if l.TryLock() {
+				a.held = append(a.held, l)
+			}
+			continue
+		}
+		l.Lock()
+		a.held = append(a.held, l)
+	}
+	// A key's presence changes only under its key lock (cleanup skips a
+	// locked key), so the keys found absent here are the ones that may need
+	// a slot.
+	s.mu.Lock()
+	a.parts = a.parts[:0]
+	for _, k := range a.keys {
+		if _, ok := s.entries[k]; !ok || s.cfg.Fault == ExpiredNeedsSlot {
+			a.parts = append(a.parts, s.PartitionOf(k))
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(a.parts)
+	a.parts = slices.Compact(a.parts)
+	if s.cfg.Fault == UnguardedCapacity {
+		a.parts = a.parts[:0]
+	}
+	for _, p := range a.parts {
+		s.partLocks[p].Lock()
+	}
+}
+
+func (a *admission) unlock() {
+	for _, p := range a.parts {
+		a.s.partLocks[p].Unlock()
+	}
+	for _, l := range a.held {
+		l.Unlock()
+	}
+}
+
+// read reads every key in caller order. at is the time the caching
+// faults look their caches up at; with per-check cleanup it is the
+// admission's time, at which expired counters of each check's partition
+// are removed first.
+func (a *admission) read(at domain.Instant) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cleansPerCheck() {
+		for _, k := range a.keys {
+			s.removeExpired(s.PartitionOf(k), at, max(s.cfg.CleanupPerCheck, 1), a.keys)
+		}
+	}
+	// The partitions' counts are read with the keys: the partition locks of
+	// the new keys keep them from growing until the write.
+	a.stored = slices.Clone(s.stored)
+	if s.cachedBatch(a, at) {
+		return
+	}
+	for i, k := range a.keys {
+		a.before[i], a.present[i] = s.read(a, k, at)
+	}
+}
+
+// observe turns the reads into observations at now: each key's counter,
+// and for a new key whether its partition has a free slot, claimed in
+// caller order.
+func (a *admission) observe(now domain.Instant) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.fromMemory {
+		return
+	}
+	claims := make([]int, s.cfg.Partitions)
+	for i, k := range a.keys {
+		a.claimed[i] = -1
+		c, ok := a.before[i], a.present[i]
+		o := domain.Observation{Counter: c}
+		expired := ok && !c.Active(now)
+		if ok && s.cfg.Fault == RenewsEarly && now >= c.Expires.Add(-time.Millisecond) {
+			o.Counter = domain.Counter{}
+		}
+		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {
+			o.Counter = domain.Counter{}
+			p := s.PartitionOf(k)
+			if s.full(a, p, claims, now) {
+				o.Full = true
+				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(p)
+			} else {
+				claims[p]++
+				a.claimed[i] = p
+			}
+		}
+		a.obs[i] = o
+	}
+	s.remember(a, now)
+}
+
+// full reports whether partition p has no slot left for one more new key,
+// claims[p] having been claimed by earlier checks of the admission. The
+// caller holds s.mu.
+func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool {
+	c := s.cfg.Capacity
+	switch f := s.cfg.Fault; {
+	case f == IgnoresCapacity, f == EvictsLiveKeys,
+		f == SingleCheckIgnoresCapacity && a.single,
+		f == ShadowIgnoresCapacity && a.mode == domain.Shadow:
+		return false
+	case f == GlobalBound:
+		total := 0
+		for q := range a.stored {
+			total += a.stored[q] + claims[q]
+		}
+		return total >= c*s.cfg.Partitions
+	case f == OverfillsInBatch:
+		return a.stored[p] >= c
+	case f == AnyFullPartitionRefuses:
+		for q := range a.stored {
+			if a.stored[q]+claims[q] >= c {
+				return true
+			}
+		}
+		return false
+	case f == BoundCountsActiveOnly:
+		active := 0
+		for k, e := range s.entries {
+			if e.Active(now) && s.PartitionOf(k) == p {
+				active++
+			}
+		}
+		return active+claims[p] >= c
+	}
+	return a.stored[p]+claims[p] >= c
+}
+
+// retryAt returns the earliest expiry in partition p (the latest with
+// CapacityRetryLatest). The caller holds s.mu.
+func (s *Store) retryAt(p int) (domain.Instant, bool) {
+	var at domain.Instant
+	found := false
+	for k, e := range s.entries {
+		if s.PartitionOf(k) != p {
+			continue
+		}
+		better := e.Expires < at
+		if s.cfg.Fault == CapacityRetryLatest {
+			better = e.Expires > at
+		}
+		if !found || better {
+			at, found = e.Expires, true
+		}
+	}
+	return at, found
+}
+
+// evaluationTime returns the time the domain evaluates at: now, except
+// where a fault keeps a window running past its end.
+func (a *admission) evaluationTime(now domain.Instant) domain.Instant {
+	at := now
+	for i, o := range a.obs {
+		c := o.Counter
+		if !a.present[i] || c.Used == 0 {
+			continue
+		}
+		switch {
+		case a.s.cfg.Fault == RenewsLate && now >= c.Expires && now < c.Expires.Add(time.Millisecond),
+			a.s.cfg.Fault == InclusiveEnd && now == c.Expires:
+			at = min(at, c.Expires-1)
+		}
+	}
+	return at
+}
+
+// write persists the new counters of a committed admission.
+func (a *admission) write(now domain.Instant) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	targets := a.keys
+	if s.cfg.Fault == WritesInLockOrder {
+		targets = slices.Clone(a.keys)
+		slices.SortFunc(targets, domain.CounterKey.Compare)
+	}
+	for i := range a.n {
+		s.put(a, i, targets[i], s.encode(a.next(i), a.before[i], a.present[i], now))
+	}
+}
+
+// put stores c under k for check i, counting the slot it claimed. The
+// caller holds s.mu.
+func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) {
+	if p := a.claimed[i]; p >= 0 && !a.applied {
+		if s.cfg.Fault == EvictsLiveKeys && s.stored[p] >= s.cfg.Capacity {
+			s.evictFirstExpiring(p, a.keys)
+		}
+		s.stored[p]++
+	}
+	s.entries[k] = c
+	s.wrote(a, k, c)
+}
+
+// deny applies the faults that write after a denial; a correct store
+// writes nothing.
+func (a *admission) deny(now domain.Instant) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, outcome := a.denied()
+	switch s.cfg.Fault {
+	case SingleCheckIgnoresCommit:
+		if a.single {
+			s.put(a, 0, a.keys[0], a.next(0))
+		}
+	case NotAtomic:
+		for i := range idx {
+			s.put(a, i, a.keys[i], a.next(i))
+		}
+	case WritesOnShadowDenial:
+		if outcome != domain.ShadowDenied {
+			return
+		}
+		for i := range idx {
+			s.put(a, i, a.keys[i], a.next(i))
+		}
+		s.charge(a, idx, now)
+	case ConsumesOnDenial:
+		s.charge(a, idx, now)
+	case KeepsSlotsOfDeniedBatch:
+		for _, p := range a.claimed {
+			if p >= 0 {
+				s.stored[p]++
+			}
+		}
+	case WritesBeforeDeciding:
+		// Take back the failing check's write-ahead; the others stay.
+		k := a.keys[idx]
+		if a.present[idx] {
+			s.entries[k] = a.before[idx]
+		} else {
+			delete(s.entries, k)
+			if p := a.claimed[idx]; p >= 0 {
+				s.stored[p]--
+			}
+		}
+	}
+}
+
+// charge adds check i's cost to its counter though it was denied: up to
+// the limit in an active window, or a new window for a key refused for
+// capacity. The caller holds s.mu.
+func (s *Store) charge(a *admission, i int, now domain.Instant) {
+	c, k := a.check(i), a.keys[i]
+	old, ok := s.entries[k]
+	if ok && old.Active(now) {
+		old.Used = min(old.Used+c.Cost(), c.Policy().Limit())
+		s.entries[k] = old
+		return
+	}
+	if !ok && a.obs[i].Full {
+		s.entries[k] = domain.Counter{Used: c.Cost(), Start: now, Expires: now.Add(c.Policy().Window())}
+		s.stored[s.PartitionOf(k)]++
+	}
+}
+
+// writeAhead adds every check's cost before evaluation, as an INCRBY
+// would. The caller does not hold s.mu.
+func (a *admission) writeAhead(now domain.Instant) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range a.keys {
+		o := a.obs[i]
+		if o.Full {
+			continue
+		}
+		c, ch := o.Counter, a.check(i)
+		if c.Active(now) {
+			c.Used = min(c.Used+ch.Cost(), ch.Policy().Limit())
+		} else {
+			c = domain.Counter{Used: ch.Cost(), Start: now, Expires: now.Add(ch.Policy().Window())}
+		}
+		if p := a.claimed[i]; p >= 0 {
+			s.stored[p]++
+		}
+		s.entries[k] = c
+	}
+	a.applied = true
+}

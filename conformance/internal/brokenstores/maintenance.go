@@ -1,0 +1,213 @@
+package brokenstores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+var (
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store is closed")
+	// ErrNegativeMax: CleanupExpired was asked for a negative maximum.
+	ErrNegativeMax = errors.New("cleanup maximum is negative")
+)
+
+// Error is a failed operation; it consumed nothing.
+type Error struct {
+	Op  string
+	Err error
+}
+
+func (e *Error) Error() string { return "brokenstores: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// MayHaveConsumedQuota returns false: the store writes only after a
+// successful evaluation.
+func (e *Error) MayHaveConsumedQuota() bool { return false }
+
+// cleansPerCheck reports whether each check removes expired counters from
+// its partition before it reads.
+func (s *Store) cleansPerCheck() bool {
+	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots
+}
+
+// usable returns why the store cannot admit k, or nil.
+func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: "admit", Err: err}
+	}
+	if !s.closed.Load() {
+		return nil
+	}
+	switch s.cfg.Fault {
+	case IgnoresClose:
+		return nil
+	case PanicsWhenClosed:
+		panic("brokenstores: admission on a closed store")
+	case ClosedErrorMayHaveConsumed:
+		return errors.New("brokenstores: admit: store is closed")
+	case ClosedErrorNamesKey:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("key %x: %w", b[32:], ErrClosed)}
+	}
+	return &Error{Op: "admit", Err: ErrClosed}
+}
+
+// Close makes every later operation fail closed.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// CleanupExpired removes at most max expired counters, those that expire
+// first first, and returns how many it removed. It skips a counter whose
+// key an admission holds.
+func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
+	if max < 0 {
+		if s.cfg.Fault != CleanupNegativeMeansAll {
+			return 0, &Error{Op: "cleanup", Err: ErrNegativeMax}
+		}
+		max = math.MaxInt
+	}
+	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
+		return 0, &Error{Op: "cleanup", Err: ErrClosed}
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.cfg.Fault {
+	case CleanupIgnoresMax:
+		max = math.MaxInt
+	case CleanupMaxPerPartition:
+		removed := 0
+		for p := range s.cfg.Partitions {
+			removed += s.removeExpired(p, now, max, nil)
+		}
+		return removed, nil
+	}
+	return s.removeExpired(-1, now, max, nil), nil
+}
+
+// removeExpired removes up to max expired counters of partition p (of every
+// partition when p < 0), earliest expiry first, except keys an admission
+// holds. skip holds the keys of the check cleaning on its way, which it
+// renews in place; it is nil for CleanupExpired. The caller holds s.mu.
+func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.CounterKey) int {
+	type candidate struct {
+		k domain.CounterKey
+		e domain.Instant
+	}
+	var cs []candidate
+	for k, c := range s.entries {
+		if p >= 0 && s.PartitionOf(k) != p {
+			continue
+		}
+		expired := c.Expires <= now
+		switch s.cfg.Fault {
+		case CleanupKeepsCounterAtEnd:
+			expired = c.Expires < now
+		case CleanupRemovesActive, CleansActivePerCheck:
+			expired = true
+		}
+		if expired && !slices.Contains(skip, k) {
+			cs = append(cs, candidate{k, c.Expires})
+		}
+	}
+	slices.SortFunc(cs, func(a, b candidate) int { return int(a.e - b.e) })
+	removed := 0
+	for _, c := range cs {
+		if removed >= max {
+			break
+		}
+		if !s.tryRemove(c.k, skip != nil) {
+			continue
+		}
+		removed++
+	}
+	return removed
+}
+
+// tryRemove deletes k unless an admission holds its lock; perCheck says a
+// check is cleaning on its way. The caller holds s.mu.
+func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
+	s.keyMu.Lock()
+	l, ok := s.keyLocks[k]
+	s.keyMu.Unlock()
+	if ok {
+		if !l.TryLock() {
+			return false
+		}
+		defer l.Unlock()
+	}
+	delete(s.entries, k)
+	switch f := s.cfg.Fault; {
+	case f == CleanupKeepsSlots, f == PerCheckCleanupKeepsSlots && perCheck:
+	case f == CleanupFreesTwice:
+		s.stored[s.PartitionOf(k)] -= 2
+	default:
+		s.stored[s.PartitionOf(k)]--
+	}
+	return true
+}
+
+// evictFirstExpiring removes the counter of partition p that expires
+// first, active or not, except the keys in skip (EvictsLiveKeys). The
+// caller holds s.mu.
+func (s *Store) evictFirstExpiring(p int, skip []domain.CounterKey) {
+	var victim domain.CounterKey
+	var earliest domain.Instant
+	found := false
+	for k, c := range s.entries {
+		if s.PartitionOf(k) != p || slices.Contains(skip, k) {
+			continue
+		}
+		if !found || c.Expires < earliest {
+			victim, earliest, found = k, c.Expires, true
+		}
+	}
+	if found {
+		delete(s.entries, victim)
+		s.stored[p]--
+	}
+}
+
+// Stats reports the counters stored in each partition.
+func (s *Store) Stats(context.Context) (ports.Stats, error) {
+	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
+		return ports.Stats{}, &Error{Op: "stats", Err: ErrClosed}
+	}
+	var now domain.Instant
+	if s.cfg.Fault == StatsCountActiveOnly {
+		now = s.now()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := s.cfg.Partitions
+	st := ports.Stats{Capacity: int64(parts * s.cfg.Capacity), Shards: parts, Headroom: make([]int64, parts)}
+	held := slices.Clone(s.stored)
+	if s.cfg.Fault == StatsCountActiveOnly {
+		clear(held)
+		for k, c := range s.entries {
+			if c.Active(now) {
+				held[s.PartitionOf(k)]++
+			}
+		}
+	}
+	for p, n := range held {
+		st.Entries += int64(n)
+		i := p
+		if s.cfg.Fault == StatsMisindexed {
+			i = parts - 1 - p
+		}
+		st.Headroom[i] = int64(max(s.cfg.Capacity-n, 0))
+	}
+	return st, nil
+}

@@ -1,0 +1,281 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// result is one goroutine's view of one check or batch, sent back to the
+// test goroutine, which alone may fail the test.
+type result struct {
+	outcome   domain.Outcome
+	remaining []int64
+	reason    domain.DenialReason
+	err       error
+}
+
+// worker is one goroutine of a race: it applies its operations in order.
+// Workers of wave 0 start first; in a held race the next wave starts once
+// every worker of the previous one holds its locks (it is inside the clock
+// read) or waits for one (it is parked in the store).
+type worker struct {
+	name string
+	wave int
+	ops  []raceOp
+}
+
+// raceOp is one operation of a worker, applied on the worker's goroutine.
+type raceOp func(ctx context.Context) result
+
+const (
+	// stuckFor is how long every unfinished worker of a scheduled race must
+	// stay parked in the store, none inside the clock, before the case
+	// fails as a deadlock: each waits for a lock another holds.
+	stuckFor = time.Second
+	// noProgressFor is how long a race may go without finishing an
+	// operation before it fails; a correct store finishes or fails each
+	// operation within its own timeouts long before.
+	noProgressFor = 30 * time.Second
+)
+
+// race runs workers concurrently and returns each one's results in order.
+// When held is set, every read of a ManualClock by a worker is held until
+// the other workers are quiet (see schedule.go); otherwise, and on a store
+// that reads no ManualClock, the workers race freely. A race that deadlocks fails the case,
+// naming the workers left waiting, without waiting for them.
+func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	var s *schedule
+	if held {
+		s = newSchedule()
+		defer s.end()
+	}
+	results := make([][]result, len(workers))
+	var progress atomic.Int64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	waves := 0
+	for _, w := range workers {
+		waves = max(waves, w.wave+1)
+	}
+	for wave := range waves {
+		start := make(chan struct{})
+		joined := make(chan *member, len(workers))
+		n := 0
+		for i, w := range workers {
+			if w.wave != wave {
+				continue
+			}
+			n++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var m *member
+				if s != nil {
+					m = s.join(w.name)
+				}
+				joined <- m
+				<-start
+				for _, op := range w.ops {
+					m.enter()
+					r := op(ctx)
+					m.leave()
+					results[i] = append(results[i], r)
+					progress.Add(1)
+				}
+				m.finish()
+			}()
+		}
+		members := make([]*member, 0, n)
+		for range n {
+			members = append(members, <-joined)
+		}
+		close(start)
+		if s != nil && wave+1 < waves {
+			f.waitSettled(s, members)
+		}
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	f.waitRace(guarantee, s, done, &progress)
+	return results
+}
+
+// waitSettled waits until each of members holds its locks or waits for
+// one, for a while at most: a later wave that starts early only makes the
+// race less pointed.
+func (f *fixture) waitSettled(s *schedule, members []*member) {
+	deadline := time.Now().Add(maxHold)
+	for time.Now().Before(deadline) && !s.settled(members...) {
+		time.Sleep(pollEvery)
+	}
+}
+
+// waitRace waits for every worker to finish, and fails the case when they
+// deadlock or stop making progress.
+func (f *fixture) waitRace(guarantee string, s *schedule, done <-chan struct{}, progress *atomic.Int64) {
+	f.t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	last, lastAt := progress.Load(), time.Now()
+	var stuckSince time.Time
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if p := progress.Load(); p != last {
+			last, lastAt, stuckSince = p, time.Now(), time.Time{}
+		}
+		// Reading every goroutine's state stops the world: look only once
+		// the race has gone quiet for a while, and only for a store that
+		// reads a ManualClock, whose racers wait only on each other (a
+		// database's may wait on the server for a long time).
+		if s != nil && s.sawClock.Load() && time.Since(lastAt) >= 100*time.Millisecond {
+			if names, ok := s.stuck(); ok {
+				if stuckSince.IsZero() {
+					stuckSince = time.Now()
+				} else if time.Since(stuckSince) >= stuckFor {
+					f.log.add("race: deadlock: %s wait inside the store, each for a lock another holds", strings.Join(names, ", "))
+					require.FailNow(f.t, guarantee, "deadlock: %s stayed blocked inside the store for %v with no admission holding "+
+						"its locks: each waits for a lock another holds. Lock every key of a batch in one global order "+
+						"(the counter keys' byte order, or the order of their partitions)", strings.Join(names, ", "), stuckFor)
+				}
+			} else {
+				stuckSince = time.Time{}
+			}
+		}
+		if time.Since(lastAt) >= noProgressFor {
+			f.log.add("race: no operation finished for %v", noProgressFor)
+			require.FailNow(f.t, guarantee, "no operation finished for %v: the store is deadlocked or stalled", noProgressFor)
+		}
+	}
+}
+
+// checkOp applies one check on path p.
+func (f *fixture) checkOp(c domain.Check, p path) raceOp {
+	return func(ctx context.Context) result {
+		var (
+			d   domain.Decision
+			err error
+		)
+		err = guard(func() (err error) {
+			if p == viaAdmitCheck {
+				f.rep.called(CheckAdmitter)
+				d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(ctx, c)
+			} else {
+				d, err = f.limiter.Check(ctx, c)
+			}
+			return err
+		})
+		if err != nil {
+			return result{err: err}
+		}
+		r := result{outcome: d.Outcome()}
+		if den, ok := d.Denial(); ok {
+			r.reason = den.Reason()
+		}
+		if a, ok := d.Allowance(); ok {
+			r.remaining = []int64{a.Remaining}
+		}
+		return r
+	}
+}
+
+// batchOp applies checks as one batch through Admit.
+func (f *fixture) batchOp(checks []domain.Check) raceOp {
+	return func(ctx context.Context) result {
+		var bd domain.BatchDecision
+		err := guard(func() (err error) {
+			bd, err = f.limiter.CheckAll(ctx, checks)
+			return err
+		})
+		if err != nil {
+			return result{err: err}
+		}
+		r := result{outcome: bd.Outcome()}
+		if _, den, ok := bd.Denied(); ok {
+			r.reason = den.Reason()
+		}
+		for _, d := range bd.Decisions() {
+			a, _ := d.Allowance()
+			r.remaining = append(r.remaining, a.Remaining)
+		}
+		return r
+	}
+}
+
+// repeat returns op n times.
+func repeat(n int, op raceOp) []raceOp {
+	ops := make([]raceOp, n)
+	for i := range ops {
+		ops[i] = op
+	}
+	return ops
+}
+
+// logRace records a race's shape and outcome in the operation log.
+func (f *fixture) logRace(shape string, held bool, results [][]result) {
+	allowed, denied, failed := 0, 0, 0
+	for _, rs := range results {
+		for _, r := range rs {
+			switch {
+			case r.err != nil:
+				failed++
+			case r.outcome == domain.Allowed:
+				allowed++
+			default:
+				denied++
+			}
+		}
+	}
+	how := "racing freely"
+	if held {
+		how = "each read of a ManualClock held until the other goroutines waited"
+	}
+	f.log.add("race: %s, %s → %d allowed, %d denied, %d failed", shape, how, allowed, denied, failed)
+}
+
+// requireExactCount checks that the allowed checks of a race on one counter
+// of limit each took one unit the others did not see: no error, exactly
+// want allowed, and each remaining value reported once.
+func (f *fixture) requireExactCount(results [][]result, limit int64, want int, guarantee string) {
+	f.t.Helper()
+	seen := make(map[int64]int)
+	allowed := 0
+	for _, rs := range results {
+		for _, r := range rs {
+			require.NoError(f.t, r.err, "%s: the store failed a valid check", guarantee)
+			if r.outcome != domain.Allowed {
+				require.Equal(f.t, domain.Denied.String()+" "+domain.QuotaExhausted.String(), r.outcome.String()+" "+r.reason.String(),
+					"%s: a check is allowed or denied for quota", guarantee)
+				continue
+			}
+			allowed++
+			seen[r.remaining[0]]++
+		}
+	}
+	var twice []string
+	for rem := limit - int64(want); rem < limit; rem++ {
+		if seen[rem] != 1 {
+			twice = append(twice, fmt.Sprintf("remaining %d reported %d times", rem, seen[rem]))
+		}
+	}
+	require.Empty(f.t, twice, "%s: lost or doubled updates: two checks read the same count, so one's unit was lost "+
+		"(the store let a second admission read the counter before the first wrote it back)", guarantee)
+	require.Equal(f.t, want, allowed, "%s: %d checks were allowed", guarantee, allowed)
+}

@@ -1,0 +1,293 @@
+package conformance
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A schedule forces the interleavings that concurrency bugs need, on a
+// store that reads a [ManualClock].
+//
+// The protocol has a store read its clock once per admission, after it
+// holds every lock the admission needs and before it writes. So while the
+// clock holds an admission inside Now, a correct store keeps every other
+// admission of the same keys out: they wait on its locks. A store that
+// reads, then unlocks, then decides or writes lets them in, and they read
+// the same state: when both write, an update is lost, which the case sees
+// in its exact counts.
+//
+// Each clock read of a member goroutine is held until every other member
+// is quiet: finished, inside the clock itself, or parked inside the store
+// (blocked on a lock, read from the goroutine's state in runtime.Stack) for
+// at least settle. Holding until the others are parked, rather than for a
+// fixed time, makes the overlap certain on a slow machine and costs a
+// correct store only a few milliseconds. A waiter parked for more than a
+// millisecond also puts a sync.Mutex into its starvation mode, in which an
+// unlocking goroutine hands the mutex to the first waiter: a store that
+// unlocks between deciding and writing then lets that waiter read before it
+// writes, every time.
+//
+// A hold never lasts more than maxHold, so a store that spins instead of
+// parking (a spin lock, a retry loop) is only slowed down, never failed.
+type schedule struct {
+	mu      sync.Mutex
+	members map[int64]*member
+	buf     []byte
+	// sawClock: a member read a ManualClock, so the store runs in this
+	// process and its members park only on each other.
+	sawClock atomic.Bool
+}
+
+const (
+	// settle is how long the other members must stay quiet before a held
+	// clock read returns: longer than sync.Mutex's 1 ms starvation threshold.
+	settle = 2 * time.Millisecond
+	// maxHold bounds one held clock read.
+	maxHold = 250 * time.Millisecond
+	// pollEvery is how often a held clock read looks at the other members.
+	// Each look stops the world to read every goroutine's state, so it is
+	// not much more often than settle needs.
+	pollEvery = time.Millisecond
+)
+
+// member is one goroutine taking part in a schedule.
+type member struct {
+	name    string
+	id      atomic.Int64
+	inStore atomic.Bool
+	inClock atomic.Bool
+	done    atomic.Bool
+}
+
+// racing finds the schedule of a goroutine that reads a ManualClock: the
+// clock is the harness's, not the schedule's, so the member goroutines are
+// registered process-wide, by goroutine id, while their race runs.
+var racing struct {
+	active  atomic.Int32 // schedules running; Now looks up nothing while 0
+	mu      sync.Mutex
+	members map[int64]*schedule
+}
+
+func newSchedule() *schedule {
+	racing.active.Add(1)
+	return &schedule{members: make(map[int64]*member), buf: make([]byte, 64<<10)}
+}
+
+// end unregisters the schedule's members; their clock reads pass straight
+// through from now on.
+func (s *schedule) end() {
+	s.mu.Lock()
+	ids := make([]int64, 0, len(s.members))
+	for id := range s.members {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	racing.mu.Lock()
+	for _, id := range ids {
+		delete(racing.members, id)
+	}
+	racing.mu.Unlock()
+	racing.active.Add(-1)
+}
+
+// join registers the calling goroutine as a member named name. It must be
+// called on the member's own goroutine, before its first admission.
+func (s *schedule) join(name string) *member {
+	m := &member{name: name}
+	id := goid()
+	m.id.Store(id)
+	s.mu.Lock()
+	s.members[id] = m
+	s.mu.Unlock()
+	racing.mu.Lock()
+	if racing.members == nil {
+		racing.members = make(map[int64]*schedule)
+	}
+	racing.members[id] = s
+	racing.mu.Unlock()
+	return m
+}
+
+// holdIfRacing holds the calling goroutine's clock read when it races in a
+// schedule.
+func holdIfRacing() {
+	id := goid()
+	racing.mu.Lock()
+	s := racing.members[id]
+	racing.mu.Unlock()
+	if s != nil {
+		s.inClock(id)
+	}
+}
+
+// enter and leave bracket one call into the store. They, and finish, do
+// nothing on a nil member: a race without a schedule.
+func (m *member) enter() {
+	if m != nil {
+		m.inStore.Store(true)
+	}
+}
+
+func (m *member) leave() {
+	if m != nil {
+		m.inStore.Store(false)
+	}
+}
+
+// finish marks the member done: it will not call the store again.
+func (m *member) finish() {
+	if m != nil {
+		m.done.Store(true)
+	}
+}
+
+// inClock holds the clock read of member id until the other members are
+// quiet.
+func (s *schedule) inClock(id int64) {
+	s.mu.Lock()
+	m := s.members[id]
+	s.mu.Unlock()
+	if m == nil {
+		return
+	}
+	s.sawClock.Store(true)
+	m.inClock.Store(true)
+	defer m.inClock.Store(false)
+	deadline := time.Now().Add(maxHold)
+	var quietSince time.Time
+	for time.Now().Before(deadline) {
+		if s.othersQuiet(m) {
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			} else if time.Since(quietSince) >= settle {
+				return
+			}
+		} else {
+			quietSince = time.Time{}
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// othersQuiet reports whether every member but self is finished, inside
+// the clock, or parked inside the store.
+func (s *schedule) othersQuiet(self *member) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var states map[int64]string
+	for id, m := range s.members {
+		if m == self || m.done.Load() || m.inClock.Load() {
+			continue
+		}
+		if !m.inStore.Load() {
+			return false
+		}
+		if states == nil {
+			states = s.states()
+		}
+		if !parked(states[id]) {
+			return false
+		}
+	}
+	return true
+}
+
+// stuck reports whether every unfinished member is parked inside the store
+// and none is inside the clock: no member can make progress, since each
+// waits for a lock that another holds.
+func (s *schedule) stuck() (names []string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	states := s.states()
+	for id, m := range s.members {
+		if m.done.Load() {
+			continue
+		}
+		if m.inClock.Load() || !m.inStore.Load() || !parked(states[id]) {
+			return nil, false
+		}
+		names = append(names, m.name)
+	}
+	return names, len(names) > 0
+}
+
+// settled reports whether each of the named members is inside the clock,
+// parked inside the store, or finished.
+func (s *schedule) settled(ms ...*member) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	states := s.states()
+	for _, m := range ms {
+		if m.done.Load() || m.inClock.Load() {
+			continue
+		}
+		if !m.inStore.Load() || !parked(states[m.id.Load()]) {
+			return false
+		}
+	}
+	return true
+}
+
+// states returns the scheduling state of every goroutine, by id, as
+// runtime.Stack prints it ("running", "sync.Mutex.Lock", "select", ...).
+// The caller holds s.mu, which guards s.buf.
+func (s *schedule) states() map[int64]string {
+	for {
+		n := runtime.Stack(s.buf, true)
+		if n < len(s.buf) {
+			return parseStates(s.buf[:n])
+		}
+		s.buf = make([]byte, 2*len(s.buf))
+	}
+}
+
+// parseStates reads the header line of each goroutine in a runtime.Stack
+// dump: "goroutine 19 [sync.Mutex.Lock, 2 minutes]:".
+func parseStates(dump []byte) map[int64]string {
+	states := make(map[int64]string)
+	for line := range bytes.Lines(dump) {
+		rest, ok := bytes.CutPrefix(line, []byte("goroutine "))
+		if !ok {
+			continue
+		}
+		num, rest, ok := bytes.Cut(rest, []byte(" "))
+		if !ok {
+			continue
+		}
+		id, err := strconv.ParseInt(string(num), 10, 64)
+		if err != nil {
+			continue
+		}
+		open := bytes.IndexByte(rest, '[')
+		end := bytes.IndexAny(rest, ",]")
+		if open < 0 || end < open {
+			continue
+		}
+		states[id] = string(rest[open+1 : end])
+	}
+	return states
+}
+
+// parked reports whether a goroutine in state waits for something (a lock,
+// a channel, a timer, the network) rather than running or being ready to.
+func parked(state string) bool {
+	switch state {
+	case "", "running", "runnable", "syscall":
+		return false
+	}
+	return true
+}
+
+// goid returns the calling goroutine's id, from the header of its stack.
+func goid() int64 {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	b, _ := bytes.CutPrefix(buf[:n], []byte("goroutine "))
+	num, _, _ := bytes.Cut(b, []byte(" "))
+	id, _ := strconv.ParseInt(string(num), 10, 64)
+	return id
+}

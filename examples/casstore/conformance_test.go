@@ -1,0 +1,26 @@
+package casstore_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/conformance"
+	"github.com/runlimit/runlimit/examples/casstore"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	conformance.Run(t, func(t testing.TB, opts conformance.Options) conformance.Instance {
+		clock := new(conformance.ManualClock)
+		store, err := casstore.New(casstore.Config{Capacity: opts.Capacity, MaxBatchSize: opts.MaxBatchSize, Clock: clock.Now})
+		require.NoError(t, err)
+		return conformance.Instance{
+			Store: store,
+			Clock: clock,
+			Require: []conformance.Capability{
+				conformance.CheckAdmitter, conformance.Cleaner, conformance.StatsReporter,
+			},
+		}
+	})
+}
