@@ -18,6 +18,29 @@ import (
 // only if Evaluate reports commit. The store's time must never go backwards
 // for a key.
 //
+// # Optimistic stores
+//
+// A store need not hold locks across an admission. An optimistic store (a
+// Redis WATCH/MULTI transaction, a DynamoDB conditional write, SQL with a
+// version column) meets the same protocol this way:
+//
+//  1. read every key of the batch, and whatever its capacity bound depends
+//     on, in one consistent read, and Observe them;
+//  2. read the store's clock after that read and Evaluate;
+//  3. write every Next in one atomic conditional write that applies only if
+//     nothing it read has changed since; a denial writes nothing, but is
+//     confirmed by the same condition (or by a read that proves nothing
+//     changed);
+//  4. on a conflict, start again from step 1.
+//
+// A Batch may be evaluated only once, so each attempt evaluates a scratch
+// batch built from the same checks ([domain.NewBatch]) and the attempt that
+// stands is replayed on the caller's batch; AdmitCheck may call
+// [domain.EvaluateCheck] on every attempt. Nothing is written before the
+// conditional write, so a failed attempt consumes nothing. The
+// examples/casstore store in this repository works this way and passes the
+// conformance suite.
+//
 // Admit returns an error only for a structural problem the store detects
 // (for example a batch larger than it can hold) or a backend failure; a
 // denial is a decision, read by the caller from the batch. Errors should
@@ -28,7 +51,9 @@ type Store interface {
 
 // Cleaner is implemented by stores that can remove expired counters on
 // demand. CleanupExpired removes at most max expired counters and returns how
-// many it removed. It never removes an active counter.
+// many it removed. It never removes an active counter. A max of 0 removes
+// nothing and returns (0, nil); a negative max is an error matching
+// [domain.ErrInvalidInput] and removes nothing.
 type Cleaner interface {
 	CleanupExpired(ctx context.Context, max int) (int, error)
 }
@@ -53,7 +78,8 @@ type Stats struct {
 	Capacity int64
 	// Shards is the number of capacity partitions.
 	Shards int
-	// Headroom holds the free slots of each partition, by partition index.
+	// Headroom holds the free slots of each partition, by partition index
+	// (the index conformance.Instance.PartitionOf returns for a key).
 	Headroom []int64
 }
 
