@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
-	"github.com/runlimit/runlimit/internal/limiter"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -27,7 +27,7 @@ type fixture struct {
 	opts    Options
 	inst    Instance
 	counted *countingStore
-	limiter *limiter.Limiter
+	limiter *app.Limiter
 	parts   int
 }
 
@@ -38,16 +38,17 @@ func setup(t *testing.T, newStore NewStoreFunc, opts Options) *fixture {
 	require.NotNil(t, inst.Advance, "harness: NewStoreFunc returned an Instance without an Advance func")
 	require.GreaterOrEqual(t, inst.Partitions, 0, "harness: Instance.Partitions is negative")
 	counted := &countingStore{inner: inst.Store}
-	// The real path: every check goes through the engine of app.Limiter, the
-	// limiter hosts use, so the suite proves the store in the only way it
-	// will be driven.
+	// The real path: every check goes through app.Limiter, the limiter
+	// hosts use, so the suite proves the store in the only way it will be
+	// driven.
 	require.GreaterOrEqual(t, opts.MaxBatchSize, 0, "harness: Options.MaxBatchSize is negative")
 	maxBatch := opts.MaxBatchSize
 	if maxBatch == 0 {
 		maxBatch = domain.DefaultMaxBatchSize
 	}
-	f := &fixture{t: t, ctx: t.Context(), opts: opts, inst: inst, counted: counted, limiter: new(limiter.Limiter), parts: 1}
-	f.limiter.Init(counted, maxBatch)
+	limiter, err := app.NewLimiter(counted, app.LimiterConfig{MaxBatchSize: maxBatch})
+	require.NoError(t, err, "harness: app.NewLimiter")
+	f := &fixture{t: t, ctx: t.Context(), opts: opts, inst: inst, counted: counted, limiter: limiter, parts: 1}
 	if s, ok := f.stats(); ok && s.Shards > 0 {
 		f.parts = s.Shards
 	} else if inst.Partitions > 0 {

@@ -1,4 +1,4 @@
-package app
+package wiring
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
@@ -48,8 +49,8 @@ func (r *Runtime) state() *runtimeState { return (*runtimeState)(r.st) }
 type runtimeState struct {
 	cfg     Config
 	hasher  domain.KeyHasher
-	limiter *Limiter
-	gate    *Limiter
+	limiter *app.Limiter
+	gate    *app.Limiter
 
 	// closers are the stores, closed in order by Close.
 	closers  []ports.Closer
@@ -76,15 +77,22 @@ type runtimeState struct {
 // loop. Call [Runtime.Close] when done. A bad config or secret is a
 // [*ConfigError]; nothing stays open after an error.
 func Open(ctx context.Context, cfg Config) (*Runtime, error) {
-	r, err := newRuntime(cfg)
+	r, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.state().startOrClose(ctx); err != nil {
+	if err := r.Start(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
+
+// Start applies the schema when Config.Migrate is set, checks that the
+// store answers and starts the cleanup loop. Starting twice is harmless. If
+// it cannot start, it closes the Runtime, since a host that saw the start
+// fail has no reason to call Close (fx runs no OnStop for a hook whose
+// OnStart failed).
+func (r *Runtime) Start(ctx context.Context) error { return r.state().startOrClose(ctx) }
 
 // startOrClose starts r, and closes it if it cannot start.
 func (r *runtimeState) startOrClose(ctx context.Context) error {
@@ -98,10 +106,12 @@ func (r *runtimeState) startOrClose(ctx context.Context) error {
 	return err
 }
 
-// newRuntime builds the stores and limiters without touching the network:
-// a pool opened from a URL connects on first use. [Module] calls it from its
-// constructor and leaves the I/O to start, in OnStart.
-func newRuntime(cfg Config) (*Runtime, error) {
+// New builds the Runtime cfg describes without starting it, and without
+// touching the network: a pool opened from a URL connects on first use.
+// [Runtime.Start] does the I/O; the fx module calls New from its
+// constructor and Start from OnStart. A bad config or secret is a
+// [*ConfigError]; nothing stays open after an error.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -150,7 +160,7 @@ func (r *runtimeState) build() error {
 		}
 		r.closers = append(r.closers, gate)
 		r.cleaners = append(r.cleaners, cleaner{name: "gate", Cleaner: gate})
-		if r.gate, err = NewLimiter(gate, LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate"}); err != nil {
+		if r.gate, err = app.NewLimiter(gate, app.LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate"}); err != nil {
 			return err
 		}
 	}
@@ -192,7 +202,7 @@ func (r *runtimeState) build() error {
 		r.cleaners = append(r.cleaners, cleaner{name: "postgres", Cleaner: s})
 	}
 	var err error
-	r.limiter, err = NewLimiter(store, LimiterConfig{MaxBatchSize: maxBatch, Observer: cfg.Observer, Name: string(cfg.Backend)})
+	r.limiter, err = app.NewLimiter(store, app.LimiterConfig{MaxBatchSize: maxBatch, Observer: cfg.Observer, Name: string(cfg.Backend)})
 	return err
 }
 
@@ -282,7 +292,7 @@ func (r *runtimeState) Close(ctx context.Context) error {
 
 // Limiter returns the limiter over the shared quota: the store
 // Config.Backend selects.
-func (r *Runtime) Limiter() *Limiter { return r.state().limiter }
+func (r *Runtime) Limiter() *app.Limiter { return r.state().limiter }
 
 // Gate returns the limiter over the memory gate, or nil when Config.Gate is
 // not set.
@@ -294,7 +304,7 @@ func (r *Runtime) Limiter() *Limiter { return r.state().limiter }
 // memory and work that attacker-chosen subjects can cost before any
 // database round trip; what it admitted stays consumed even if the shared
 // quota then denies.
-func (r *Runtime) Gate() *Limiter { return r.state().gate }
+func (r *Runtime) Gate() *app.Limiter { return r.state().gate }
 
 // KeyHasher returns the hasher built from the secret in Config.SecretEnv,
 // for deriving the subject keys of checks.

@@ -1,4 +1,4 @@
-package app
+package wiring
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // OpenWithTicks opens like Open, with the cleanup loop driven by ticks
 // instead of a time.Ticker.
 func OpenWithTicks(ctx context.Context, cfg Config, ticks <-chan time.Time) (*Runtime, error) {
-	r, err := newRuntime(cfg)
+	r, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,3 @@ func StartCleanupLoop(ticks <-chan time.Time, batch int, onError func(error), cl
 	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError)
 	return l.stop, stopped
 }
-
-// NewUnstarted builds the Runtime cfg describes without starting it: no
-// network is touched, a pool opened from Config.DatabaseURL included.
-func NewUnstarted(cfg Config) (*Runtime, error) { return newRuntime(cfg) }

@@ -1,4 +1,4 @@
-package app
+package wiring
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
 )
 
 // Backend names the store that holds a [Runtime]'s shared quota.
@@ -92,7 +93,7 @@ type Config struct {
 	// Observer, when set, receives an [Event] for every admission of the
 	// limiter and of the gate, named by [Event.Limiter]: "gate", or the
 	// backend ("memory" or "postgres"). Default nil.
-	Observer Observer
+	Observer app.Observer
 
 	// CleanupErrorFunc, when set, receives every error of the cleanup loop,
 	// a [*CleanupError], from the loop's goroutine; the loop carries on at
@@ -182,3 +183,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// ErrInvalidConfig is matched by every [*ConfigError]. It is
+// [app.ErrInvalidConfig] itself, so one errors.Is also covers the errors of
+// [app.NewLimiter].
+var ErrInvalidConfig = app.ErrInvalidConfig
