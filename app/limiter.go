@@ -20,8 +20,9 @@ var ErrInvalidConfig = errors.New("runlimit: invalid limiter config")
 type LimiterConfig struct {
 	// MaxBatchSize is the largest batch CheckAll accepts. Default 32.
 	MaxBatchSize int
-	// Observer, when set, receives an [Event] for every admission. Default
-	// nil: nothing is observed, at no cost.
+	// Observer, when set, receives an [Event] for every admission;
+	// [JoinObservers] makes one of several. Default nil: nothing is
+	// observed, at no cost.
 	Observer Observer
 	// Name tells this limiter's events apart from another's, such as
 	// "gate" and "postgres". Default "".

@@ -54,7 +54,7 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigErrorText(t *testing.T) {
 	t.Parallel()
 	err := wiring.Config{Backend: "redis"}.Validate()
-	require.EqualError(t, err, `runlimit: invalid config: Backend is "redis", want "memory" or "postgres"`)
+	require.EqualError(t, err, `runlimit: invalid config: Backend is "redis", want "memory", "postgres" or "store"`)
 }
 
 // TestOpenNamesStoreConfigFields: the stores' own config errors come back

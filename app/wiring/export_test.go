@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,6 @@ func StartCleanupLoop(ticks <-chan time.Time, batch int, onError func(error), cl
 		named[i] = cleaner{name: "c" + string(rune('0'+i)), Cleaner: c}
 	}
 	stopped := make(chan struct{})
-	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError)
+	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError, slog.Default)
 	return l.stop, stopped
 }

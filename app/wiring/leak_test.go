@@ -87,6 +87,26 @@ func TestNothingPrintsSecretsPasswordsOrKeys(t *testing.T) {
 	_, secretErr := wiring.Open(ctx, wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: setEnv(t, "short")})
 	require.ErrorIs(t, secretErr, wiring.ErrInvalidConfig)
 	var cleanupErr error = &wiring.CleanupError{Store: "memory", Err: memory.ErrClosed}
+	var notReadyErr error = &wiring.NotReadyError{Store: "postgres", Err: memory.ErrClosed}
+	secretCfg := wiring.Config{Memory: memory.Config{MaxKeys: 100}, KeySecret: wiring.NewSecret(testSecret),
+		KeySecretFunc: func(context.Context) ([]byte, error) { return []byte(testSecret), nil }}
+	envCfg, err := wiring.ConfigFromLookup(func(name string) (string, bool) {
+		switch name {
+		case wiring.EnvKeySecret:
+			return testSecret, true
+		case wiring.EnvDatabaseURL:
+			return url, true
+		}
+		return "", false
+	})
+	require.NoError(t, err)
+	_, envErr := wiring.ConfigFromLookup(func(name string) (string, bool) {
+		if name == wiring.EnvKeySecret {
+			return leakPassword, true // too short, and a tell
+		}
+		return "", false
+	})
+	require.Error(t, envErr)
 
 	secrets := [][]byte{[]byte(testSecret), []byte(leakPassword)}
 	secrets = append(secrets, keyedStates(t, []byte(testSecret))...)
@@ -99,6 +119,10 @@ func TestNothingPrintsSecretsPasswordsOrKeys(t *testing.T) {
 		leak("Secret", wiring.NewSecret(url)),
 		leak("zero Secret", wiring.Secret{}),
 		leak("memory Config", memCfg),
+		leak("Config with a KeySecret", secretCfg),
+		leak("Config from the environment", envCfg),
+		leak("EnvError", envErr),
+		leak("NotReadyError", notReadyErr),
 		leak("postgres Config", pgCfg),
 		leak("memory Runtime", memRuntime),
 		leak("postgres Runtime", pgRuntime),
