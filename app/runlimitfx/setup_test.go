@@ -39,8 +39,30 @@ func memoryConfig(t *testing.T) wiring.Config {
 	t.Helper()
 	return wiring.Config{
 		Memory:    memory.Config{MaxKeys: 100, Shards: 4},
-		SecretEnv: setEnv(t, testSecret),
+		KeySecret: wiring.NewSecret(testSecret),
 	}
+}
+
+// hostStore is a host's own store: a memory store behind the port, with
+// every optional capability, counting its Close calls.
+type hostStore struct {
+	*memory.Store
+	closes atomic.Int32
+}
+
+func newHostStore(t *testing.T) *hostStore {
+	t.Helper()
+	inner, err := memory.New(memory.Config{MaxKeys: 100})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inner.Close() })
+	return &hostStore{Store: inner}
+}
+
+// Close counts the call and leaves the memory store open, so that a test
+// can tell a closed host store from one the module left alone.
+func (s *hostStore) Close() error {
+	s.closes.Add(1)
+	return nil
 }
 
 // loginPolicy allows 2 checks a minute.
