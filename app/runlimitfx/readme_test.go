@@ -40,7 +40,7 @@ func TestReadmeObserverLineCompiles(t *testing.T) {
 	line, err := readme.FuncBody("readme_test.go", "func observerLine() fx.Option {", "")
 	require.NoError(t, err)
 	require.Contains(t, trimAll(goBlocks), strings.TrimPrefix(strings.TrimSpace(line), "return "))
-	require.NoError(t, fx.ValidateApp(runlimitfx.Module, fx.Supply(memoryConfig(t)), observerLine(), useEverything))
+	require.NoError(t, fx.ValidateApp(fx.NopLogger, runlimitfx.Module, fx.Supply(memoryConfig(t)), observerLine(), useEverything))
 }
 
 // observerLine is the README's observer registration, compiled.

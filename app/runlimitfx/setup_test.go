@@ -93,16 +93,6 @@ func idlePool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-// requireHasherOf requires that h derives the keys testSecret's hasher does,
-// so that replicas sharing the secret share counters.
-func requireHasherOf(t *testing.T, h domain.KeyHasher) {
-	t.Helper()
-	want, err := domain.NewKeyHasher([]byte(testSecret))
-	require.NoError(t, err)
-	p := loginPolicy(t, "auth.login")
-	require.Equal(t, want.KeyString(p, "user").Bytes(), h.KeyString(p, "user").Bytes())
-}
-
 // countRows counts the counters stored in db.
 func countRows(t *testing.T, db *pgtest.Database) int {
 	t.Helper()

@@ -42,10 +42,10 @@ func TestValidateApp(t *testing.T) {
 	for name, opts := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			require.NoError(t, fx.ValidateApp(append(opts, runlimitfx.Module, useEverything)...))
+			require.NoError(t, fx.ValidateApp(append(opts, fx.NopLogger, runlimitfx.Module, useEverything)...))
 		})
 	}
 
-	err := fx.ValidateApp(runlimitfx.Module, useEverything)
+	err := fx.ValidateApp(fx.NopLogger, runlimitfx.Module, useEverything)
 	require.ErrorContains(t, err, "missing type: wiring.Config")
 }

@@ -20,13 +20,12 @@ import (
 // optional capability, whose Stats and CleanupExpired fail on demand and
 // which counts its Close calls.
 type fakeStore struct {
-	inner     *memory.Store
-	closes    atomic.Int32
-	mu        sync.Mutex
-	statsErr  error
-	cleanErr  error
-	cleanups  int
-	cleanedTo chan int // receives each CleanupExpired's max, when not nil
+	inner    *memory.Store
+	closes   atomic.Int32
+	mu       sync.Mutex
+	statsErr error
+	cleanErr error
+	cleanups int
 }
 
 var (
