@@ -18,6 +18,7 @@ type CleanupError struct {
 	Err   error
 }
 
+// Error names the store and gives the store error's text.
 func (e *CleanupError) Error() string {
 	return fmt.Sprintf("runlimit: cleanup of the %s store: %v", e.Store, e.Err)
 }

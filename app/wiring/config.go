@@ -64,8 +64,9 @@ type Config struct {
 	// its host, user and database, never its password. Default: empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a
-	// DatabaseURL. The Runtime borrows it and never closes it. [Module] takes
-	// it from the fx graph when left nil. Default nil.
+	// DatabaseURL. The Runtime borrows it and never closes it. The
+	// runlimitfx module takes it from the fx graph when left nil. Default
+	// nil.
 	Pool *pgxpool.Pool
 	// Postgres tunes the PostgreSQL store. Default: the zero postgres.Config,
 	// that store's defaults.
@@ -147,6 +148,7 @@ type ConfigError struct {
 	Err    error  // the store's own error, or nil
 }
 
+// Error names the field and what is wrong with it.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("runlimit: invalid config: %s %s", e.Field, e.Reason)
 }

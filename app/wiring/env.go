@@ -49,6 +49,7 @@ type EnvError struct {
 	Reason string // what is wrong with its value
 }
 
+// Error names the variable and what is wrong with its value.
 func (e *EnvError) Error() string {
 	return fmt.Sprintf("runlimit: invalid environment: %s %s", e.Var, e.Reason)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
@@ -145,4 +146,20 @@ func TestPostgresRuntimeLogsMigrationAndFailedStart(t *testing.T) {
 	out := failed.String()
 	require.True(t, strings.HasPrefix(out, `level=ERROR msg="runlimit: start failed; the runtime is closed" backend=postgres error=`), out)
 	requireNoLeak(t, out, []byte(testSecret), []byte(password))
+}
+
+// TestObserverPanicsGoToTheRuntimeLogger: the limiters log a recovered
+// observer panic to Config.Logger.
+func TestObserverPanicsGoToTheRuntimeLogger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs logBuffer
+	cfg := memoryConfig(t)
+	cfg.Logger = logs.logger()
+	cfg.Observer = app.ObserverFunc(func(app.Event) { panic("observer bug") })
+	r, err := wiring.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	require.True(t, check(t, r.Limiter(), r.KeyHasher(), loginPolicy(t, "auth.login"), "user").PermitsRequest())
+	require.Contains(t, logs.String(), `level=ERROR msg="runlimit: observer panicked; the admission stands" limiter=memory`)
 }

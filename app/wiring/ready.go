@@ -25,6 +25,7 @@ type NotReadyError struct {
 	Err   error
 }
 
+// Error names the store and gives the store error's text.
 func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("runlimit: the %s store is not ready: %v", e.Store, e.Err)
 }
