@@ -277,7 +277,10 @@ func (r *runtimeState) logger() *slog.Logger {
 // Close stops the cleanup loop, waiting for a pass in progress until ctx is
 // done, then closes the stores and the pool the Runtime opened from
 // Config.DatabaseURL. A pool the host gave it stays open. Checks after Close
-// fail closed without consuming quota. If ctx ends before the loop stops,
+// fail closed without consuming quota, except on a host store from
+// Config.Store, which stays open and answers until its owner closes it:
+// stop using the Runtime's limiters once it is closed. If ctx ends before
+// the loop stops,
 // nothing else is closed and Close may be called again; once it has
 // succeeded, later calls return nil.
 func (r *Runtime) Close(ctx context.Context) error { return r.state().Close(ctx) }
