@@ -18,11 +18,23 @@ demo: ## run the login admission demo on the embedded memory store
 	$(GO) run ./cmd/runlimit demo
 
 .PHONY: test
-test: ## run every test (PostgreSQL tests need a server, see README)
+test: pgprobe ## run every test; without a PostgreSQL server, say in one line how to provide one
 	$(GO) test -count=1 $(PKGS)
 
+.PHONY: test-short
+test-short: ## run only the tests that need no PostgreSQL server (go test -short)
+	$(GO) test -count=1 -short $(PKGS)
+
+# pgprobe says which PostgreSQL server the tests will use, or, when there is
+# none, prints one line of advice and stops the run. It is built rather than
+# run with go run, which would add a line of its own.
+.PHONY: pgprobe
+pgprobe:
+	@probe=$$(mktemp); trap 'rm -f "$$probe"' EXIT; \
+		$(GO) build -o "$$probe" ./internal/pgtest/pgprobe && "$$probe"
+
 .PHONY: test-race
-test-race: ## run every test under the race detector
+test-race: pgprobe ## run every test under the race detector
 	$(GO) test -count=1 -race $(PKGS)
 
 .PHONY: bench

@@ -8,6 +8,7 @@ require (
 	github.com/ory/dockertest/v3 v3.12.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/fx v1.24.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -9,20 +9,20 @@ import (
 	"unsafe"
 
 	"github.com/runlimit/runlimit/domain"
-	"github.com/runlimit/runlimit/internal/limiter"
 	"github.com/runlimit/runlimit/ports"
 )
 
-// ErrInvalidConfig is matched by every error [NewLimiter] returns and by
-// every [*ConfigError] of [Open] and [Module].
+// ErrInvalidConfig is matched by every error [NewLimiter] returns, and by
+// every configuration error of the wiring below app, which shares it.
 var ErrInvalidConfig = errors.New("runlimit: invalid limiter config")
 
 // LimiterConfig configures a [Limiter].
 type LimiterConfig struct {
 	// MaxBatchSize is the largest batch CheckAll accepts. Default 32.
 	MaxBatchSize int
-	// Observer, when set, receives an [Event] for every admission. Default
-	// nil: nothing is observed, at no cost.
+	// Observer, when set, receives an [Event] for every admission;
+	// [JoinObservers] makes one of several. Default nil: nothing is
+	// observed, at no cost.
 	Observer Observer
 	// Name tells this limiter's events apart from another's, such as
 	// "gate" and "postgres". Default "".
@@ -43,14 +43,14 @@ type LimiterConfig struct {
 // observer unseen: a store may hold a pool whose config holds a database
 // password.
 type Limiter struct {
-	// engine is the *limiter.Limiter held as an unsafe.Pointer, which
+	// engine is the *engine held as an unsafe.Pointer, which
 	// printers that walk values by reflection (spew in testify's diffs,
 	// fmt's bad-verb path) print as an address and never follow.
 	engine unsafe.Pointer
 }
 
 // eng returns l's engine.
-func (l *Limiter) eng() *limiter.Limiter { return (*limiter.Limiter)(l.engine) }
+func (l *Limiter) eng() *engine { return (*engine)(l.engine) }
 
 var _ ports.Limiter = (*Limiter)(nil)
 
@@ -71,9 +71,9 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 		// limiter without one runs exactly the unobserved path.
 		store = observe(store, cfg.Observer, cfg.Name, cfg.Logger)
 	}
-	engine := new(limiter.Limiter)
-	engine.Init(store, cfg.MaxBatchSize)
-	return &Limiter{engine: unsafe.Pointer(engine)}, nil
+	e := new(engine)
+	e.init(store, cfg.MaxBatchSize)
+	return &Limiter{engine: unsafe.Pointer(e)}, nil
 }
 
 // isNil reports whether store is nil or holds a nil pointer, map, slice,

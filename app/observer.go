@@ -38,6 +38,42 @@ type ObserverFunc func(Event)
 // ObserveAdmission calls f(e).
 func (f ObserverFunc) ObserveAdmission(e Event) { f(e) }
 
+// JoinObservers returns an Observer that hands every event to each of
+// observers in order, nil ones left out, such as a metrics observer and a
+// decision log. A [Limiter] recovers and logs a panic of each one apart, so
+// one that panics costs the others nothing. It returns nil when no observer
+// is left, and the observer itself when only one is.
+func JoinObservers(observers ...Observer) Observer {
+	var joined joinedObservers
+	for _, o := range observers {
+		switch o := o.(type) {
+		case nil:
+		case joinedObservers:
+			joined = append(joined, o...)
+		default:
+			joined = append(joined, o)
+		}
+	}
+	switch len(joined) {
+	case 0:
+		return nil
+	case 1:
+		return joined[0]
+	}
+	return joined
+}
+
+// joinedObservers is what [JoinObservers] returns for two or more.
+type joinedObservers []Observer
+
+// ObserveAdmission hands e to each observer in order. A limiter does not
+// call it: it calls each observer itself, recovering each one's panic.
+func (j joinedObservers) ObserveAdmission(e Event) {
+	for _, o := range j {
+		o.ObserveAdmission(e)
+	}
+}
+
 // Event is what an [Observer] learns of one admission. Read the checks'
 // policies through [Event.Policy] and their decisions through
 // [Event.Decision]; the checks themselves, which hold keys, are not exposed.
@@ -198,7 +234,11 @@ func (e Event) LogValue() slog.Value {
 // validates input before it reaches the wrapper, so invalid input is never
 // observed.
 func observe(store ports.Store, o Observer, name string, logger *slog.Logger) ports.Store {
-	s := observedStore{inner: store, observer: o, name: name, logger: logger}
+	observers := []Observer{o}
+	if j, ok := o.(joinedObservers); ok {
+		observers = j
+	}
+	s := observedStore{inner: store, observers: observers, name: name, logger: logger}
 	if single, ok := store.(ports.CheckAdmitter); ok {
 		return observedAdmitter{observedStore: s, single: single}
 	}
@@ -206,23 +246,31 @@ func observe(store ports.Store, o Observer, name string, logger *slog.Logger) po
 }
 
 type observedStore struct {
-	inner    ports.Store
-	observer Observer
-	name     string
-	logger   *slog.Logger // nil: slog.Default()
+	inner     ports.Store
+	observers []Observer
+	name      string
+	logger    *slog.Logger // nil: slog.Default()
 }
 
-// notify hands e to the observer. The store has already decided, and may
-// have consumed quota, so a panicking observer must not turn the
-// admission into a panic in the caller: the panic is recovered and
-// logged, and the caller gets what the store answered.
+// notify hands e to each observer in turn.
 func (s observedStore) notify(ctx context.Context, e *Event) {
+	for _, o := range s.observers {
+		s.notifyOne(ctx, o, e)
+	}
+}
+
+// notifyOne hands e to o. The store has already decided, and may have
+// consumed quota, so a panicking observer must not turn the admission into
+// a panic in the caller, nor keep the next observer from its event: the
+// panic is recovered and logged, and the caller gets what the store
+// answered.
+func (s observedStore) notifyOne(ctx context.Context, o Observer, e *Event) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.logPanic(ctx, e, v)
 		}
 	}()
-	s.observer.ObserveAdmission(*e)
+	o.ObserveAdmission(*e)
 }
 
 // logPanic reports an observer's panic at error level. It logs the panic

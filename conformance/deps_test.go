@@ -20,7 +20,7 @@ func TestImportsNoBackend(t *testing.T) {
 		"github.com/ory/dockertest",
 		"go.uber.org/",
 		"github.com/runlimit/runlimit/adapters/",
-		"github.com/runlimit/runlimit/app",
+		"github.com/runlimit/runlimit/app/", // the wiring and the fx module; app itself is the service
 		"github.com/runlimit/runlimit/migrations",
 	}
 	for _, pkg := range strings.Fields(string(out)) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
-	"github.com/runlimit/runlimit/internal/limiter"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -45,7 +45,7 @@ type fixture struct {
 	// limiter applies batches, and single checks on viaBatchOfOne, through
 	// Admit only: it sees the store through admitOnly, so it never takes
 	// the single-check path by itself.
-	limiter *limiter.Limiter
+	limiter *app.Limiter
 	admits  atomic.Int64
 	parts   int
 }
@@ -73,13 +73,15 @@ func setup(t *testing.T, newStore NewStoreFunc, opts Options, p path, caps capab
 	}
 	f := &fixture{
 		t: t, ctx: t.Context(), opts: opts, inst: inst, caps: caps, rep: rep, log: newOplog(),
-		began: time.Now(), path: p, limiter: new(limiter.Limiter), parts: caps.parts,
+		began: time.Now(), path: p, parts: caps.parts,
 	}
 	if p == viaAdmitCheck {
 		f.single = inst.Store.(ports.CheckAdmitter)
 	}
-	// The engine of app.Limiter drives every batch, as it does for hosts.
-	f.limiter.Init(admitOnly{f}, opts.MaxBatchSize)
+	// app.Limiter drives every batch, as it does for hosts.
+	l, err := app.NewLimiter(admitOnly{f}, app.LimiterConfig{MaxBatchSize: opts.MaxBatchSize})
+	require.NoError(t, err, "harness: Options.MaxBatchSize")
+	f.limiter = l
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("operations on this case's fresh store (single checks via %s, Options %+v):\n%s", p, opts, f.log)

@@ -35,13 +35,27 @@ const demoSecret = "runlimit-demo-secret-not-for-production"
 // demoAttempt is one login attempt of the scenario.
 type demoAttempt struct {
 	after    time.Duration // simulated time to let pass before the attempt
+	phase    string        // which part of the scenario, as the table labels it
 	identity string
 }
+
+// The demo's phases, as its table labels them.
+const (
+	phaseRetryBurst    = "retry burst"
+	phaseIdentitySpray = "identity spray"
+	phaseRenewal       = "renewal"
+)
+
+// demoLegend explains the phases above the table.
+const demoLegend = `Phases: retry burst    one user retries a password ten times; the identity limit (8) stops it.
+        identity spray the same client tries 34 other identities; the client limit (40) stops it.
+        renewal        once both windows have ended, the user gets in again.`
 
 // demoRow is one line of the demo's table.
 type demoRow struct {
 	attempt      int
 	at           time.Duration
+	phase        string
 	identity     string
 	outcome      domain.Outcome
 	deniedCheck  string // "client" or "identity" when denied
@@ -56,15 +70,15 @@ func demoScenario() []demoAttempt {
 	var attempts []demoAttempt
 	// A user mistypes a password ten times: the identity limit (8) stops it.
 	for range 10 {
-		attempts = append(attempts, demoAttempt{after: time.Second, identity: "user@example.test"})
+		attempts = append(attempts, demoAttempt{after: time.Second, phase: phaseRetryBurst, identity: "user@example.test"})
 	}
 	// The same client sprays other identities: the client limit (40) stops it.
 	for i := range 34 {
-		attempts = append(attempts, demoAttempt{after: time.Second, identity: fmt.Sprintf("victim%02d@example.test", i+1)})
+		attempts = append(attempts, demoAttempt{after: time.Second, phase: phaseIdentitySpray, identity: fmt.Sprintf("victim%02d@example.test", i+1)})
 	}
 	// Once both windows, anchored at the first attempt, have ended, the user
 	// gets in again.
-	attempts = append(attempts, demoAttempt{after: 18 * time.Second, identity: "user@example.test"})
+	attempts = append(attempts, demoAttempt{after: 18 * time.Second, phase: phaseRenewal, identity: "user@example.test"})
 	attempts[0].after = 0
 	return attempts
 }
@@ -98,6 +112,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintln(stdout, "Login admission on the memory store: client 40/min AND identity 8/min, checked atomically.")
+	fmt.Fprintln(stdout, demoLegend)
 	fmt.Fprintln(stdout)
 	return printDemo(stdout, rows, true)
 }
@@ -126,7 +141,8 @@ func runPostgresDemo(ctx context.Context, rawURL string, stdout io.Writer) error
 		return db.wrap(err)
 	}
 	fmt.Fprintln(stdout, "Login admission on PostgreSQL: client 40/min AND identity 8/min, checked atomically.")
-	fmt.Fprintf(stdout, "Time is the database's, so the %d attempts come as one burst. Policy id %s is this run's own.\n", len(rows), policyID)
+	fmt.Fprintf(stdout, "Time is the database's, so the %d attempts come as one burst, without the renewal. Policy id %s is this run's own.\n", len(rows), policyID)
+	fmt.Fprintln(stdout, demoLegend)
 	fmt.Fprintln(stdout)
 	if err := printDemo(stdout, rows, false); err != nil {
 		return err
@@ -173,7 +189,7 @@ func playDemo(ctx context.Context, store ports.Store, policyID string, attempts 
 		if err != nil {
 			return nil, fmt.Errorf("attempt %d: %w", i+1, err)
 		}
-		row := demoRow{attempt: i + 1, at: now, identity: a.identity, outcome: d.Outcome(), clientLeft: "-", identityLeft: "-"}
+		row := demoRow{attempt: i + 1, at: now, phase: a.phase, identity: a.identity, outcome: d.Outcome(), clientLeft: "-", identityLeft: "-"}
 		if index, denial, denied := d.Denied(); denied {
 			row.deniedCheck = [...]string{"client", "identity"}[index]
 			row.retrySeconds = "-"
@@ -200,7 +216,7 @@ func printDemo(w io.Writer, rows []demoRow, withTime bool) error {
 	} else {
 		fmt.Fprint(tw, "ATTEMPT\t")
 	}
-	fmt.Fprintln(tw, "IDENTITY\tOUTCOME\tDENIED BY\tRETRY-AFTER (S)\tCLIENT LEFT\tIDENTITY LEFT")
+	fmt.Fprintln(tw, "PHASE\tIDENTITY\tOUTCOME\tDENIED BY\tRETRY-AFTER (S)\tCLIENT LEFT\tIDENTITY LEFT")
 	for _, r := range rows {
 		denied := r.deniedCheck
 		if denied == "" {
@@ -211,8 +227,8 @@ func printDemo(w io.Writer, rows []demoRow, withTime bool) error {
 		} else {
 			fmt.Fprintf(tw, "%d\t", r.attempt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.identity, r.outcome, denied, r.retrySeconds, r.clientLeft, r.identityLeft)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.phase, r.identity, r.outcome, denied, r.retrySeconds, r.clientLeft, r.identityLeft)
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@
 //	runlimit migrate [--print-sql]        apply (or print) the PostgreSQL schema
 //	runlimit cleanup [--every DURATION]   delete expired counters, once or every interval
 //	runlimit status [--json]              show rows, ledger headroom, sizes and dead tuples
+//	runlimit version                      print the module version and VCS revision
 //	runlimit help                         show this help
 //
 // The database commands (migrate, cleanup, status) take the database from
@@ -27,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -41,6 +43,7 @@ Commands:
   migrate   apply Runlimit's PostgreSQL schema (--print-sql prints it instead)
   cleanup   delete expired counters from PostgreSQL, once or --every interval
   status    show PostgreSQL rows, ledger headroom, sizes and dead tuples
+  version   print the module version and VCS revision (also --version)
   help      show this help
 
 migrate, cleanup and status take --database-url, or $RUNLIMIT_DATABASE_URL
@@ -80,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
 		return 0
 	default:
 		fmt.Fprintf(stderr, "runlimit: unknown command %q\n\n%s", args[0], usage)

@@ -75,9 +75,10 @@ func (d *Database) NewPool(t testing.TB, configure func(*pgxpool.Config)) *pgxpo
 
 func mustServer(t testing.TB) *server {
 	t.Helper()
+	skipShort(t)
 	srv, err := getServer()
 	if err != nil {
-		t.Fatal(err)
+		noServer(t, err)
 	}
 	return srv
 }

@@ -14,8 +14,14 @@
 //  3. the local server at postgres://postgres@127.0.0.1:5432/postgres, if it
 //     answers.
 //
-// When none is available the test fails, saying how to provide one: a
-// database test never skips silently.
+// A package that uses pgtest calls [Main] from TestMain. When no server can
+// be found, its database tests are skipped and counted, and Main fails the
+// package with one line saying how many did not run and how to provide a
+// server: a database test never passes silently without one. Under go test
+// -short (make test-short) the database tests are skipped and the package
+// passes. Main also says, in go test -v output, which server the tests
+// used, and [Probe] says it before a run (make test runs it first, through
+// internal/pgtest/pgprobe, and stops with one line when there is none).
 //
 // # One database per test
 //
@@ -25,6 +31,13 @@
 // tests. Each database comes with a small pool and is dropped in t.Cleanup,
 // after its pools are closed, with a context of its own.
 //
-// A package that uses pgtest should call [Main] from TestMain so that a
-// container started for it is removed when its tests end.
+// Main also removes a container started for the package's tests.
+//
+// # What stays on the server
+//
+// The migrated template, runlimit_tpl_ followed by 16 hex digits of a hash
+// of the migrations, stays between runs so that the next run clones it at
+// once; a new schema version gets a new one and the old one stays too. A
+// run killed before its cleanups can also leave runlimit_test_ databases.
+// The README shows the SQL that drops both.
 package pgtest

@@ -32,6 +32,7 @@ func TestDatabaseURL(t *testing.T) {
 
 func TestNewIsMigratedAndDropped(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	var name string
 	t.Run("inner", func(t *testing.T) {
 		db := New(t)
@@ -50,6 +51,7 @@ func TestNewIsMigratedAndDropped(t *testing.T) {
 
 func TestNewEmptyHasNoSchema(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	var name string
 	t.Run("inner", func(t *testing.T) {
 		db := NewEmpty(t)

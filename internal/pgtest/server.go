@@ -183,8 +183,16 @@ func databaseURL(adminURL, name string) (string, error) {
 // pgtest started for them. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
+//
+// Under Main, a test that needs a server when none can be found is skipped
+// and counted, and the run then fails with one line saying how many tests
+// did not run and how to provide a server, rather than every test failing
+// with the same message. Main also says which server the tests used.
+// Under go test -short, tests that need a server are skipped and the run
+// does not fail.
 func Main(m interface{ Run() int }) {
-	code := m.Run()
+	harness.inMain.Store(true)
+	code := report(m.Run())
 	if shared.srv != nil {
 		shared.srv.admin.Close()
 		if shared.srv.purge != nil {

@@ -1,4 +1,4 @@
-package app_test
+package wiring_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -107,7 +107,7 @@ func setupLoop(t *testing.T) *loopSetup {
 		second: newFakeCleaner(),
 		errs:   make(chan error, 16),
 	}
-	s.stop, s.tickerDone = app.StartCleanupLoop(s.ticks, 10, func(err error) { s.errs <- err }, s.first, s.second)
+	s.stop, s.tickerDone = wiring.StartCleanupLoop(s.ticks, 10, func(err error) { s.errs <- err }, s.first, s.second)
 	t.Cleanup(func() { _ = s.stop(context.Background()) })
 	return s
 }
@@ -142,7 +142,7 @@ func TestCleanupLoopNeverOverlapsItself(t *testing.T) {
 	t.Parallel()
 	ticks := make(chan time.Time, 2)
 	f := newFakeCleaner()
-	stop, _ := app.StartCleanupLoop(ticks, 5, nil, f)
+	stop, _ := wiring.StartCleanupLoop(ticks, 5, nil, f)
 	t.Cleanup(func() { _ = stop(context.Background()) })
 
 	// Two ticks are waiting before the first pass starts: a loop that
@@ -166,7 +166,7 @@ func TestCleanupLoopReportsErrorsAndCarriesOn(t *testing.T) {
 	answer(t, s.second, 10, 0, nil)
 
 	err := <-s.errs
-	var ce *app.CleanupError
+	var ce *wiring.CleanupError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "c0", ce.Store)
 	require.ErrorIs(t, err, boom)

@@ -1,12 +1,12 @@
-package app
+package wiring
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -14,21 +14,21 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
 )
 
-// errClosed is returned by starting a Runtime that was closed.
-var errClosed = errors.New("runlimit: runtime is closed")
-
 // Runtime is a running Runlimit: the store a [Config] describes, the
-// [Limiter] over it, the [domain.KeyHasher] built from the secret, an
+// [app.Limiter] over it, the [domain.KeyHasher] built from the secret, an
 // optional memory gate and the cleanup loop. [Open] returns one started;
-// [Module] starts and stops it with an fx application.
+// [New] one to start with [Runtime.Start]; the runlimitfx module starts and
+// stops it with an fx application.
 //
-// Close releases only what the Runtime opened: its stores, and a pool it
-// opened from Config.DatabaseURL, never a pool the host gave it.
+// Close releases only what the Runtime opened: its stores, a pool it opened
+// from Config.DatabaseURL and a store from Config.NewStoreFunc, never a
+// pool or a store the host gave it.
 //
 // A Runtime prints as an address under every printer: it holds the key
 // hasher, the config and the pool, whose config holds the database
@@ -48,13 +48,15 @@ func (r *Runtime) state() *runtimeState { return (*runtimeState)(r.st) }
 type runtimeState struct {
 	cfg     Config
 	hasher  domain.KeyHasher
-	limiter *Limiter
-	gate    *Limiter
+	limiter *app.Limiter
+	gate    *app.Limiter
 
-	// closers are the stores, closed in order by Close.
+	// closers are the stores the Runtime owns, closed in order by Close.
 	closers  []ports.Closer
 	cleaners []cleaner
-	// pg is the PostgreSQL store, checked for readiness at start.
+	// reporters are the stores whose Stats prove them ready.
+	reporters []reporter
+	// pg is the PostgreSQL store, whose schema start applies when asked.
 	pg *postgres.Store
 	// pool is the store's pool; ownPool says the Runtime opened it.
 	pool    *pgxpool.Pool
@@ -68,7 +70,17 @@ type runtimeState struct {
 	started bool
 	closed  bool
 	loop    *cleanupLoop
+	// phase mirrors started and closed for Ready, which must not wait for
+	// mu while Close waits for the cleanup loop.
+	phase atomic.Int32
 }
+
+// Phases of a Runtime, in runtimeState.phase.
+const (
+	phaseNew int32 = iota
+	phaseStarted
+	phaseClosed
+)
 
 // Open builds the Runtime cfg describes and starts it: it opens a pool from
 // Config.DatabaseURL (or borrows Config.Pool), applies the schema when
@@ -76,15 +88,22 @@ type runtimeState struct {
 // loop. Call [Runtime.Close] when done. A bad config or secret is a
 // [*ConfigError]; nothing stays open after an error.
 func Open(ctx context.Context, cfg Config) (*Runtime, error) {
-	r, err := newRuntime(cfg)
+	r, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.state().startOrClose(ctx); err != nil {
+	if err := r.Start(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
+
+// Start applies the schema when Config.Migrate is set, checks that the
+// store answers and starts the cleanup loop. Starting twice is harmless. If
+// it cannot start, it closes the Runtime, since a host that saw the start
+// fail has no reason to call Close (fx runs no OnStop for a hook whose
+// OnStart failed).
+func (r *Runtime) Start(ctx context.Context) error { return r.state().startOrClose(ctx) }
 
 // startOrClose starts r, and closes it if it cannot start.
 func (r *runtimeState) startOrClose(ctx context.Context) error {
@@ -93,25 +112,29 @@ func (r *runtimeState) startOrClose(ctx context.Context) error {
 		return nil
 	}
 	if cerr := r.Close(context.WithoutCancel(ctx)); cerr != nil {
-		return errors.Join(err, cerr)
+		err = errors.Join(err, cerr)
 	}
+	r.logger().LogAttrs(ctx, slog.LevelError, "runlimit: start failed; the runtime is closed",
+		slog.String("backend", string(r.cfg.Backend)), slog.String("error", err.Error()))
 	return err
 }
 
-// newRuntime builds the stores and limiters without touching the network:
-// a pool opened from a URL connects on first use. [Module] calls it from its
-// constructor and leaves the I/O to start, in OnStart.
-func newRuntime(cfg Config) (*Runtime, error) {
+// New builds the Runtime cfg describes without starting it, and without
+// touching the network: a pool opened from a URL connects on first use.
+// [Runtime.Start] does the I/O; the fx module calls New from its
+// constructor and Start from OnStart. A bad config or secret is a
+// [*ConfigError]; nothing stays open after an error.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	hasher, err := secretHasher(cfg.SecretEnv)
+	hasher, err := keyHasher(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	r := &runtimeState{cfg: cfg, hasher: hasher, newTicker: newTimeTicker}
-	if err := r.build(); err != nil {
+	if err := r.build(ctx); err != nil {
 		// Release what was built so far, a pool opened from the URL above
 		// all.
 		if cerr := r.Close(context.Background()); cerr != nil {
@@ -122,26 +145,7 @@ func newRuntime(cfg Config) (*Runtime, error) {
 	return &Runtime{st: unsafe.Pointer(r)}, nil
 }
 
-// secretHasher builds the key hasher from the environment variable env. Its
-// errors name the variable, never its value.
-func secretHasher(env string) (domain.KeyHasher, error) {
-	secret, ok := os.LookupEnv(env)
-	if !ok || secret == "" {
-		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv",
-			Reason: "names environment variable " + env + ", which is not set"}
-	}
-	hasher, err := domain.NewKeyHasher([]byte(secret))
-	if err != nil {
-		// NewKeyHasher's only failure is a short secret; its text is not
-		// passed on, in case a future one quotes more.
-		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv",
-			Reason: "names environment variable " + env + ", which holds fewer than " +
-				strconv.Itoa(domain.MinSecretLength) + " bytes"}
-	}
-	return hasher, nil
-}
-
-func (r *runtimeState) build() error {
+func (r *runtimeState) build(ctx context.Context) error {
 	cfg := r.cfg
 	if cfg.Gate != nil {
 		gate, err := memory.New(*cfg.Gate)
@@ -150,7 +154,8 @@ func (r *runtimeState) build() error {
 		}
 		r.closers = append(r.closers, gate)
 		r.cleaners = append(r.cleaners, cleaner{name: "gate", Cleaner: gate})
-		if r.gate, err = NewLimiter(gate, LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate"}); err != nil {
+		r.reporters = append(r.reporters, reporter{name: "gate", StatsReporter: gate})
+		if r.gate, err = app.NewLimiter(gate, app.LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate", Logger: cfg.Logger}); err != nil {
 			return err
 		}
 	}
@@ -168,6 +173,7 @@ func (r *runtimeState) build() error {
 		store, maxBatch = s, cfg.Memory.MaxBatchSize
 		r.closers = append(r.closers, s)
 		r.cleaners = append(r.cleaners, cleaner{name: "memory", Cleaner: s})
+		r.reporters = append(r.reporters, reporter{name: "memory", StatsReporter: s})
 	case BackendPostgres:
 		pool := cfg.Pool
 		if pool == nil {
@@ -190,9 +196,18 @@ func (r *runtimeState) build() error {
 		store, maxBatch, r.pg = s, s.Config().MaxBatchSize, s
 		r.closers = append(r.closers, s)
 		r.cleaners = append(r.cleaners, cleaner{name: "postgres", Cleaner: s})
+		// Stats reads the capacity ledger: it proves the database answers
+		// and the schema is there.
+		r.reporters = append(r.reporters, reporter{name: "postgres", StatsReporter: s})
+	case BackendStore:
+		s, err := r.hostStore(ctx)
+		if err != nil {
+			return err
+		}
+		store = s
 	}
 	var err error
-	r.limiter, err = NewLimiter(store, LimiterConfig{MaxBatchSize: maxBatch, Observer: cfg.Observer, Name: string(cfg.Backend)})
+	r.limiter, err = app.NewLimiter(store, app.LimiterConfig{MaxBatchSize: maxBatch, Observer: cfg.Observer, Name: string(cfg.Backend), Logger: cfg.Logger})
 	return err
 }
 
@@ -215,47 +230,66 @@ func newTimeTicker(d time.Duration) (<-chan time.Time, func()) {
 	return t.C, t.Stop
 }
 
-// start applies the schema if asked, checks that the store answers and starts
-// the cleanup loop. Starting twice is harmless.
+// start applies the schema if asked, checks that the stores answer and
+// starts the cleanup loop. Starting twice is harmless.
 func (r *runtimeState) start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case r.closed:
-		return errClosed
+		return ErrClosed
 	case r.started:
 		return nil
 	}
-	if r.pg != nil {
-		if r.cfg.Migrate {
-			if err := migrations.MigratePool(ctx, r.pool); err != nil {
-				return fmt.Errorf("runlimit: migrate: %w", err)
-			}
+	if r.pg != nil && r.cfg.Migrate {
+		began := time.Now()
+		if err := migrations.MigratePool(ctx, r.pool); err != nil {
+			return fmt.Errorf("runlimit: migrate: %w", err)
 		}
-		// Stats reads the capacity ledger: it proves the database answers
-		// and the schema is there.
-		if _, err := r.pg.Stats(ctx); err != nil {
-			return fmt.Errorf("runlimit: the postgres store is not ready: %w", err)
-		}
+		r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: schema migrated",
+			slog.String("backend", string(r.cfg.Backend)), slog.Duration("duration", time.Since(began)))
+	}
+	if err := r.storesReady(ctx); err != nil {
+		return err
 	}
 	if r.cfg.CleanupInterval > 0 {
 		ticks, stop := r.newTicker(r.cfg.CleanupInterval)
-		r.loop = startCleanupLoop(ticks, stop, r.cleaners, r.cfg.CleanupBatch, r.cfg.CleanupErrorFunc)
+		r.loop = startCleanupLoop(ticks, stop, r.cleaners, r.cfg.CleanupBatch, r.cfg.CleanupErrorFunc, r.logger)
 	}
 	r.started = true
+	r.phase.Store(phaseStarted)
+	r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: started",
+		slog.String("backend", string(r.cfg.Backend)),
+		slog.Bool("gate", r.gate != nil),
+		slog.Bool("migrate", r.cfg.Migrate),
+		slog.Duration("cleanup_interval", max(r.cfg.CleanupInterval, 0)))
 	return nil
+}
+
+// logger returns Config.Logger, or the default logger of the moment.
+func (r *runtimeState) logger() *slog.Logger {
+	if r.cfg.Logger != nil {
+		return r.cfg.Logger
+	}
+	return slog.Default()
 }
 
 // Close stops the cleanup loop, waiting for a pass in progress until ctx is
 // done, then closes the stores and the pool the Runtime opened from
 // Config.DatabaseURL. A pool the host gave it stays open. Checks after Close
-// fail closed without consuming quota. If ctx ends before the loop stops,
+// fail closed without consuming quota, except on a host store from
+// Config.Store, which stays open and answers until its owner closes it:
+// stop using the Runtime's limiters once it is closed. If ctx ends before
+// the loop stops,
 // nothing else is closed and Close may be called again; once it has
 // succeeded, later calls return nil.
 func (r *Runtime) Close(ctx context.Context) error { return r.state().Close(ctx) }
 
 // Close is [Runtime.Close].
 func (r *runtimeState) Close(ctx context.Context) error {
+	// Not ready from the moment Close is called: a probe sees a stopping
+	// Runtime as it will be.
+	r.phase.Store(phaseClosed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.loop != nil {
@@ -277,12 +311,20 @@ func (r *runtimeState) Close(ctx context.Context) error {
 		// of this Runtime holds one any more (checks in flight finish).
 		r.pool.Close()
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if r.started {
+		attrs := []slog.Attr{slog.String("backend", string(r.cfg.Backend))}
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+		r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: stopped", attrs...)
+	}
+	return err
 }
 
 // Limiter returns the limiter over the shared quota: the store
 // Config.Backend selects.
-func (r *Runtime) Limiter() *Limiter { return r.state().limiter }
+func (r *Runtime) Limiter() *app.Limiter { return r.state().limiter }
 
 // Gate returns the limiter over the memory gate, or nil when Config.Gate is
 // not set.
@@ -294,8 +336,8 @@ func (r *Runtime) Limiter() *Limiter { return r.state().limiter }
 // memory and work that attacker-chosen subjects can cost before any
 // database round trip; what it admitted stays consumed even if the shared
 // quota then denies.
-func (r *Runtime) Gate() *Limiter { return r.state().gate }
+func (r *Runtime) Gate() *app.Limiter { return r.state().gate }
 
-// KeyHasher returns the hasher built from the secret in Config.SecretEnv,
-// for deriving the subject keys of checks.
+// KeyHasher returns the hasher built from the key secret, for deriving the
+// subject keys of checks.
 func (r *Runtime) KeyHasher() domain.KeyHasher { return r.state().hasher }

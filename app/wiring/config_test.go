@@ -1,4 +1,4 @@
-package app_test
+package wiring_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
-	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/wiring"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -18,21 +18,21 @@ func TestConfigValidate(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		cfg       app.Config
+		cfg       wiring.Config
 		wantField string // "" when valid
 	}{
-		{"zero value: memory backend", app.Config{}, ""},
-		{"memory", app.Config{Backend: app.BackendMemory}, ""},
-		{"postgres with a URL", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://x")}, ""},
-		{"postgres with a pool", app.Config{Backend: app.BackendPostgres, Pool: pool}, ""},
-		{"postgres with a gate", app.Config{Backend: app.BackendPostgres, Pool: pool, Gate: &memory.Config{MaxKeys: 1}}, ""},
-		{"loop off", app.Config{CleanupInterval: -1}, ""},
-		{"unknown backend", app.Config{Backend: "redis"}, "Backend"},
-		{"backend is case-sensitive", app.Config{Backend: "Postgres"}, "Backend"},
-		{"gate on memory", app.Config{Gate: &memory.Config{MaxKeys: 1}}, "Gate"},
-		{"postgres without URL or pool", app.Config{Backend: app.BackendPostgres}, "DatabaseURL"},
-		{"postgres with URL and pool", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
-		{"negative batch", app.Config{CleanupBatch: -1}, "CleanupBatch"},
+		{"zero value: memory backend", wiring.Config{}, ""},
+		{"memory", wiring.Config{Backend: wiring.BackendMemory}, ""},
+		{"postgres with a URL", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x")}, ""},
+		{"postgres with a pool", wiring.Config{Backend: wiring.BackendPostgres, Pool: pool}, ""},
+		{"postgres with a gate", wiring.Config{Backend: wiring.BackendPostgres, Pool: pool, Gate: &memory.Config{MaxKeys: 1}}, ""},
+		{"loop off", wiring.Config{CleanupInterval: -1}, ""},
+		{"unknown backend", wiring.Config{Backend: "redis"}, "Backend"},
+		{"backend is case-sensitive", wiring.Config{Backend: "Postgres"}, "Backend"},
+		{"gate on memory", wiring.Config{Gate: &memory.Config{MaxKeys: 1}}, "Gate"},
+		{"postgres without URL or pool", wiring.Config{Backend: wiring.BackendPostgres}, "DatabaseURL"},
+		{"postgres with URL and pool", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
+		{"negative batch", wiring.Config{CleanupBatch: -1}, "CleanupBatch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,10 +42,10 @@ func TestConfigValidate(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var ce *app.ConfigError
+			var ce *wiring.ConfigError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, tt.wantField, ce.Field)
-			require.ErrorIs(t, err, app.ErrInvalidConfig)
+			require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 			require.Contains(t, err.Error(), tt.wantField)
 		})
 	}
@@ -53,8 +53,8 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigErrorText(t *testing.T) {
 	t.Parallel()
-	err := app.Config{Backend: "redis"}.Validate()
-	require.EqualError(t, err, `runlimit: invalid config: Backend is "redis", want "memory" or "postgres"`)
+	err := wiring.Config{Backend: "redis"}.Validate()
+	require.EqualError(t, err, `runlimit: invalid config: Backend is "redis", want "memory", "postgres" or "store"`)
 }
 
 // TestOpenNamesStoreConfigFields: the stores' own config errors come back
@@ -64,27 +64,27 @@ func TestOpenNamesStoreConfigFields(t *testing.T) {
 	secretEnv := setEnv(t, testSecret)
 	tests := []struct {
 		name      string
-		cfg       app.Config
+		cfg       wiring.Config
 		wantField string
 		wantErr   error
 	}{
-		{"memory without MaxKeys", app.Config{}, "Memory.MaxKeys", memory.ErrInvalidConfig},
-		{"memory shards", app.Config{Memory: memory.Config{MaxKeys: 4, Shards: 5}}, "Memory.Shards", memory.ErrInvalidConfig},
-		{"gate shards", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://nobody@127.0.0.1:1/none"),
+		{"memory without MaxKeys", wiring.Config{}, "Memory.MaxKeys", memory.ErrInvalidConfig},
+		{"memory shards", wiring.Config{Memory: memory.Config{MaxKeys: 4, Shards: 5}}, "Memory.Shards", memory.ErrInvalidConfig},
+		{"gate shards", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://nobody@127.0.0.1:1/none"),
 			Gate: &memory.Config{MaxKeys: 1, Shards: -1}}, "Gate.Shards", memory.ErrInvalidConfig},
-		{"postgres rows per shard", app.Config{Backend: app.BackendPostgres, DatabaseURL: app.NewSecret("postgres://nobody@127.0.0.1:1/none"),
+		{"postgres rows per shard", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://nobody@127.0.0.1:1/none"),
 			Postgres: postgres.Config{RowsPerShard: postgres.MaxRowsPerShard + 1}}, "Postgres.RowsPerShard", postgres.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tt.cfg.SecretEnv = secretEnv
-			r, err := app.Open(context.Background(), tt.cfg)
+			r, err := wiring.Open(context.Background(), tt.cfg)
 			require.Nil(t, r)
-			var ce *app.ConfigError
+			var ce *wiring.ConfigError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, tt.wantField, ce.Field)
-			require.ErrorIs(t, err, app.ErrInvalidConfig)
+			require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 			require.ErrorIs(t, err, tt.wantErr)
 			require.Contains(t, err.Error(), tt.wantField)
 		})
@@ -95,13 +95,13 @@ func TestOpenKeepsTheDatabaseURLOutOfErrors(t *testing.T) {
 	t.Parallel()
 	// Not a valid port: the URL cannot be parsed.
 	url := "postgres://quotauser:hunter2-password@db.internal.example:notaport/quotas"
-	_, err := app.Open(context.Background(), app.Config{
-		Backend: app.BackendPostgres, DatabaseURL: app.NewSecret(url), SecretEnv: setEnv(t, testSecret),
+	_, err := wiring.Open(context.Background(), wiring.Config{
+		Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(url), SecretEnv: setEnv(t, testSecret),
 	})
-	var ce *app.ConfigError
+	var ce *wiring.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "DatabaseURL", ce.Field)
-	require.ErrorIs(t, err, app.ErrInvalidConfig)
+	require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 	for _, private := range []string{"hunter2", "db.internal", "quotauser", "quotas"} {
 		require.NotContains(t, err.Error(), private)
 	}
@@ -124,13 +124,13 @@ func TestOpenRequiresTheSecret(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			env := tt.env(t)
-			_, err := app.Open(context.Background(), app.Config{
+			_, err := wiring.Open(context.Background(), wiring.Config{
 				Memory: memory.Config{MaxKeys: 1}, SecretEnv: env,
 			})
-			var ce *app.ConfigError
+			var ce *wiring.ConfigError
 			require.ErrorAs(t, err, &ce)
 			require.Equal(t, "SecretEnv", ce.Field)
-			require.ErrorIs(t, err, app.ErrInvalidConfig)
+			require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 			require.Contains(t, err.Error(), env)
 			require.Contains(t, err.Error(), tt.want)
 			require.NotContains(t, err.Error(), shortSecret)

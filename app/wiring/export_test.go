@@ -1,7 +1,8 @@
-package app
+package wiring
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,7 +13,7 @@ import (
 // OpenWithTicks opens like Open, with the cleanup loop driven by ticks
 // instead of a time.Ticker.
 func OpenWithTicks(ctx context.Context, cfg Config, ticks <-chan time.Time) (*Runtime, error) {
-	r, err := newRuntime(cfg)
+	r, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -35,10 +36,6 @@ func StartCleanupLoop(ticks <-chan time.Time, batch int, onError func(error), cl
 		named[i] = cleaner{name: "c" + string(rune('0'+i)), Cleaner: c}
 	}
 	stopped := make(chan struct{})
-	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError)
+	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError, slog.Default)
 	return l.stop, stopped
 }
-
-// NewUnstarted builds the Runtime cfg describes without starting it: no
-// network is touched, a pool opened from Config.DatabaseURL included.
-func NewUnstarted(cfg Config) (*Runtime, error) { return newRuntime(cfg) }

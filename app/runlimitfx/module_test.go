@@ -1,4 +1,4 @@
-package app_test
+package runlimitfx_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/runlimitfx"
+	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgtest"
 	"github.com/runlimit/runlimit/ports"
@@ -20,7 +22,7 @@ import (
 type provided struct {
 	fx.In
 
-	Runtime     *app.Runtime
+	Runtime     *wiring.Runtime
 	Limiter     *app.Limiter
 	PortLimiter ports.Limiter
 	Hasher      domain.KeyHasher
@@ -29,7 +31,7 @@ type provided struct {
 func TestModuleMemory(t *testing.T) {
 	t.Parallel()
 	var got provided
-	fxApp := fxtest.New(t, app.Module, fx.Supply(memoryConfig(t)), fx.Populate(&got)).RequireStart()
+	fxApp := fxtest.New(t, runlimitfx.Module, fx.Supply(memoryConfig(t)), fx.Populate(&got)).RequireStart()
 
 	require.Same(t, got.Runtime.Limiter(), got.Limiter)
 	require.Same(t, got.Limiter, got.PortLimiter)
@@ -58,10 +60,10 @@ func TestModulePostgresFromURL(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
 	var got provided
-	fxApp := fxtest.New(t, app.Module,
-		fx.Supply(app.Config{
-			Backend:     app.BackendPostgres,
-			DatabaseURL: app.NewSecret(db.URL),
+	fxApp := fxtest.New(t, runlimitfx.Module,
+		fx.Supply(wiring.Config{
+			Backend:     wiring.BackendPostgres,
+			DatabaseURL: wiring.NewSecret(db.URL),
 			Migrate:     true,
 			SecretEnv:   setEnv(t, testSecret),
 		}),
@@ -73,8 +75,8 @@ func TestModulePostgresFromURL(t *testing.T) {
 	require.Equal(t, 1, countRows(t, db), "OnStart migrated the database at DatabaseURL")
 
 	fxApp.RequireStop()
-	_, err := app.PoolOf(got.Runtime).Acquire(context.Background())
-	require.Error(t, err, "OnStop closes the pool the module opened")
+	_, err := got.Limiter.Check(context.Background(), domain.NewCheck(p, got.Hasher.KeyString(p, "user")))
+	require.ErrorIs(t, err, postgres.ErrClosed, "OnStop closes the store (and the pool: see TestStopLeaksNoGoroutine)")
 }
 
 // TestModulePostgresBorrowsTheGraphPool: without a URL, the module uses the
@@ -83,12 +85,11 @@ func TestModulePostgresBorrowsTheGraphPool(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	var got provided
-	fxApp := fxtest.New(t, app.Module,
-		fx.Supply(app.Config{Backend: app.BackendPostgres, SecretEnv: setEnv(t, testSecret)}),
+	fxApp := fxtest.New(t, runlimitfx.Module,
+		fx.Supply(wiring.Config{Backend: wiring.BackendPostgres, SecretEnv: setEnv(t, testSecret)}),
 		fx.Supply(db.Pool),
 		fx.Populate(&got),
 	).RequireStart()
-	require.Same(t, db.Pool, app.PoolOf(got.Runtime))
 
 	p := loginPolicy(t, "auth.login")
 	require.True(t, check(t, got.Limiter, got.Hasher, p, "user").PermitsRequest())
@@ -106,36 +107,37 @@ func TestModuleMemoryIgnoresTheGraphPool(t *testing.T) {
 	pool := idlePool(t)
 
 	var got provided
-	fxApp := fxtest.New(t, app.Module, fx.Supply(memoryConfig(t)), fx.Supply(pool), fx.Populate(&got)).RequireStart()
-	require.Nil(t, app.PoolOf(got.Runtime))
+	// The pool reaches no server: a module that used it could not start.
+	fxApp := fxtest.New(t, runlimitfx.Module, fx.Supply(memoryConfig(t)), fx.Supply(pool), fx.Populate(&got)).RequireStart()
+	require.True(t, check(t, got.Limiter, got.Hasher, loginPolicy(t, "auth.login"), "user").PermitsRequest())
 	fxApp.RequireStop()
 }
 
 // newFailingApp builds an fx application whose Runlimit is constructed,
 // quietly, so that its error can be inspected.
-func newFailingApp(cfg app.Config, more ...fx.Option) *fx.App {
-	return fx.New(append([]fx.Option{fx.NopLogger, app.Module, fx.Supply(cfg), fx.Invoke(func(*app.Limiter) {})}, more...)...)
+func newFailingApp(cfg wiring.Config, more ...fx.Option) *fx.App {
+	return fx.New(append([]fx.Option{fx.NopLogger, runlimitfx.Module, fx.Supply(cfg), fx.Invoke(func(*app.Limiter) {})}, more...)...)
 }
 
 func TestModuleRejectsAShortSecret(t *testing.T) {
 	t.Parallel()
 	const shortSecret = "only-twenty-bytes-xy"
 	env := setEnv(t, shortSecret)
-	fxApp := newFailingApp(app.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: env})
+	fxApp := newFailingApp(wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: env})
 
 	err := fxApp.Err()
-	var ce *app.ConfigError
+	var ce *wiring.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "SecretEnv", ce.Field)
-	require.ErrorIs(t, err, app.ErrInvalidConfig)
+	require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 	require.Contains(t, err.Error(), env)
 	require.NotContains(t, err.Error(), shortSecret)
 }
 
 func TestModuleRejectsAMissingSecret(t *testing.T) {
 	t.Parallel()
-	fxApp := newFailingApp(app.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: "RUNLIMIT_APP_TEST_NEVER_SET"})
-	var ce *app.ConfigError
+	fxApp := newFailingApp(wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: "RUNLIMIT_APP_TEST_NEVER_SET"})
+	var ce *wiring.ConfigError
 	require.ErrorAs(t, fxApp.Err(), &ce)
 	require.Equal(t, "SecretEnv", ce.Field)
 }
@@ -143,31 +145,12 @@ func TestModuleRejectsAMissingSecret(t *testing.T) {
 func TestModuleRejectsAnInvalidConfig(t *testing.T) {
 	t.Parallel()
 	env := setEnv(t, testSecret)
-	for _, cfg := range []app.Config{
+	for _, cfg := range []wiring.Config{
 		{Backend: "redis", SecretEnv: env},
-		{Backend: app.BackendPostgres, SecretEnv: env}, // no URL, no pool in the graph
-		{SecretEnv: env},                               // memory without MaxKeys
+		{Backend: wiring.BackendPostgres, SecretEnv: env}, // no URL, no pool in the graph
+		{SecretEnv: env}, // memory without MaxKeys
 	} {
 		err := newFailingApp(cfg).Err()
-		require.ErrorIs(t, err, app.ErrInvalidConfig)
+		require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 	}
-}
-
-// TestModuleFailedStartClosesWhatItOpened: fx runs no OnStop for a hook
-// whose OnStart failed, so the failed start closes the pool itself.
-func TestModuleFailedStartClosesWhatItOpened(t *testing.T) {
-	t.Parallel()
-	db := pgtest.NewEmpty(t) // no schema, and Migrate is off
-	var r *app.Runtime
-	fxApp := newFailingApp(app.Config{
-		Backend:     app.BackendPostgres,
-		DatabaseURL: app.NewSecret(db.URL),
-		SecretEnv:   setEnv(t, testSecret),
-	}, fx.Populate(&r))
-	require.NoError(t, fxApp.Err())
-
-	err := fxApp.Start(context.Background())
-	require.ErrorContains(t, err, "runlimit: the postgres store is not ready")
-	_, err = app.PoolOf(r).Acquire(context.Background())
-	require.Error(t, err, "the pool opened from the URL is closed")
 }

@@ -1,9 +1,4 @@
-// Package limiter is the engine of app.Limiter: validation, the
-// single-check fast path and pooled batches over a ports.Store. It lives
-// apart from package app so that the conformance suite can drive stores
-// exactly as app.Limiter does without importing app, which wires in the
-// concrete stores, pgx and fx.
-package limiter
+package app
 
 import (
 	"context"
@@ -13,10 +8,10 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// Limiter validates checks, applies them through a store and returns
-// decisions in caller order. It is safe for concurrent use once Init has
-// returned, and must not be copied after that.
-type Limiter struct {
+// engine is what a [Limiter] runs: validation, the single-check fast path
+// and pooled batches over a store. It is safe for concurrent use once init
+// has returned, and must not be copied after that.
+type engine struct {
 	store ports.Store
 	// single is store's fast path for one check, when it has one.
 	single   ports.CheckAdmitter
@@ -24,10 +19,10 @@ type Limiter struct {
 	batches  sync.Pool
 }
 
-// Init prepares l to apply checks through store, in batches of at most
+// init prepares l to apply checks through store, in batches of at most
 // maxBatch checks. The caller has validated both: store is not nil and
 // maxBatch is at least 1.
-func (l *Limiter) Init(store ports.Store, maxBatch int) {
+func (l *engine) init(store ports.Store, maxBatch int) {
 	l.store, l.maxBatch = store, maxBatch
 	l.single, _ = store.(ports.CheckAdmitter)
 	l.batches.New = func() any { return new(domain.Batch) }
@@ -39,7 +34,7 @@ func (l *Limiter) Init(store ports.Store, maxBatch int) {
 // Invalid input never reaches the store, so it is reported as such (an
 // error matching [domain.ErrInvalidInput]) whatever state the store or the
 // context is in; a nil context is [ports.ErrNilContext].
-func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
+func (l *engine) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
 	// A lone check reports its own error rather than a batch error about it.
 	if err := domain.ValidateCheck(&check); err != nil {
 		return domain.Decision{}, err
@@ -55,7 +50,7 @@ func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decisio
 
 // checkBatch applies one valid check as a batch of one, for stores without
 // a single-check path.
-func (l *Limiter) checkBatch(ctx context.Context, check domain.Check) (domain.Decision, error) {
+func (l *engine) checkBatch(ctx context.Context, check domain.Check) (domain.Decision, error) {
 	b := l.batches.Get().(*domain.Batch)
 	defer l.batches.Put(b)
 	if err := b.Reset([]domain.Check{check}, l.maxBatch); err != nil {
@@ -70,7 +65,7 @@ func (l *Limiter) checkBatch(ctx context.Context, check domain.Check) (domain.De
 
 // CheckAll applies checks as one atomic batch and returns decisions the
 // caller owns. Like Check, it validates before the store sees anything.
-func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
+func (l *engine) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
 	b := l.batches.Get().(*domain.Batch)
 	defer l.batches.Put(b)
 	if err := b.Reset(checks, l.maxBatch); err != nil {

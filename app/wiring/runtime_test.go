@@ -1,4 +1,4 @@
-package app_test
+package wiring_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
-	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgtest"
 	"github.com/runlimit/runlimit/ports"
@@ -18,7 +18,7 @@ import (
 func TestOpenMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, err := app.Open(ctx, memoryConfig(t))
+	r, err := wiring.Open(ctx, memoryConfig(t))
 	require.NoError(t, err)
 
 	p := loginPolicy(t, "auth.login")
@@ -42,7 +42,7 @@ func TestOpenMemory(t *testing.T) {
 // build, so replicas sharing the secret derive the same keys.
 func TestOpenHashesWithTheSecret(t *testing.T) {
 	t.Parallel()
-	r, err := app.Open(context.Background(), memoryConfig(t))
+	r, err := wiring.Open(context.Background(), memoryConfig(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close(context.Background())) })
 
@@ -52,8 +52,8 @@ func TestOpenHashesWithTheSecret(t *testing.T) {
 // TestOpenReadsRunlimitKeySecretByDefault cannot run in parallel: it sets
 // the default variable, which parallel tests never read.
 func TestOpenReadsRunlimitKeySecretByDefault(t *testing.T) {
-	t.Setenv(app.DefaultSecretEnv, testSecret)
-	r, err := app.Open(context.Background(), app.Config{Memory: memory.Config{MaxKeys: 1}})
+	t.Setenv(wiring.DefaultSecretEnv, testSecret)
+	r, err := wiring.Open(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 1}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close(context.Background())) })
 
@@ -64,7 +64,7 @@ func TestOpenUsesMemorySizing(t *testing.T) {
 	t.Parallel()
 	cfg := memoryConfig(t)
 	cfg.Memory = memory.Config{MaxKeys: 1}
-	r, err := app.Open(context.Background(), cfg)
+	r, err := wiring.Open(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close(context.Background())) })
 
@@ -87,9 +87,9 @@ func TestOpenPostgresFromURLMigratesAndClosesItsPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.NewEmpty(t)
-	r, err := app.Open(ctx, app.Config{
-		Backend:     app.BackendPostgres,
-		DatabaseURL: app.NewSecret(db.URL),
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend:     wiring.BackendPostgres,
+		DatabaseURL: wiring.NewSecret(db.URL),
 		Migrate:     true,
 		SecretEnv:   setEnv(t, testSecret),
 	})
@@ -100,7 +100,7 @@ func TestOpenPostgresFromURLMigratesAndClosesItsPool(t *testing.T) {
 	require.Equal(t, 1, countRows(t, db), "the check went to the database at DatabaseURL")
 
 	require.NoError(t, r.Close(ctx))
-	_, err = app.PoolOf(r).Acquire(ctx)
+	_, err = wiring.PoolOf(r).Acquire(ctx)
 	require.Error(t, err, "Close closes the pool it opened")
 	_, err = r.Limiter().Check(ctx, domain.NewCheck(p, r.KeyHasher().KeyString(p, "user")))
 	require.ErrorIs(t, err, postgres.ErrClosed)
@@ -110,9 +110,9 @@ func TestOpenPostgresFromURLMigratesAndClosesItsPool(t *testing.T) {
 func TestOpenPostgresWithoutSchemaIsNotReady(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
-	r, err := app.Open(context.Background(), app.Config{
-		Backend:     app.BackendPostgres,
-		DatabaseURL: app.NewSecret(db.URL),
+	r, err := wiring.Open(context.Background(), wiring.Config{
+		Backend:     wiring.BackendPostgres,
+		DatabaseURL: wiring.NewSecret(db.URL),
 		SecretEnv:   setEnv(t, testSecret),
 	})
 	require.Nil(t, r)
@@ -123,8 +123,8 @@ func TestOpenPostgresNeverClosesTheHostPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	r, err := app.Open(ctx, app.Config{
-		Backend:   app.BackendPostgres,
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend:   wiring.BackendPostgres,
 		Pool:      db.Pool,
 		SecretEnv: setEnv(t, testSecret),
 	})
@@ -176,7 +176,7 @@ func TestOpenPostgresReportsCleanupErrors(t *testing.T) {
 	require.NoError(t, err)
 	tick(t, ticks)
 	err = <-errs
-	var ce *app.CleanupError
+	var ce *wiring.CleanupError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "postgres", ce.Store)
 	var me *postgres.MaintenanceError
@@ -197,8 +197,8 @@ func TestOpenPostgresWithGate(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	rec := &recorder{}
-	r, err := app.Open(ctx, app.Config{
-		Backend:   app.BackendPostgres,
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend:   wiring.BackendPostgres,
 		Pool:      db.Pool,
 		Gate:      &memory.Config{MaxKeys: 2},
 		SecretEnv: setEnv(t, testSecret),
@@ -227,8 +227,8 @@ func TestOpenPostgresWithGate(t *testing.T) {
 	// Config.Observer sees both limiters, each under its own name.
 	var names []string
 	var outcomes []domain.Outcome
-	for _, ev := range rec.take(t) {
-		names, outcomes = append(names, ev.event.Limiter), append(outcomes, ev.event.Outcome)
+	for _, ev := range rec.take() {
+		names, outcomes = append(names, ev.limiter), append(outcomes, ev.outcome)
 	}
 	require.Equal(t, []string{"gate", "gate", "gate", "postgres"}, names)
 	require.Equal(t, []domain.Outcome{domain.Allowed, domain.Allowed, domain.Denied, domain.Allowed}, outcomes)
@@ -241,12 +241,12 @@ func TestOpenPostgresWithGate(t *testing.T) {
 // openWithLoop opens a Runtime on db whose cleanup loop runs one pass per
 // value sent on ticks, batch rows per call (0: the default), and reports
 // its errors on errs.
-func openWithLoop(t *testing.T, db *pgtest.Database, batch int) (*app.Runtime, chan time.Time, chan error) {
+func openWithLoop(t *testing.T, db *pgtest.Database, batch int) (*wiring.Runtime, chan time.Time, chan error) {
 	t.Helper()
 	ticks := make(chan time.Time)
 	errs := make(chan error, 8)
-	r, err := app.OpenWithTicks(context.Background(), app.Config{
-		Backend:          app.BackendPostgres,
+	r, err := wiring.OpenWithTicks(context.Background(), wiring.Config{
+		Backend:          wiring.BackendPostgres,
 		Pool:             db.Pool,
 		SecretEnv:        setEnv(t, testSecret),
 		CleanupBatch:     batch,

@@ -1,14 +1,18 @@
-package app
+package wiring
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Backend names the store that holds a [Runtime]'s shared quota.
@@ -21,6 +25,9 @@ const (
 	// BackendPostgres keeps counters in PostgreSQL, shared by every replica
 	// pointing at the same database ([postgres.Store]).
 	BackendPostgres Backend = "postgres"
+	// BackendStore keeps counters in a store the host supplies
+	// (Config.Store or Config.NewStoreFunc), such as a Redis adapter.
+	BackendStore Backend = "store"
 )
 
 // Defaults of a [Config].
@@ -35,12 +42,14 @@ const (
 
 // Config describes a [Runtime]: which store holds the quota, how it is
 // reached, where the key secret comes from and how expired counters are
-// removed. [Open] and [Module] read it. Only the memory backend's
-// Memory.MaxKeys, or the PostgreSQL backend's DatabaseURL or Pool, and the
-// secret's environment variable are required.
+// removed. [Open], [New] and the runlimitfx module read it; [ConfigFromEnv]
+// fills one from RUNLIMIT_* environment variables. Only the memory
+// backend's Memory.MaxKeys, the PostgreSQL backend's DatabaseURL or Pool,
+// the host store of [BackendStore], and the key secret are required.
 type Config struct {
-	// Backend selects the store of the shared quota: [BackendMemory] or
-	// [BackendPostgres]. Default [BackendMemory].
+	// Backend selects the store of the shared quota: [BackendMemory],
+	// [BackendPostgres] or [BackendStore]. Default [BackendStore] when Store
+	// or NewStoreFunc is set, else [BackendMemory].
 	Backend Backend
 
 	// Memory sizes the memory store of [BackendMemory]; its MaxKeys is then
@@ -55,8 +64,9 @@ type Config struct {
 	// its host, user and database, never its password. Default: empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a
-	// DatabaseURL. The Runtime borrows it and never closes it. [Module] takes
-	// it from the fx graph when left nil. Default nil.
+	// DatabaseURL. The Runtime borrows it and never closes it. The
+	// runlimitfx module takes it from the fx graph when left nil. Default
+	// nil.
 	Pool *pgxpool.Pool
 	// Postgres tunes the PostgreSQL store. Default: the zero postgres.Config,
 	// that store's defaults.
@@ -66,17 +76,36 @@ type Config struct {
 	// once. Default false: the schema is applied by a separate step.
 	Migrate bool
 
-	// Gate, with [BackendPostgres], puts a hard-bounded memory store in front
-	// of the shared quota: [Runtime.Gate] returns a limiter over it, to be
-	// checked with policies of its own before [Runtime.Limiter]. Default nil:
-	// no gate.
+	// Store is the host's store of [BackendStore], borrowed: the Runtime
+	// never closes it. It gets the cleanup loop if it is a [ports.Cleaner],
+	// and readiness checks if it is a [ports.StatsReporter]. Default nil.
+	Store ports.Store
+	// NewStoreFunc opens the host's store of [BackendStore] when Store is
+	// nil. [New] calls it once, with its context, and the Runtime owns what
+	// it returns: Close closes it if it is a [ports.Closer]. It should not
+	// block on the network (the fx module calls it from a constructor);
+	// readiness is checked at start. Default nil.
+	NewStoreFunc func(context.Context) (ports.Store, error)
+
+	// Gate, with [BackendPostgres] or [BackendStore], puts a hard-bounded
+	// memory store in front of the shared quota: [Runtime.Gate] returns a
+	// limiter over it, to be checked with policies of its own before
+	// [Runtime.Limiter]. Default nil: no gate.
 	Gate *memory.Config
 
-	// SecretEnv names the environment variable holding the key secret: the
-	// raw bytes of its value, at least 32 of them (see
-	// [domain.NewKeyHasher]). Every replica sharing a store must use the same
-	// secret. The config holds the variable's name, never the secret.
-	// Default "RUNLIMIT_KEY_SECRET" ([DefaultSecretEnv]).
+	// KeySecret is the key secret: its raw bytes, at least 32 of them (see
+	// [domain.NewKeyHasher]). Every replica sharing a store must use the
+	// same secret. Set at most one of KeySecret, KeySecretFunc and
+	// SecretEnv. Default: empty.
+	KeySecret Secret
+	// KeySecretFunc returns the key secret, for a host that fetches it from
+	// a secret store. [New] calls it once, with its context, and keeps only
+	// the hasher built from it; its error is returned wrapped. Default nil.
+	KeySecretFunc func(context.Context) ([]byte, error)
+	// SecretEnv names the environment variable holding the key secret, read
+	// when neither KeySecret nor KeySecretFunc is set. The config holds the
+	// variable's name, never the secret. Default "RUNLIMIT_KEY_SECRET"
+	// ([DefaultSecretEnv]).
 	SecretEnv string
 
 	// CleanupInterval is how often the background loop removes expired
@@ -92,13 +121,21 @@ type Config struct {
 	// Observer, when set, receives an [Event] for every admission of the
 	// limiter and of the gate, named by [Event.Limiter]: "gate", or the
 	// backend ("memory" or "postgres"). Default nil.
-	Observer Observer
+	Observer app.Observer
 
 	// CleanupErrorFunc, when set, receives every error of the cleanup loop,
 	// a [*CleanupError], from the loop's goroutine; the loop carries on at
 	// its next tick. It must not block for long. Default nil: errors are
-	// dropped.
+	// logged at warning level.
 	CleanupErrorFunc func(error)
+
+	// Logger receives the Runtime's records: start and stop and the schema
+	// migrated at info level, each cleanup pass at debug level, cleanup
+	// failures (without CleanupErrorFunc) at warning level, a failed start
+	// and an observer's panic at error level. No record holds a key, a
+	// subject, the key secret or the database password. Default nil:
+	// [slog.Default] at the time of each record.
+	Logger *slog.Logger
 }
 
 // ConfigError reports a [Config] field that cannot be used. It matches
@@ -111,6 +148,7 @@ type ConfigError struct {
 	Err    error  // the store's own error, or nil
 }
 
+// Error names the field and what is wrong with it.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("runlimit: invalid config: %s %s", e.Field, e.Reason)
 }
@@ -137,25 +175,52 @@ func (e *ConfigError) Unwrap() []error {
 	return []error{ErrInvalidConfig, e.Err}
 }
 
-// Validate reports the first field of cfg that app itself cannot use, as a
-// [*ConfigError]. The Memory, Gate and Postgres sections are checked by their
-// stores' constructors when the Runtime is built, and the secret when it is
-// read; both are reported as a *ConfigError as well.
+// Validate reports the first field of cfg that wiring itself cannot use,
+// as a [*ConfigError]. The Memory, Gate and Postgres sections are checked
+// by their stores' constructors when the Runtime is built, and the secret
+// when it is read; both are reported as a *ConfigError as well.
 func (cfg Config) Validate() error {
+	hostStore := cfg.Store != nil || cfg.NewStoreFunc != nil
 	switch cfg.Backend {
 	case "", BackendMemory:
-		if cfg.Gate != nil {
-			return &ConfigError{Field: "Gate", Reason: "needs the postgres backend: a memory gate in front of a memory store gains nothing"}
+		switch {
+		case hostStore && cfg.Backend == BackendMemory:
+			return &ConfigError{Field: "Store", Reason: "is set with the memory backend: use the store backend"}
+		case hostStore:
+			// The store backend, inferred.
+		case cfg.Gate != nil:
+			return &ConfigError{Field: "Gate", Reason: "needs the postgres or store backend: a memory gate in front of a memory store gains nothing"}
 		}
 	case BackendPostgres:
 		switch {
+		case hostStore:
+			return &ConfigError{Field: "Store", Reason: "is set with the postgres backend: use the store backend"}
 		case cfg.DatabaseURL.IsZero() && cfg.Pool == nil:
 			return &ConfigError{Field: "DatabaseURL", Reason: "is empty and no Pool is given: the postgres backend needs one of them"}
 		case !cfg.DatabaseURL.IsZero() && cfg.Pool != nil:
 			return &ConfigError{Field: "DatabaseURL", Reason: "and Pool are both set: give one of them"}
 		}
+	case BackendStore:
+		if !hostStore {
+			return &ConfigError{Field: "Store", Reason: "and NewStoreFunc are both nil: the store backend needs one of them"}
+		}
 	default:
-		return &ConfigError{Field: "Backend", Reason: fmt.Sprintf("is %q, want %q or %q", cfg.Backend, BackendMemory, BackendPostgres)}
+		return &ConfigError{Field: "Backend", Reason: fmt.Sprintf("is %q, want %q, %q or %q", cfg.Backend, BackendMemory, BackendPostgres, BackendStore)}
+	}
+	if cfg.Store != nil && cfg.NewStoreFunc != nil {
+		return &ConfigError{Field: "Store", Reason: "and NewStoreFunc are both set: give one of them"}
+	}
+	if hostStore && (!cfg.DatabaseURL.IsZero() || cfg.Pool != nil) {
+		return &ConfigError{Field: "DatabaseURL", Reason: "or Pool is set with the store backend: the host's store is the only one"}
+	}
+	sources := 0
+	for _, set := range []bool{!cfg.KeySecret.IsZero(), cfg.KeySecretFunc != nil, cfg.SecretEnv != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return &ConfigError{Field: "KeySecret", Reason: "has more than one source: set one of KeySecret, KeySecretFunc and SecretEnv"}
 	}
 	if cfg.CleanupBatch < 0 {
 		return &ConfigError{Field: "CleanupBatch", Reason: fmt.Sprintf("is %d, want at least 1 (0 means %d)", cfg.CleanupBatch, DefaultCleanupBatch)}
@@ -168,10 +233,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
-	if cfg.Backend == "" {
+	switch {
+	case cfg.Backend != "":
+	case cfg.Store != nil || cfg.NewStoreFunc != nil:
+		cfg.Backend = BackendStore
+	default:
 		cfg.Backend = BackendMemory
 	}
-	if cfg.SecretEnv == "" {
+	if cfg.KeySecret.IsZero() && cfg.KeySecretFunc == nil && cfg.SecretEnv == "" {
 		cfg.SecretEnv = DefaultSecretEnv
 	}
 	if cfg.CleanupInterval == 0 {
@@ -182,3 +251,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// ErrInvalidConfig is matched by every [*ConfigError]. It is
+// [app.ErrInvalidConfig] itself, so one errors.Is also covers the errors of
+// [app.NewLimiter].
+var ErrInvalidConfig = app.ErrInvalidConfig

@@ -1,21 +1,24 @@
-package app
+package wiring
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/runlimit/runlimit/ports"
 )
 
 // CleanupError reports a failed cleanup call of the background loop, passed
-// to [Config.CleanupErrorFunc]. The loop goes on at its next tick.
+// to [Config.CleanupErrorFunc] (or logged without one). The loop goes on at
+// its next tick.
 type CleanupError struct {
-	Store string // which store: "gate", "memory" or "postgres"
+	Store string // which store: "gate", "memory", "postgres" or "store"
 	Err   error
 }
 
+// Error names the store and gives the store error's text.
 func (e *CleanupError) Error() string {
 	return fmt.Sprintf("runlimit: cleanup of the %s store: %v", e.Store, e.Err)
 }
@@ -52,9 +55,10 @@ type cleanupLoop struct {
 }
 
 // startCleanupLoop starts a loop that cleans each of cleaners, in order, at
-// every tick, batch counters per call, reporting errors to onError (if not
-// nil). stopTicks is called once the loop has ended.
-func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), cleaners []cleaner, batch int, onError func(error)) *cleanupLoop {
+// every tick, batch counters per call. It logs each store's pass at debug
+// level and reports errors to onError, or logs them at warning level when
+// onError is nil. stopTicks is called once the loop has ended.
+func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), cleaners []cleaner, batch int, onError func(error), logger func() *slog.Logger) *cleanupLoop {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &cleanupLoop{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -67,33 +71,45 @@ func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), cleaners []clean
 			case <-ticks:
 			}
 			for _, c := range cleaners {
-				if err := drain(ctx, c, batch); err != nil {
-					if ctx.Err() != nil {
-						return // stopping: the error is the cancellation
-					}
-					if onError != nil {
-						onError(&CleanupError{Store: c.name, Err: err})
-					}
+				began := time.Now()
+				removed, err := drain(ctx, c, batch)
+				if err == nil {
+					logger().LogAttrs(ctx, slog.LevelDebug, "runlimit: cleanup",
+						slog.String("store", c.name), slog.Int("removed", removed),
+						slog.Duration("duration", time.Since(began)))
+					continue
 				}
+				if ctx.Err() != nil {
+					return // stopping: the error is the cancellation
+				}
+				ce := &CleanupError{Store: c.name, Err: err}
+				if onError != nil {
+					onError(ce)
+					continue
+				}
+				logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: cleanup failed; retrying at the next tick",
+					slog.String("store", c.name), slog.Int("removed", removed), slog.String("error", ce.Error()))
 			}
 		}
 	}()
 	return l
 }
 
-// drain calls c until a call removes less than a full batch: a full batch
-// suggests more expired counters are waiting.
-func drain(ctx context.Context, c cleaner, batch int) error {
+// drain calls c until a call removes less than a full batch, a full batch
+// suggesting more expired counters are waiting, and returns how many it
+// removed.
+func drain(ctx context.Context, c cleaner, batch int) (removed int, err error) {
 	for ctx.Err() == nil {
 		n, err := c.CleanupExpired(ctx, batch)
 		if err != nil {
-			return err
+			return removed, err
 		}
+		removed += n
 		if n < batch {
-			return nil
+			return removed, nil
 		}
 	}
-	return ctx.Err()
+	return removed, ctx.Err()
 }
 
 // stop ends the loop, cancelling a pass in progress, and waits for it until

@@ -1,0 +1,48 @@
+// Package runlimitfx is Runlimit's fx module, written by fx's guidance for
+// modules: a [Module] value, a constructor [New] with a parameter object
+// ([Params]) and a result object ([Result]), no fx.Invoke, and nothing
+// provided that Runlimit does not own. It is a thin layer over
+// [github.com/runlimit/runlimit/app/wiring], which does the work and can be
+// used without fx.
+//
+// # Including the module
+//
+// Supply a [wiring.Config] and include the module:
+//
+//	fx.New(
+//		runlimitfx.Module,
+//		fx.Supply(wiring.Config{
+//			Backend:     wiring.BackendPostgres,
+//			DatabaseURL: wiring.NewSecret(url),
+//			Migrate:     true,
+//			KeySecret:   wiring.NewSecret(secret),
+//		}),
+//		fx.Invoke(registerHandlers), // takes *app.Limiter and domain.KeyHasher
+//	)
+//
+// or provide [wiring.ConfigFromEnv] to read RUNLIMIT_* variables. The
+// application's lifecycle runs the Runtime: OnStart applies the schema when
+// Config.Migrate is set, checks that the stores answer and starts the
+// cleanup loop; OnStop stops the loop and closes what the Runtime opened.
+//
+// # What the graph can add
+//
+//   - a *pgxpool.Pool, borrowed by the postgres backend when the Config has
+//     neither a DatabaseURL nor a Pool;
+//   - a [ports.Store], borrowed as the host's store when the Config names
+//     none (see [wiring.BackendStore]); Config.NewStoreFunc instead makes
+//     the Runtime open and close it;
+//   - a *slog.Logger for the Runtime's records, when Config.Logger is nil;
+//   - [app.Observer] values in the group "runlimit.observers"
+//     ([ObserversGroup]), each handed every admission.
+//
+// An observer joins the group like this:
+//
+//	fx.Provide(fx.Annotate(newMetricsObserver,
+//		fx.ResultTags(`group:"runlimit.observers"`), fx.As(new(app.Observer))))
+//
+// # Readiness
+//
+// [ReadyFunc] is the Runtime's readiness check: wire it into the host's
+// readiness probe (see the ReadyFunc example).
+package runlimitfx

@@ -1,0 +1,105 @@
+package runlimitfx
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/fx"
+
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// ObserversGroup is the fx value group whose [app.Observer] values the
+// module hands every admission, beside Config.Observer.
+const ObserversGroup = "runlimit.observers"
+
+// Module wires Runlimit into an fx application: it builds a
+// [wiring.Runtime] with [New] and runs it with the application's
+// lifecycle. It needs a [wiring.Config] in the graph and provides what
+// [Result] lists. It invokes nothing: fx builds the Runtime only when the
+// application uses one of its results.
+var Module = fx.Module("runlimit", fx.Provide(New))
+
+// ReadyFunc is [wiring.Runtime.Ready] as the module provides it, for a
+// host's readiness probe: nil while the Runtime runs and its stores answer.
+type ReadyFunc func(ctx context.Context) error
+
+// Params is what [New] takes from the graph.
+type Params struct {
+	fx.In
+
+	// Config describes the Runtime. Required.
+	Config wiring.Config
+	// Lifecycle starts the Runtime on OnStart and closes it on OnStop.
+	Lifecycle fx.Lifecycle
+
+	// Pool is borrowed, never closed, by the postgres backend when the
+	// Config has neither a DatabaseURL nor a Pool. Optional.
+	Pool *pgxpool.Pool `optional:"true"`
+	// Store is borrowed, never closed, as the host's store when the Config
+	// names none (Backend empty or [wiring.BackendStore], Store and
+	// NewStoreFunc nil). Optional.
+	Store ports.Store `optional:"true"`
+	// Logger is the Runtime's logger when Config.Logger is nil. Optional:
+	// without one, [slog.Default].
+	Logger *slog.Logger `optional:"true"`
+	// Observers receive every admission of the limiter and the gate,
+	// after Config.Observer. Provide them into the group
+	// "runlimit.observers" ([ObserversGroup]).
+	Observers []app.Observer `group:"runlimit.observers"`
+}
+
+// Result is what [New] provides.
+type Result struct {
+	fx.Out
+
+	// Runtime is the running Runlimit; its Gate is the memory gate of
+	// Config.Gate.
+	Runtime *wiring.Runtime
+	// Limiter is the limiter over the shared quota, also provided as
+	// PortLimiter for code that depends on the port only.
+	Limiter     *app.Limiter
+	PortLimiter ports.Limiter
+	// KeyHasher derives subject keys with the key secret.
+	KeyHasher domain.KeyHasher
+	// Ready is the Runtime's readiness check.
+	Ready ReadyFunc
+}
+
+// New builds the Runtime that p.Config describes, completed from the graph
+// as [Params] says, without touching the network, and appends its hooks to
+// p.Lifecycle: OnStart applies the schema if Config.Migrate is set, checks
+// that the stores answer and starts the cleanup loop (closing everything
+// if it fails, since fx then runs no OnStop); OnStop stops the loop and
+// closes what the Runtime opened. Config.NewStoreFunc and
+// Config.KeySecretFunc are called here, with a background context: fx
+// gives constructors none.
+func New(p Params) (Result, error) {
+	cfg := p.Config
+	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
+		cfg.Pool = p.Pool
+	}
+	if (cfg.Backend == "" || cfg.Backend == wiring.BackendStore) && cfg.Store == nil && cfg.NewStoreFunc == nil {
+		cfg.Store = p.Store
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = p.Logger
+	}
+	cfg.Observer = app.JoinObservers(append([]app.Observer{cfg.Observer}, p.Observers...)...)
+	r, err := wiring.New(context.Background(), cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	p.Lifecycle.Append(fx.Hook{OnStart: r.Start, OnStop: r.Close})
+	return Result{
+		Runtime:     r,
+		Limiter:     r.Limiter(),
+		PortLimiter: r.Limiter(),
+		KeyHasher:   r.KeyHasher(),
+		Ready:       r.Ready,
+	}, nil
+}

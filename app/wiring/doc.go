@@ -1,0 +1,74 @@
+// Package wiring builds and runs Runlimit from a [Config], without fx: the
+// store that holds the quota, the [app.Limiter] over it, the key hasher, an
+// optional memory gate and the background cleanup loop, started and
+// stopped as one [Runtime]. The fx module,
+// [github.com/runlimit/runlimit/app/runlimitfx], is a thin layer over it.
+//
+// # Opening a Runtime
+//
+// [Open] builds and starts a Runtime; [New] builds one and [Runtime.Start]
+// starts it, for hosts that construct before they start:
+//
+//	runtime, err := wiring.Open(ctx, wiring.Config{
+//		Backend:     wiring.BackendPostgres,
+//		DatabaseURL: wiring.NewSecret(os.Getenv("DATABASE_URL")),
+//		Migrate:     true,
+//		KeySecret:   wiring.NewSecret(secret),
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer runtime.Close(ctx)
+//	key := runtime.KeyHasher().KeyString(policy, subject)
+//	decision, err := runtime.Limiter().Check(ctx, domain.NewCheck(policy, key))
+//
+// Starting applies the schema if asked, checks that every store answers and
+// starts the cleanup loop. [Runtime.Close] stops the loop and closes only
+// what the Runtime opened. Configuration problems are a [*ConfigError]
+// naming the field, matching [ErrInvalidConfig]. No error or log record
+// contains the key secret; a connection error at start may name the
+// database's host, user and name, never its password.
+//
+// # Stores
+//
+// Config.Backend selects the store of the shared quota:
+//
+//   - [BackendMemory]: a [memory.Store] sized by Config.Memory;
+//   - [BackendPostgres]: a [postgres.Store] on a pool opened from
+//     Config.DatabaseURL (closed on Close) or on Config.Pool (borrowed,
+//     never closed);
+//   - [BackendStore]: any [ports.Store] of the host's, such as a Redis
+//     adapter: Config.Store (borrowed, never closed) or the store
+//     Config.NewStoreFunc opens (closed on Close if it is a
+//     [ports.Closer]).
+//
+// Every store gets the same care: the cleanup loop if it is a
+// [ports.Cleaner], readiness checks if it is a [ports.StatsReporter], and
+// the observers. Config.Gate puts a hard-bounded memory store in front of a
+// shared one; see [Runtime.Gate].
+//
+// # The key secret
+//
+// The secret comes from exactly one of Config.KeySecret (a [Secret]
+// value), Config.KeySecretFunc (a source such as a secret manager, called
+// once by New) or the environment variable Config.SecretEnv names,
+// RUNLIMIT_KEY_SECRET by default. Every replica sharing a store must use
+// the same secret of at least 32 bytes.
+//
+// # The environment
+//
+// [ConfigFromEnv] fills a Config from RUNLIMIT_* variables (the Env
+// constants list them: backend, database URL, migrate, memory and gate
+// sizing, PostgreSQL rows per shard, cleanup interval and batch, key
+// secret). Its errors are [*EnvError] values naming each unusable
+// variable, never its value.
+//
+// # Readiness and logs
+//
+// [Runtime.Ready] answers a readiness probe: nil while the Runtime runs and
+// every store that reports stats answers (for PostgreSQL, the database
+// answers and the schema is there). Config.Logger (default
+// [slog.Default]) receives start and stop, the schema migrated, each
+// cleanup pass (debug) and its failures (warning, unless
+// Config.CleanupErrorFunc takes them), never a key, a subject or a secret.
+package wiring

@@ -1,0 +1,140 @@
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/domain"
+)
+
+// The environment variables [ConfigFromEnv] reads. Each one left unset, or
+// set to the empty string, keeps the Config field's default.
+const (
+	// EnvBackend selects Config.Backend: "memory" or "postgres".
+	EnvBackend = "RUNLIMIT_BACKEND"
+	// EnvDatabaseURL is Config.DatabaseURL, the PostgreSQL connection
+	// string.
+	EnvDatabaseURL = "RUNLIMIT_DATABASE_URL"
+	// EnvMigrate is Config.Migrate: "true" applies the schema at start
+	// (any value strconv.ParseBool reads).
+	EnvMigrate = "RUNLIMIT_MIGRATE"
+	// EnvMemoryMaxKeys is Config.Memory.MaxKeys, a whole number.
+	EnvMemoryMaxKeys = "RUNLIMIT_MEMORY_MAX_KEYS"
+	// EnvMemoryShards is Config.Memory.Shards, a whole number.
+	EnvMemoryShards = "RUNLIMIT_MEMORY_SHARDS"
+	// EnvGateMaxKeys sets Config.Gate, a memory gate of this many keys.
+	EnvGateMaxKeys = "RUNLIMIT_GATE_MAX_KEYS"
+	// EnvGateShards is Config.Gate.Shards; it needs EnvGateMaxKeys.
+	EnvGateShards = "RUNLIMIT_GATE_SHARDS"
+	// EnvPostgresRowsPerShard is Config.Postgres.RowsPerShard.
+	EnvPostgresRowsPerShard = "RUNLIMIT_POSTGRES_ROWS_PER_SHARD"
+	// EnvCleanupInterval is Config.CleanupInterval, a Go duration such as
+	// "30s"; a negative one such as "-1s" turns the loop off.
+	EnvCleanupInterval = "RUNLIMIT_CLEANUP_INTERVAL"
+	// EnvCleanupBatch is Config.CleanupBatch, a whole number.
+	EnvCleanupBatch = "RUNLIMIT_CLEANUP_BATCH"
+	// EnvKeySecret is Config.KeySecret, the raw key secret, at least 32
+	// bytes. It is required. It is the same variable as [DefaultSecretEnv].
+	EnvKeySecret = DefaultSecretEnv
+)
+
+// EnvError reports an environment variable [ConfigFromEnv] cannot use. It
+// names the variable, never its value, and matches [ErrInvalidConfig].
+type EnvError struct {
+	Var    string // the variable, such as "RUNLIMIT_MEMORY_MAX_KEYS"
+	Reason string // what is wrong with its value
+}
+
+// Error names the variable and what is wrong with its value.
+func (e *EnvError) Error() string {
+	return fmt.Sprintf("runlimit: invalid environment: %s %s", e.Var, e.Reason)
+}
+
+// Unwrap returns [ErrInvalidConfig].
+func (e *EnvError) Unwrap() error { return ErrInvalidConfig }
+
+// ConfigFromEnv returns the Config the RUNLIMIT_* environment variables
+// describe (the Env constants list them), for hosts configured by their
+// environment; its signature suits fx.Provide. Set fields the environment
+// cannot hold, such as a Pool, a Store, an Observer or a Logger, on the
+// result. Every unusable variable is reported, as [*EnvError] values joined
+// with errors.Join; no error holds a value. The result is checked again,
+// as a whole, when the Runtime is built.
+func ConfigFromEnv() (Config, error) { return ConfigFromLookup(os.LookupEnv) }
+
+// ConfigFromLookup is [ConfigFromEnv] reading variables through lookup,
+// such as a test's map or a host's own source.
+func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
+	var (
+		cfg  Config
+		errs []error
+	)
+	get := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		return v, ok && v != ""
+	}
+	bad := func(name, reason string) { errs = append(errs, &EnvError{Var: name, Reason: reason}) }
+	whole := func(name string, dst *int) {
+		v, ok := get(name)
+		if !ok {
+			return
+		}
+		// strconv's error quotes the value: only its kind is kept.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			bad(name, "is not a whole number")
+			return
+		}
+		*dst = n
+	}
+
+	if v, ok := get(EnvBackend); ok {
+		switch b := Backend(v); b {
+		case BackendMemory, BackendPostgres:
+			cfg.Backend = b
+		default:
+			bad(EnvBackend, fmt.Sprintf("is not %q or %q", BackendMemory, BackendPostgres))
+		}
+	}
+	if v, ok := get(EnvDatabaseURL); ok {
+		cfg.DatabaseURL = NewSecret(v)
+	}
+	if v, ok := get(EnvMigrate); ok {
+		m, err := strconv.ParseBool(v)
+		if err != nil {
+			bad(EnvMigrate, "is not true or false")
+		}
+		cfg.Migrate = m
+	}
+	whole(EnvMemoryMaxKeys, &cfg.Memory.MaxKeys)
+	whole(EnvMemoryShards, &cfg.Memory.Shards)
+	if _, ok := get(EnvGateMaxKeys); ok {
+		cfg.Gate = new(memory.Config)
+		whole(EnvGateMaxKeys, &cfg.Gate.MaxKeys)
+		whole(EnvGateShards, &cfg.Gate.Shards)
+	} else if _, ok := get(EnvGateShards); ok {
+		bad(EnvGateShards, "is set without "+EnvGateMaxKeys)
+	}
+	whole(EnvPostgresRowsPerShard, &cfg.Postgres.RowsPerShard)
+	if v, ok := get(EnvCleanupInterval); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			bad(EnvCleanupInterval, `is not a duration such as "30s" or "1m"`)
+		}
+		cfg.CleanupInterval = d
+	}
+	whole(EnvCleanupBatch, &cfg.CleanupBatch)
+	switch v, ok := get(EnvKeySecret); {
+	case !ok:
+		bad(EnvKeySecret, "is not set: the key secret is required")
+	case len(v) < domain.MinSecretLength:
+		bad(EnvKeySecret, "holds fewer than "+strconv.Itoa(domain.MinSecretLength)+" bytes")
+	default:
+		cfg.KeySecret = NewSecret(v)
+	}
+	return cfg, errors.Join(errs...)
+}

@@ -1,0 +1,116 @@
+package wiring_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/app/wiring"
+)
+
+// lookupOf reads variables from env, as os.LookupEnv would.
+func lookupOf(env map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+}
+
+func TestConfigFromEnvReadsEveryVariable(t *testing.T) {
+	t.Parallel()
+	url := "postgres://quotauser:hunter2@db.internal/quotas"
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{
+		"RUNLIMIT_BACKEND":                 "postgres",
+		"RUNLIMIT_DATABASE_URL":            url,
+		"RUNLIMIT_MIGRATE":                 "true",
+		"RUNLIMIT_MEMORY_MAX_KEYS":         "50000",
+		"RUNLIMIT_MEMORY_SHARDS":           "64",
+		"RUNLIMIT_GATE_MAX_KEYS":           "10000",
+		"RUNLIMIT_GATE_SHARDS":             "16",
+		"RUNLIMIT_POSTGRES_ROWS_PER_SHARD": "8192",
+		"RUNLIMIT_CLEANUP_INTERVAL":        "30s",
+		"RUNLIMIT_CLEANUP_BATCH":           "500",
+		"RUNLIMIT_KEY_SECRET":              testSecret,
+	}))
+	require.NoError(t, err)
+	require.Equal(t, wiring.BackendPostgres, cfg.Backend)
+	require.Equal(t, url, cfg.DatabaseURL.Reveal())
+	require.True(t, cfg.Migrate)
+	require.Equal(t, memory.Config{MaxKeys: 50_000, Shards: 64}, cfg.Memory)
+	require.Equal(t, &memory.Config{MaxKeys: 10_000, Shards: 16}, cfg.Gate)
+	require.Equal(t, 8192, cfg.Postgres.RowsPerShard)
+	require.Equal(t, 30*time.Second, cfg.CleanupInterval)
+	require.Equal(t, 500, cfg.CleanupBatch)
+	require.Equal(t, testSecret, cfg.KeySecret.Reveal())
+	require.NoError(t, cfg.Validate())
+}
+
+func TestConfigFromEnvDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{
+		"RUNLIMIT_KEY_SECRET":      testSecret,
+		"RUNLIMIT_MEMORY_MAX_KEYS": "100",
+		"RUNLIMIT_BACKEND":         "", // empty is unset
+	}))
+	require.NoError(t, err)
+	want := wiring.Config{Memory: memory.Config{MaxKeys: 100}, KeySecret: cfg.KeySecret}
+	require.Equal(t, want, cfg)
+	require.Nil(t, cfg.Gate)
+}
+
+// TestConfigFromEnvNamesTheVariableNeverTheValue: every unusable variable is
+// reported, each as an EnvError naming it, and no error holds a value.
+func TestConfigFromEnvNamesTheVariableNeverTheValue(t *testing.T) {
+	t.Parallel()
+	const tell = "hunter2-value"
+	env := map[string]string{
+		"RUNLIMIT_BACKEND":          "redis-" + tell,
+		"RUNLIMIT_MIGRATE":          "yes-" + tell,
+		"RUNLIMIT_MEMORY_MAX_KEYS":  "12x-" + tell,
+		"RUNLIMIT_MEMORY_SHARDS":    "1.5-" + tell,
+		"RUNLIMIT_GATE_SHARDS":      "4",
+		"RUNLIMIT_CLEANUP_INTERVAL": "often-" + tell,
+		"RUNLIMIT_CLEANUP_BATCH":    "all-" + tell,
+		"RUNLIMIT_KEY_SECRET":       tell, // too short
+	}
+	_, err := wiring.ConfigFromLookup(lookupOf(env))
+	require.ErrorIs(t, err, wiring.ErrInvalidConfig)
+	require.NotContains(t, err.Error(), tell)
+
+	var named []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ee *wiring.EnvError
+		require.True(t, errors.As(e, &ee), "%v is an EnvError", e)
+		named = append(named, ee.Var)
+		require.Contains(t, e.Error(), ee.Var)
+	}
+	require.ElementsMatch(t, []string{
+		"RUNLIMIT_BACKEND", "RUNLIMIT_MIGRATE", "RUNLIMIT_MEMORY_MAX_KEYS", "RUNLIMIT_MEMORY_SHARDS",
+		"RUNLIMIT_GATE_SHARDS", "RUNLIMIT_CLEANUP_INTERVAL", "RUNLIMIT_CLEANUP_BATCH", "RUNLIMIT_KEY_SECRET",
+	}, named)
+}
+
+func TestConfigFromEnvRequiresTheKeySecret(t *testing.T) {
+	t.Parallel()
+	_, err := wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_MEMORY_MAX_KEYS": "100"}))
+	var ee *wiring.EnvError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, "RUNLIMIT_KEY_SECRET", ee.Var)
+	require.EqualError(t, err, "runlimit: invalid environment: RUNLIMIT_KEY_SECRET is not set: the key secret is required")
+}
+
+// TestConfigFromEnvReadsTheProcessEnvironment cannot run in parallel: it
+// sets variables every process-wide reader would see.
+func TestConfigFromEnvReadsTheProcessEnvironment(t *testing.T) {
+	t.Setenv("RUNLIMIT_KEY_SECRET", testSecret)
+	t.Setenv("RUNLIMIT_MEMORY_MAX_KEYS", "7")
+	t.Setenv("RUNLIMIT_MEMORY_SHARDS", "") // ExampleConfigFromEnv leaves "many" behind
+	t.Setenv("RUNLIMIT_CLEANUP_INTERVAL", "")
+	cfg, err := wiring.ConfigFromEnv()
+	require.NoError(t, err)
+	require.Equal(t, 7, cfg.Memory.MaxKeys)
+	require.Equal(t, testSecret, cfg.KeySecret.Reveal())
+}

@@ -1,0 +1,52 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/runlimit/runlimit/ports"
+)
+
+// hostStore returns the host's store of [BackendStore] and signs it up for
+// what it can do: the cleanup loop if it is a [ports.Cleaner], readiness
+// checks if it is a [ports.StatsReporter], and Close if the Runtime opened
+// it through Config.NewStoreFunc and it is a [ports.Closer]. A store from
+// Config.Store is borrowed and never closed.
+func (r *runtimeState) hostStore(ctx context.Context) (ports.Store, error) {
+	store, field := r.cfg.Store, "Store"
+	if store == nil {
+		field = "NewStoreFunc"
+		s, err := r.cfg.NewStoreFunc(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("runlimit: NewStoreFunc: %w", err)
+		}
+		if c, ok := s.(ports.Closer); ok && !isNil(s) {
+			r.closers = append(r.closers, c)
+		}
+		store = s
+	}
+	if isNil(store) {
+		return nil, &ConfigError{Field: field, Reason: "holds no store (nil)"}
+	}
+	if c, ok := store.(ports.Cleaner); ok {
+		r.cleaners = append(r.cleaners, cleaner{name: string(BackendStore), Cleaner: c})
+	}
+	if sr, ok := store.(ports.StatsReporter); ok {
+		r.reporters = append(r.reporters, reporter{name: string(BackendStore), StatsReporter: sr})
+	}
+	return store, nil
+}
+
+// isNil reports whether store is nil or holds a nil pointer, map, slice,
+// func or chan, whose methods would most likely panic on first use.
+func isNil(store ports.Store) bool {
+	if store == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(store); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}

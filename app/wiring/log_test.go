@@ -1,0 +1,165 @@
+package wiring_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// logBuffer collects a logger's text records, without their times, safe for
+// the cleanup loop's goroutine.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// requireNoLeak fails when logs spell any window of any secret.
+func requireNoLeak(t *testing.T, logs string, secrets ...[]byte) {
+	t.Helper()
+	for _, s := range secrets {
+		for _, r := range leakcheck.Renderings(s) {
+			require.NotContains(t, logs, r, "the logs spell a secret")
+		}
+	}
+}
+
+// TestRuntimeLogsItsLifeWithoutSecrets: start, the schema migrated, each
+// cleanup pass, a cleanup failure without CleanupErrorFunc and stop are
+// logged; no record holds the secret, a subject or a key.
+func TestRuntimeLogsItsLifeWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs logBuffer
+	store := newFakeStore(t)
+	ticks := make(chan time.Time)
+	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+	}, ticks)
+	require.NoError(t, err)
+
+	subject := "alice@example.test"
+	p := loginPolicy(t, "auth.login")
+	key := r.KeyHasher().KeyString(p, subject)
+	_, err = r.Limiter().Check(ctx, domain.NewCheck(p, key))
+	require.NoError(t, err)
+
+	// A tick is taken only between passes: after the second, the first
+	// pass (which succeeded) is over; the second may see the failure or
+	// not, the third surely does, and after the fourth it is logged.
+	tick(t, ticks)
+	tick(t, ticks)
+	store.set(nil, errors.New("redis: READONLY"))
+	tick(t, ticks)
+	tick(t, ticks)
+	require.NoError(t, r.Close(ctx))
+
+	out := logs.String()
+	require.Contains(t, out, `level=INFO msg="runlimit: started" backend=store gate=false migrate=false cleanup_interval=1m0s`)
+	require.Contains(t, out, `level=DEBUG msg="runlimit: cleanup" store=store removed=0`)
+	require.Contains(t, out, `level=WARN msg="runlimit: cleanup failed; retrying at the next tick" store=store removed=0 error="runlimit: cleanup of the store store: redis: READONLY"`)
+	require.Contains(t, out, `level=INFO msg="runlimit: stopped" backend=store`)
+	sk := key.Bytes()
+	requireNoLeak(t, out, []byte(testSecret), []byte(subject), sk[:])
+}
+
+// TestCleanupErrorFuncTakesTheFailures: with a CleanupErrorFunc the
+// failures go to it and are not logged twice.
+func TestCleanupErrorFuncTakesTheFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs logBuffer
+	store := newFakeStore(t)
+	store.set(nil, errors.New("redis: READONLY"))
+	errs := make(chan error, 4)
+	ticks := make(chan time.Time)
+	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+		CleanupErrorFunc: func(err error) { errs <- err },
+	}, ticks)
+	require.NoError(t, err)
+	tick(t, ticks)
+	var ce *wiring.CleanupError
+	require.ErrorAs(t, <-errs, &ce)
+	require.NoError(t, r.Close(ctx))
+	require.NotContains(t, logs.String(), "cleanup failed")
+}
+
+func TestPostgresRuntimeLogsMigrationAndFailedStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.NewEmpty(t)
+	var logs logBuffer
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(db.URL), Migrate: true,
+		KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, r.Close(ctx))
+	require.Contains(t, logs.String(), `level=INFO msg="runlimit: schema migrated" backend=postgres duration=`)
+
+	// Nothing listens on port 1: the start fails, and its record names
+	// neither the password nor the secret.
+	const password = "hunter2-log-password"
+	var failed logBuffer
+	_, err = wiring.Open(ctx, wiring.Config{
+		Backend: wiring.BackendPostgres, KeySecret: wiring.NewSecret(testSecret), Logger: failed.logger(),
+		DatabaseURL: wiring.NewSecret("postgres://quotauser:" + password + "@127.0.0.1:1/quotas?connect_timeout=5"),
+	})
+	require.Error(t, err)
+	out := failed.String()
+	require.True(t, strings.HasPrefix(out, `level=ERROR msg="runlimit: start failed; the runtime is closed" backend=postgres error=`), out)
+	requireNoLeak(t, out, []byte(testSecret), []byte(password))
+}
+
+// TestObserverPanicsGoToTheRuntimeLogger: the limiters log a recovered
+// observer panic to Config.Logger.
+func TestObserverPanicsGoToTheRuntimeLogger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs logBuffer
+	cfg := memoryConfig(t)
+	cfg.Logger = logs.logger()
+	cfg.Observer = app.ObserverFunc(func(app.Event) { panic("observer bug") })
+	r, err := wiring.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	require.True(t, check(t, r.Limiter(), r.KeyHasher(), loginPolicy(t, "auth.login"), "user").PermitsRequest())
+	require.Contains(t, logs.String(), `level=ERROR msg="runlimit: observer panicked; the admission stands" limiter=memory`)
+}

@@ -1,0 +1,83 @@
+package wiring
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/runlimit/runlimit/ports"
+)
+
+var (
+	// ErrNotStarted is [Runtime.Ready]'s answer before [Runtime.Start].
+	ErrNotStarted = errors.New("runlimit: runtime is not started")
+	// ErrClosed is the answer of [Runtime.Ready] and [Runtime.Start] once
+	// [Runtime.Close] has begun.
+	ErrClosed = errors.New("runlimit: runtime is closed")
+)
+
+// NotReadyError reports a store that failed its readiness check: its Stats
+// call returned Err. For PostgreSQL that means the database did not answer
+// or the schema is missing.
+type NotReadyError struct {
+	Store string // which store: "gate", "memory", "postgres" or "store"
+	Err   error
+}
+
+// Error names the store and gives the store error's text.
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("runlimit: the %s store is not ready: %v", e.Store, e.Err)
+}
+
+// Format prints [NotReadyError.Error] under every verb. A verb that does not
+// fit the struct, such as %d, would otherwise make fmt print Err's fields.
+func (e *NotReadyError) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.Error())) }
+
+// MarshalJSON encodes the store's name and the error's text, never Err's
+// fields: a driver's error can carry a connection string.
+func (e NotReadyError) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Store string `json:"store"`
+		Error string `json:"error"`
+	}{e.Store, e.Error()})
+}
+
+// Unwrap returns the store's error.
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// reporter is a store whose Stats prove it ready, named for its errors.
+type reporter struct {
+	name string
+	ports.StatsReporter
+}
+
+// Ready reports whether r can serve checks, for a readiness probe: nil once
+// started and until closed, when every store that reports stats answers
+// (for PostgreSQL: the database answers and the schema is there).
+// Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError].
+// A host store that reports no stats is ready while the Runtime runs. Ready
+// is safe for concurrent use and never waits for Start or Close.
+func (r *Runtime) Ready(ctx context.Context) error {
+	if ctx == nil {
+		return ports.ErrNilContext
+	}
+	st := r.state()
+	switch st.phase.Load() {
+	case phaseNew:
+		return ErrNotStarted
+	case phaseClosed:
+		return ErrClosed
+	}
+	return st.storesReady(ctx)
+}
+
+// storesReady asks every store that reports stats for them.
+func (r *runtimeState) storesReady(ctx context.Context) error {
+	for _, rep := range r.reporters {
+		if _, err := rep.Stats(ctx); err != nil {
+			return &NotReadyError{Store: rep.name, Err: err}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package wiring_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/ports"
+)
+
+func TestReadyFollowsTheLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, err := wiring.New(ctx, memoryConfig(t))
+	require.NoError(t, err)
+	require.ErrorIs(t, r.Ready(ctx), wiring.ErrNotStarted)
+	require.NoError(t, r.Start(ctx))
+	require.NoError(t, r.Ready(ctx))
+	require.NoError(t, r.Close(ctx))
+	require.ErrorIs(t, r.Ready(ctx), wiring.ErrClosed)
+	require.ErrorIs(t, r.Start(ctx), wiring.ErrClosed, "a closed Runtime does not start again")
+}
+
+// TestReadyAsksTheHostStore: a host store that reports stats is ready only
+// while its Stats answers, at start and after.
+func TestReadyAsksTheHostStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := newFakeStore(t)
+	down := errors.New("redis: i/o timeout")
+
+	store.set(down, nil)
+	_, err := wiring.Open(ctx, wiring.Config{Store: store, KeySecret: wiring.NewSecret(testSecret)})
+	var nre *wiring.NotReadyError
+	require.ErrorAs(t, err, &nre, "a store that does not answer fails the start")
+	require.Equal(t, "store", nre.Store)
+	require.ErrorIs(t, err, down)
+
+	store.set(nil, nil)
+	r, err := wiring.Open(ctx, wiring.Config{Store: store, KeySecret: wiring.NewSecret(testSecret)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	require.NoError(t, r.Ready(ctx))
+	store.set(down, nil)
+	err = r.Ready(ctx)
+	require.ErrorAs(t, err, &nre)
+	require.EqualError(t, err, "runlimit: the store store is not ready: redis: i/o timeout")
+	store.set(nil, nil)
+	require.NoError(t, r.Ready(ctx))
+}
+
+func TestReadyAsksTheMemoryStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, err := wiring.Open(ctx, memoryConfig(t))
+	require.NoError(t, err)
+	require.NoError(t, r.Ready(ctx))
+	// A nil context is a caller's mistake, reported as such.
+	//lint:ignore SA1012 the nil context is the point
+	require.ErrorIs(t, r.Ready(nil), ports.ErrNilContext)
+	require.NoError(t, r.Close(ctx))
+}
+
+// TestReadyAsksPostgres: the database must answer and hold the schema.
+func TestReadyAsksPostgres(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend: wiring.BackendPostgres, Pool: db.Pool, KeySecret: wiring.NewSecret(testSecret),
+		Gate: &memory.Config{MaxKeys: 4},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	require.NoError(t, r.Ready(ctx))
+
+	_, err = db.Pool.Exec(ctx, "ALTER TABLE runlimit_capacity_shards RENAME TO runlimit_capacity_shards_gone")
+	require.NoError(t, err)
+	var nre *wiring.NotReadyError
+	require.ErrorAs(t, r.Ready(ctx), &nre, "without the schema the store is not ready")
+	require.Equal(t, "postgres", nre.Store)
+
+	_, err = db.Pool.Exec(ctx, "ALTER TABLE runlimit_capacity_shards_gone RENAME TO runlimit_capacity_shards")
+	require.NoError(t, err)
+	require.NoError(t, r.Ready(ctx))
+}
