@@ -32,7 +32,7 @@ import (
 // of the run and says, in one line, when there is none.
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const testSecret = "loginservice-test-secret-of-32-bytes!"
+const testSecret = "Kx7-Qm2-Zr9-Wp4-Ht6-Jn8-Vb3-Fd5-Ls1"
 
 // testLimits are small, so that each scenario reaches its limit in a few
 // requests, and all different, so that the fields show which one spoke.

@@ -19,7 +19,10 @@ import (
 // as the rate limiter normalizes it, an unknown identity costs the same
 // comparison as a known one, and the comparison takes constant time.
 type Users struct {
-	accounts map[digest]digest
+	// accounts maps an identity's digest, as a string, to its password's
+	// digest. A string key rather than an array: testify's diffs sort map
+	// keys and panic on an array in an unexported field.
+	accounts map[string]digest
 }
 
 type digest [sha256.Size]byte
@@ -32,7 +35,7 @@ var ErrDuplicateUser = errors.New("login: two users have the same normalized ide
 // Identities are normalized with [httplimit.AppendIdentity], so that the
 // account a login reaches is the one whose quota it spent.
 func NewUsers(accounts map[string]string) (*Users, error) {
-	u := &Users{accounts: make(map[digest]digest, len(accounts))}
+	u := &Users{accounts: make(map[string]digest, len(accounts))}
 	for identity, password := range accounts {
 		id, err := httplimit.AppendIdentity(nil, identity)
 		if err != nil {
@@ -83,11 +86,11 @@ func (u *Users) Verify(id []byte, password string) bool {
 	return match && known
 }
 
-func identityDigest(id []byte) digest {
+func identityDigest(id []byte) string {
 	h := sha256.New()
 	h.Write([]byte("loginservice/identity/v1\x00"))
 	h.Write(id)
-	return digest(h.Sum(nil))
+	return string(h.Sum(nil))
 }
 
 // passwordDigest binds the password to its identity, so that two accounts
