@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/runlimit/runlimit/adapters/httplimit"
 	"github.com/runlimit/runlimit/app/wiring"
@@ -58,11 +57,12 @@ func parseSettings(args []string, lookup func(string) (string, bool), usage io.W
 	fs.StringVar(&s.addr, "addr", "127.0.0.1:8080", "listen on `host:port` ("+envAddr+")")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated `networks` of the reverse proxies in front, such as 10.0.0.0/8; default none: forwarding headers are never read ("+envTrustedProxies+")")
 	fs.StringVar(&header, "proxy-header", "x-forwarded-for", "the `header` the trusted proxies write: x-forwarded-for or forwarded ("+envProxyHeader+")")
-	fs.Int64Var(&limits.Network, "network-limit", 60, "login attempts per client network per window, on the memory gate, before the body is read")
-	fs.Int64Var(&limits.Trial, "trial-limit", 10, "a stricter per-network limit in shadow mode, logged but never enforced; negative: none")
-	fs.Int64Var(&limits.Client, "client-limit", 20, "login attempts per client network per window, in the shared quota")
-	fs.Int64Var(&limits.Identity, "identity-limit", 5, "login attempts per identity per window, in the shared quota")
-	fs.DurationVar(&limits.Window, "window", time.Minute, "the `window` of every limit")
+	d := login.DefaultLimits
+	fs.Int64Var(&limits.Network, "network-limit", d.Network, "login attempts per client network per window, on the memory gate, before the body is read")
+	fs.Int64Var(&limits.Trial, "trial-limit", d.Trial, "a stricter per-network limit in shadow mode, logged but never enforced; negative: none")
+	fs.Int64Var(&limits.Client, "client-limit", d.Client, "login attempts per client network per window, in the shared quota")
+	fs.Int64Var(&limits.Identity, "identity-limit", d.Identity, "login attempts per identity per window, in the shared quota")
+	fs.DurationVar(&limits.Window, "window", d.Window, "the `window` of every limit")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	for name, env := range map[string]string{"addr": envAddr, "trusted-proxies": envTrustedProxies, "proxy-header": envProxyHeader} {
 		if v, ok := lookup(env); ok && v != "" {

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,7 +39,7 @@ func TestParseSettings(t *testing.T) {
 		s, err := parseSettings(nil, env(nil), io.Discard)
 		require.NoError(t, err)
 		require.Equal(t, "127.0.0.1:8080", s.addr)
-		require.Equal(t, login.Limits{Network: 60, Trial: 10, Client: 20, Identity: 5, Window: time.Minute}, s.config.Limits)
+		require.Equal(t, login.DefaultLimits, s.config.Limits)
 		require.Equal(t, httplimit.ClientConfig{}, s.config.Clients, "no forwarding header is read by default")
 		require.True(t, s.ephemeralSecret, "on memory, a missing secret is generated")
 		require.False(t, s.config.Runtime.KeySecret.IsZero())

@@ -55,8 +55,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultLimits are the limits a zero [Limits] field takes.
+var DefaultLimits = Limits{Network: 60, Trial: 10, Client: 20, Identity: 5, Window: time.Minute}
+
 // Limits are the attempts a client network, a client and an identity may
-// make per Window. Zero means the default.
+// make per Window. Zero means the value in [DefaultLimits].
 type Limits struct {
 	// Network is the attempts per client network that the middleware lets
 	// through before the body is read, on the memory gate (or the memory
@@ -108,7 +111,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		name string
 		v    *int64
 		def  int64
-	}{{"Network", &l.Network, 60}, {"Trial", &l.Trial, 10}, {"Client", &l.Client, 20}, {"Identity", &l.Identity, 5}} {
+	}{
+		{"Network", &l.Network, DefaultLimits.Network},
+		{"Trial", &l.Trial, DefaultLimits.Trial},
+		{"Client", &l.Client, DefaultLimits.Client},
+		{"Identity", &l.Identity, DefaultLimits.Identity},
+	} {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
@@ -117,7 +125,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	if l.Window == 0 {
-		l.Window = time.Minute
+		l.Window = DefaultLimits.Window
 	}
 	switch {
 	case cfg.MaxBodyBytes == 0:
