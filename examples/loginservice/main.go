@@ -24,6 +24,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/examples/loginservice/login"
 )
 
@@ -59,8 +60,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 
 	app := fx.New(
 		login.Options(s.config, ln),
-		// Telemetry joins here: a metric.MeterProvider for the runtime's
-		// observers and a /metrics route (see README.md, "Telemetry").
+		// Telemetry joins here, beside the service: a provider of a
+		// metric.MeterProvider (Prometheus exporter) and of a
+		// login.Route for GET /metrics in login.RoutesGroup, and the
+		// module that makes the runtime's observer from the meter
+		// provider (see README.md, "Telemetry").
 		fx.WithLogger(func() fxevent.Logger {
 			l := &fxevent.SlogLogger{Logger: logger}
 			l.UseLogLevel(slog.LevelDebug) // fx's wiring steps are noise at info
@@ -95,7 +99,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 
 // backendOf says where the quota is kept.
 func backendOf(cfg login.Config) string {
-	if cfg.Runtime.DatabaseURL.IsZero() && cfg.Runtime.Backend != "postgres" {
+	if cfg.Runtime.DatabaseURL.IsZero() && cfg.Runtime.Backend != wiring.BackendPostgres {
 		return "memory"
 	}
 	return "postgres, memory gate in front"

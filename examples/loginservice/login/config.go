@@ -23,9 +23,9 @@ const (
 	DefaultMaxBodyBytes = 4 << 10
 )
 
-// Config describes the login service. Only the key secret in
-// Runtime is required when Runtime has a database (see [Config.Runtime]);
-// everything else has a default.
+// Config describes the login service. Only the runtime's key secret is
+// required (Runtime.KeySecret, or the RUNLIMIT_KEY_SECRET variable that
+// wiring reads when none is set); everything else has a default.
 type Config struct {
 	// Runtime is Runlimit's runtime: where the quota is kept and the key
 	// secret. With neither a DatabaseURL nor a Pool it keeps every counter
@@ -49,9 +49,11 @@ type Config struct {
 	// Users are the accounts a login is checked against. Default
 	// [DemoUsers].
 	Users *Users
-	// Logger receives the service's records, and the runtime's when
-	// Runtime.Logger is nil. No record holds an identity, a client
-	// address or a password. Default: slog.Default().
+	// Logger receives the service's records, the runtime's when
+	// Runtime.Logger is nil, and net/http's error log at warning level.
+	// The service's and the runtime's records never hold an identity, a
+	// client address or a password; net/http's name the peer's address
+	// when a handler panics. Default: slog.Default().
 	Logger *slog.Logger
 }
 

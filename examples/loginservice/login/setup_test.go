@@ -122,13 +122,13 @@ func listen(t *testing.T) net.Listener {
 }
 
 // startOn runs the service on ln, the way the command does (login.Options
-// under fx), and stops it when the test ends. The service's and the
-// runtime's records go to s.logs.
-func startOn(t *testing.T, cfg login.Config, ln net.Listener, clock *memory.ManualClock, exact bool) *service {
+// under fx, with extra options beside it), and stops it when the test
+// ends. The service's and the runtime's records go to s.logs.
+func startOn(t *testing.T, cfg login.Config, ln net.Listener, clock *memory.ManualClock, exact bool, extra ...fx.Option) *service {
 	t.Helper()
 	s := &service{t: t, base: "http://" + ln.Addr().String(), clock: clock, exact: exact, logs: new(logBuffer), clients: map[string]*http.Client{}}
 	cfg.Logger = slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: dropTime}))
-	s.app = fx.New(login.Options(cfg, ln), fx.NopLogger)
+	s.app = fx.New(login.Options(cfg, ln), fx.NopLogger, fx.Options(extra...))
 	require.NoError(t, s.app.Err())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
