@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/runlimit/runlimit/adapters/httplimit"
-	"github.com/runlimit/runlimit/domain"
 )
 
 // loginHandler serves POST /login behind the client-network middleware: it
@@ -60,7 +59,7 @@ func (h *loginHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // enforcing it.
 func (h *loginHandler) logShadowDenials(r *http.Request) {
 	for res, ok := httplimit.FromContext(r.Context()); ok; res, ok = res.Outer() {
-		if i, _, denied := res.ShadowDenied(); denied && res.Outcome() == domain.ShadowDenied {
+		if i, _, denied := res.ShadowDenied(); denied {
 			h.logger.LogAttrs(r.Context(), slog.LevelInfo, "login: shadow denial", slog.String("policy", res.Name(i)))
 		}
 	}
