@@ -6,24 +6,38 @@ BENCHCOUNT ?= 5
 BENCHTIME  ?= 1s
 FUZZTIME   ?= 20s
 STATICCHECK_VERSION ?= v0.8.2
+# Modules of their own beside the main one, so that their dependencies
+# never reach it: make test, test-short, test-race and lint cover them too.
+EXAMPLE_MODULES ?= examples/loginservice
+# Flags for make loginservice, such as ARGS='-identity-limit 3'.
+ARGS ?=
 
 .DEFAULT_GOAL := help
 
 .PHONY: help
 help: ## show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: demo
 demo: ## run the login admission demo on the embedded memory store
 	$(GO) run ./cmd/runlimit demo
 
+.PHONY: loginservice
+loginservice: ## run examples/loginservice on 127.0.0.1:8080 (memory; PostgreSQL with RUNLIMIT_DATABASE_URL)
+	cd examples/loginservice && $(GO) run . $(ARGS)
+
 .PHONY: test
-test: pgprobe ## run every test; without a PostgreSQL server, say in one line how to provide one
+test: pgprobe ## run every test, the example modules' too; without a PostgreSQL server, say in one line how to provide one
 	$(GO) test -count=1 $(PKGS)
+	@$(call in_example_modules,$(GO) test -count=1 ./...)
 
 .PHONY: test-short
 test-short: ## run only the tests that need no PostgreSQL server (go test -short)
 	$(GO) test -count=1 -short $(PKGS)
+	@$(call in_example_modules,$(GO) test -count=1 -short ./...)
+
+# in_example_modules runs a command in each example module, saying where.
+in_example_modules = set -e; for m in $(EXAMPLE_MODULES); do echo "cd $$m && $(1)"; (cd $$m && $(1)); done
 
 # pgprobe says which PostgreSQL server the tests will use, or, when there is
 # none, prints one line of advice and stops the run. It is built rather than
@@ -36,6 +50,7 @@ pgprobe:
 .PHONY: test-race
 test-race: pgprobe ## run every test under the race detector
 	$(GO) test -count=1 -race $(PKGS)
+	@$(call in_example_modules,$(GO) test -count=1 -race ./...)
 
 .PHONY: bench
 bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
@@ -57,3 +72,4 @@ lint: ## gofmt, go vet, staticcheck and go mod tidy must be clean
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 	$(GO) mod tidy -diff
 	cd benchmarks && $(GO) vet ./... && $(GO) mod tidy -diff
+	@$(call in_example_modules,$(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) mod tidy -diff)
