@@ -211,7 +211,7 @@ func (r *Runtime) start(ctx context.Context) error {
 	}
 	if r.pg != nil {
 		if r.cfg.Migrate {
-			if err := migrations.MigratePool(ctx, r.pool); err != nil {
+			if err := migrations.MigratePool(ctx, r.pool, ""); err != nil {
 				return fmt.Errorf("runlimit: migrate: %w", err)
 			}
 		}

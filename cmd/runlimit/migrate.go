@@ -22,7 +22,7 @@ it into their own migration history; it needs no database.`
 // latestSchema is the newest schema version this binary knows, and the
 // steps that reach it.
 func latestSchema() (int32, []migrations.Step, error) {
-	steps, err := migrations.SQL()
+	steps, err := migrations.SQL("")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -71,7 +71,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, latest int32, steps []migr
 	if before > latest {
 		return fmt.Errorf("the database's runlimit schema is at version %d, newer than this runlimit knows (%d); nothing changed", before, latest)
 	}
-	if err := migrations.MigratePool(ctx, pool); err != nil {
+	if err := migrations.MigratePool(ctx, pool, ""); err != nil {
 		return err
 	}
 	after, _, err := schemaVersion(ctx, pool)

@@ -70,7 +70,7 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 
 func TestMigratePrintSQLNeedsNoDatabase(t *testing.T) {
 	t.Parallel()
-	steps, err := migrations.SQL()
+	steps, err := migrations.SQL("")
 	require.NoError(t, err)
 
 	r := execute(t, noEnv, "migrate", "--print-sql")

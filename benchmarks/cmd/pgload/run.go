@@ -77,7 +77,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer setupPool.Close()
-	if err := migrations.MigratePool(ctx, setupPool); err != nil {
+	if err := migrations.MigratePool(ctx, setupPool, ""); err != nil {
 		return err
 	}
 	if _, err := setupPool.Exec(ctx, sqlNaiveTable); err != nil {
