@@ -14,6 +14,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgerror"
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -156,12 +157,12 @@ func (r *Runtime) build() error {
 		if pool == nil {
 			pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 			if err != nil {
-				// The parse error quotes the URL, password redacted; the
-				// rest may still be private, so only errors.As reaches it.
-				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: err}
+				// The parse error holds the URL as written, password
+				// included: only its sanitized form is kept.
+				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
 			if pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
-				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: err}
+				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: pgerror.Sanitize(err)}
 			}
 			r.ownPool = true
 		}
@@ -211,7 +212,7 @@ func (r *Runtime) start(ctx context.Context) error {
 	}
 	if r.pg != nil {
 		if r.cfg.Migrate {
-			if err := migrations.MigratePool(ctx, r.pool, ""); err != nil {
+			if err := migrations.MigratePool(ctx, r.pool, r.pg.Config().Schema); err != nil {
 				return fmt.Errorf("runlimit: migrate: %w", err)
 			}
 		}

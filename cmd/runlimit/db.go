@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
 )
 
 // envDatabaseURL names the environment variable that gives the database
@@ -125,8 +127,11 @@ func (d *database) wrap(err error) error {
 // schemaHint adds what to do to an error that means Runlimit's tables or
 // functions are missing.
 func schemaHint(err error) error {
+	var dbErr *postgres.DatabaseError
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42883") { // undefined_table, undefined_function
+	switch {
+	case errors.As(err, &dbErr) && (dbErr.Code == "42P01" || dbErr.Code == "42883"), // undefined_table, undefined_function
+		errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42883"):
 		return fmt.Errorf(`%w; the runlimit schema is missing or out of date: run "runlimit migrate" first`, err)
 	}
 	return err
