@@ -65,12 +65,16 @@ func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 func (s *Store) drive(ctx context.Context, conn *pgxpool.Conn, a *admission) (domain.Decision, error) {
 	a.caller = ctx
 	a.sess.open(ctx, conn, s.cfg.OperationTimeout)
-	left, step, committing := a.sess.drive(ctx, a.work)
-	if left {
+	o := a.sess.drive(ctx, a.work)
+	if o.detached {
 		// a belongs to the work now.
-		return domain.Decision{}, leftError(ctx, step, committing)
+		return domain.Decision{}, leftError(ctx, o)
 	}
 	d, err := a.decision, a.err
+	if o.left && err != nil {
+		// The work stopped because the caller left: the caller's error.
+		err = leftError(ctx, o)
+	}
 	a.reset()
 	s.admissions.Put(a)
 	return d, err
@@ -146,6 +150,9 @@ type ledgerRow struct {
 func (a *admission) run() {
 	s := a.store
 	st, err := s.ready(&a.sess, a.caller)
+	if st == nil && err == nil {
+		err = errCallerLeft
+	}
 	if st != nil {
 		rows := s.cfg.RowsPerShard
 		switch a.kind {
@@ -159,6 +166,7 @@ func (a *admission) run() {
 	}
 	a.err = err
 	if a.sess.exit() {
+		// The caller was answered without these results.
 		a.reset()
 		s.admissions.Put(a)
 	}

@@ -22,11 +22,11 @@ import (
 // runs on this machine it also reports the CPU its backend spent per
 // admission (server-µs/op).
 //
-// The cancellable variants run under a context that can end, as a server's
-// request context can: the admission then runs in a goroutine of its own,
-// which the caller can leave.
+// The other variants run under a context that can end, as a server's
+// request context can: one that can be cancelled, and one with a deadline,
+// whose admission runs in a goroutine of its own that the caller can leave.
 func BenchmarkAdmit(b *testing.B) {
-	for _, path := range []string{"batch", "check", "batch/cancellable", "check/cancellable"} {
+	for _, path := range []string{"batch", "check", "batch/cancellable", "check/cancellable", "batch/deadline", "check/deadline"} {
 		b.Run(path, func(b *testing.B) {
 			f := setup(b, postgres.Config{})
 			store, pool := f.newStore(b, postgres.Config{}, func(c *pgxpool.Config) { c.MaxConns = 1 })
@@ -37,9 +37,14 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 			var batch domain.Batch
 			ctx := context.Background()
-			if strings.HasSuffix(path, "/cancellable") {
+			switch {
+			case strings.HasSuffix(path, "/cancellable"):
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+			case strings.HasSuffix(path, "/deadline"):
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Hour)
 				defer cancel()
 			}
 			admit := func(c domain.Check) domain.Outcome {

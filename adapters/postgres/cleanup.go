@@ -97,13 +97,13 @@ func (s *Store) maintain(ctx context.Context, op string, work func(*session) err
 	ss := new(session)
 	ss.open(ctx, conn, s.cfg.OperationTimeout)
 	var werr error
-	left, _, committing := ss.drive(ctx, func() {
+	o := ss.drive(ctx, func() {
 		werr = work(ss)
 		ss.exit()
 	})
-	if left {
+	if o.detached || o.left && werr != nil {
 		err := ctx.Err()
-		return &MaintenanceError{Op: op, MayHaveRemoved: committing && op == opCleanup, Timeout: isTimeout(err), Err: err}
+		return &MaintenanceError{Op: op, MayHaveRemoved: o.committing && op == opCleanup, Timeout: isTimeout(err), Err: err}
 	}
 	return werr
 }

@@ -91,17 +91,24 @@ func TestCallerDeadlineKeepsTheConnection(t *testing.T) {
 }
 
 // A caller that cancels while its admission waits for a lock gets its
-// answer at once; the store cancels the wait on the server, rolls back and
-// pools the connection while the lock is still held elsewhere, and nothing
-// is left behind.
+// answer (at once when its context has a deadline, once the server has
+// stopped otherwise); the store cancels the wait on the server, rolls back
+// and pools the connection while the lock is still held elsewhere, and
+// nothing is left behind.
 func TestCallerCancellationCancelsTheStatement(t *testing.T) {
 	t.Parallel()
-	for _, batch := range []bool{false, true} {
-		name := "single"
-		if batch {
-			name = "batch of two"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		batch    bool
+		deadline bool
+	}{
+		{"single", false, false},
+		{"batch of two", true, false},
+		{"single, deadline far away", false, true},
+		{"batch of two, deadline far away", true, true},
+	} {
+		batch := tc.batch
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, postgres.Config{})
 			store, pool := f.newStore(t, postgres.Config{}, named("cancelled"))
@@ -113,6 +120,9 @@ func TestCallerCancellationCancelsTheStatement(t *testing.T) {
 			tx := f.hold(t)
 			lockAdvisory(t, tx, c)
 			ctx, cancel := context.WithCancel(context.Background())
+			if tc.deadline {
+				ctx, cancel = context.WithTimeout(context.Background(), time.Hour)
+			}
 			errs := make(chan error, 1)
 			go func() {
 				var err error

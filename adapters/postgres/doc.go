@@ -95,12 +95,13 @@
 //
 // A caller's deadline or cancellation never costs the pool its connection.
 // The wire work runs under the store's budget, which the caller cannot end,
-// in a goroutine of its own when the caller's context can end. A caller
-// that gives up gets its answer at once, a [*CheckError] that consumed
-// nothing unless COMMIT had been sent. The store then lets the round trip
-// finish, asks the server to cancel the statement if it is still running
-// a moment later, rolls back under a small budget of its own and returns the
-// connection to the pool. It closes a connection only when its state is
+// in a goroutine of its own when the caller's context has a deadline. Such
+// a caller gets its answer at its deadline, a [*CheckError] that consumed
+// nothing unless COMMIT had been sent; a caller whose context is cancelled
+// without a deadline gets it once the server has stopped, a moment later.
+// The store lets the round trip finish, asks the server to cancel the
+// statement if it is still running a moment later, rolls back under a small
+// budget of its own and returns the connection to the pool. It closes a connection only when its state is
 // unknown: the connection broke, the server did not answer in time, or a
 // cancel request could not be delivered (it might strike a later
 // statement). A new connection is prepared and warmed under the store's

@@ -31,9 +31,10 @@ type attempt struct {
 // caller's deadline is far shorter than that takes.
 //
 // The test measures itself rather than assuming a speed: deadlines are 5
-// times the median latency measured at the same concurrency, and recovery
-// means that within a second of the kill some 100 ms stretch again serves
-// at least 95% of its checks (or the steady state's ratio, if lower).
+// times the median latency measured at the same concurrency (see below),
+// and recovery means that within a second of the kill some 100 ms stretch
+// again serves at least 95% of its checks (or the steady state's ratio, if
+// lower).
 //
 // It does not run in parallel with other tests: it measures latency.
 func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
@@ -140,30 +141,59 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 	}
 
 	// Steady state: deadlines 5 times the median latency measured just
-	// before at this concurrency, connections warm. Other work on the
-	// machine can only make a second worse, never better: a store that
-	// cannot keep 95% in any of three seconds fails.
+	// before at this concurrency, connections warm, and the pool's server
+	// processes noted. The bar is 95% of checks served; when other work on
+	// the machine (other test binaries, the race detector) stretches the
+	// latency's tail so far that the machine itself, with no deadline to
+	// handle, finished fewer than 97% of the calibration's checks within
+	// the deadline, the bar is that share less two points: a deadline the
+	// machine cannot meet would measure the machine, not the store. Other
+	// work can only make a second worse: the best of three counts.
 	var (
 		deadline    time.Duration
 		steadyRatio float64
+		bar         float64
+		buckets     []float64 // the success ratios of the steady state's 100 ms stretches
+		before      []uint32
 	)
+	const bucket = 100 * time.Millisecond
 	for try := 1; try <= 3; try++ {
 		_, latencies, errs := run(0, after(500*time.Millisecond), time.Now())
 		require.Empty(t, errs)
 		slices.Sort(latencies)
 		median := latencies[len(latencies)/2]
 		deadline = 5 * median
+		within, _ := slices.BinarySearch(latencies, deadline+1)
+		machine := float64(within) / float64(len(latencies))
+		before = backends(t, pool)
 		outcomes, _, errs := run(deadline, after(time.Second), time.Now())
 		checkErrors(errs)
 		var n int
 		steadyRatio, n = ratio(outcomes, 0, time.Second)
-		t.Logf("median %v (p95 %v) over %d checks; deadline %v: %.4f of %d checks succeeded",
-			median, latencies[len(latencies)*95/100], len(latencies), deadline, steadyRatio, n)
-		if steadyRatio >= 0.95 {
+		bar = min(0.95, machine-0.02)
+		t.Logf("median %v over %d checks, %.4f of them within %v; with that deadline %.4f of %d checks succeeded (bar %.4f)",
+			median, len(latencies), machine, deadline, steadyRatio, n, bar)
+		buckets = buckets[:0]
+		for from := time.Duration(0); from+bucket <= time.Second; from += bucket {
+			if r, n := ratio(outcomes, from, from+bucket); n > 0 {
+				buckets = append(buckets, r)
+			}
+		}
+		if steadyRatio >= bar {
 			break
 		}
 	}
-	require.GreaterOrEqual(t, steadyRatio, 0.95, "in steady state, checks with deadlines 5 times the median latency fail")
+	require.GreaterOrEqual(t, steadyRatio, bar, "in steady state, checks with deadlines 5 times the median latency fail too often")
+	// The checks that missed their deadline cost no connection: the same
+	// server processes serve on.
+	later := backends(t, pool)
+	kept := 0
+	for _, pid := range before {
+		if slices.Contains(later, pid) {
+			kept++
+		}
+	}
+	require.GreaterOrEqual(t, kept, len(before)-1, "deadlines cost connections: %v became %v", before, later)
 
 	// Every backend of the pool killed a quarter of a second into a run.
 	start := time.Now()
@@ -194,17 +224,20 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 	killedAt := k.at
 	checkErrors(errs)
 
-	bar := min(steadyRatio, 0.95)
+	// Back to normal: some 100 ms stretch within a second of the kill serves
+	// as well as a typical (the median) stretch of the steady state did,
+	// or 95%.
+	slices.Sort(buckets)
+	normal := min(buckets[len(buckets)/2], 0.95)
 	recovered := time.Duration(-1)
-	const bucket = 100 * time.Millisecond
 	for from := killedAt; from+bucket <= killedAt+time.Second; from += bucket {
 		r, n := ratio(outcomes, from, from+bucket)
 		t.Logf("%v after the kill: %.4f of %d", from-killedAt, r, n)
-		if n >= 20 && r >= bar && recovered < 0 {
+		if n >= 20 && r >= normal && recovered < 0 {
 			recovered = from - killedAt
 		}
 	}
-	require.GreaterOrEqual(t, recovered, time.Duration(0), "no 100 ms stretch within a second of the kill served %.2f of its checks", bar)
+	require.GreaterOrEqual(t, recovered, time.Duration(0), "no 100 ms stretch within a second of the kill served %.2f of its checks", normal)
 
 	// The pool soon holds only new connections, every one of them warm,
 	// whether or not a caller has used it since it was opened.

@@ -28,11 +28,12 @@ const cancelDelay = 10 * time.Millisecond
 // that must connect, prepare and warm up before it can serve, and under
 // deadlines tighter than that, no replacement ever would. So the wire work
 // runs under a context of the store's own (the operation's budget, which the
-// caller cannot end), in a goroutine of its own when the caller can give up.
-// The caller waits for it until its context ends, then leaves with a
-// timeout: quota was not consumed unless COMMIT had been sent. The session
-// then asks the server to cancel the statement it is running (a cancel
-// request), waits briefly for the answer, rolls back and returns the
+// caller cannot end), in a goroutine of its own when the caller has a
+// deadline (see drive). Such a caller waits for it until its deadline, then
+// leaves with a timeout: quota was not consumed unless COMMIT had been
+// sent. When the caller gives up, the session asks the server to cancel the
+// statement it is running (a cancel request) if it is still running a
+// moment later, waits briefly for the answer, rolls back and returns the
 // connection to the pool. It closes the connection only when its state is
 // unknown: the cancel request could not be delivered (it might still strike
 // a later statement), the server did not answer in time, or the connection
@@ -57,10 +58,16 @@ type session struct {
 	wait   time.Time
 	budget time.Time
 
+	// inline: the caller runs the work itself (see drive); callbacks
+	// counts its context's callback while it may run.
+	inline    bool
+	callbacks sync.WaitGroup
+
 	mu        sync.Mutex
 	step      string        // OpAcquire while warming up, OpLock, then OpCommit once COMMIT is sent
 	inFlight  bool          // a round trip is waiting for the server's answer
 	left      bool          // the caller gave up
+	leftStep  string        // the step when the caller gave up
 	exited    bool          // the work is over and its results written
 	lost      bool          // the connection's state is unknown: close it
 	cancelled chan struct{} // closed once the cancel request is settled; nil if none
@@ -73,7 +80,8 @@ type session struct {
 func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.Duration) {
 	ss.conn, ss.pc = conn, conn.Conn().PgConn()
 	ss.step = OpLock
-	ss.inFlight, ss.left, ss.exited, ss.lost = false, false, false, false
+	ss.inFlight, ss.left, ss.exited, ss.lost, ss.inline = false, false, false, false, false
+	ss.leftStep = ""
 	ss.cancelled, ss.answered = nil, nil
 	if ss.done == nil {
 		ss.done = make(chan struct{}, 1)
@@ -94,29 +102,67 @@ func (ss *session) setBudget(caller context.Context, budget time.Duration) {
 	}
 }
 
-// drive runs work, which must end with exit, and waits for it as long as
-// caller lasts. left reports that the caller gave up first: the work then
-// owns everything it uses and releases it itself, and step and committing
-// say how far it had got.
-func (ss *session) drive(caller context.Context, work func()) (left bool, step string, committing bool) {
+// outcome is how a session's work ended for its caller.
+type outcome struct {
+	// left: the caller gave up before the work was over.
+	left bool
+	// detached: the caller was answered without the work's results, and
+	// the work owns everything it uses and releases it itself.
+	detached bool
+	// step and committing say how far the work had got when the caller
+	// left: the step, and whether COMMIT had been sent.
+	step       string
+	committing bool
+}
+
+// drive runs work, which must end with exit, for a caller whose context is
+// caller.
+//
+// A caller with a deadline is promised an answer by then: the work runs in
+// a goroutine of its own, and the caller leaves it at the deadline
+// (detached). A caller whose context can only be cancelled runs the work
+// itself, as does one whose context cannot end at all: a cancellation asks
+// the server to stop, and the caller gets its answer once it has, a moment
+// later (the work's own results, or its error as the caller's). Nobody waits
+// for the answer of a cancelled request; a goroutine per admission would
+// cost every admission for them.
+func (ss *session) drive(caller context.Context, work func()) outcome {
 	if caller.Done() == nil {
-		// The caller cannot give up: no goroutine is needed.
 		work()
 		<-ss.done
-		return false, "", false
+		return outcome{}
+	}
+	if _, ok := caller.Deadline(); !ok {
+		ss.inline = true
+		ss.callbacks.Add(1)
+		stop := context.AfterFunc(caller, func() {
+			defer ss.callbacks.Done()
+			ss.leave()
+		})
+		work()
+		if stop() {
+			ss.callbacks.Done()
+		}
+		// The session is reused once this returns: a callback that has
+		// started must be over.
+		ss.callbacks.Wait()
+		<-ss.done
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		return outcome{left: ss.left, step: ss.leftStep, committing: ss.leftStep == OpCommit}
 	}
 	go work()
 	select {
 	case <-ss.done:
-		return false, "", false
+		return outcome{}
 	case <-caller.Done():
 	}
 	if step, committing, ok := ss.leave(); ok {
-		return true, step, committing
+		return outcome{left: true, detached: true, step: step, committing: committing}
 	}
 	// The work exited as the caller gave up: its results stand.
 	<-ss.done
-	return false, "", false
+	return outcome{}
 }
 
 // leave records that the caller gave up, unless the work has already
@@ -127,7 +173,7 @@ func (ss *session) leave() (step string, committing bool, ok bool) {
 	if ss.exited {
 		return "", false, false
 	}
-	ss.left = true
+	ss.left, ss.leftStep = true, ss.step
 	if ss.inFlight && ss.step != OpAcquire {
 		// Warming up is never cancelled: it is what lets the connection
 		// serve the next caller in time.
@@ -240,17 +286,17 @@ func (ss *session) release() { ss.mu.Unlock() }
 
 // exit ends the work: the connection goes back to the pool, rolled back, or
 // is closed, and the caller, if still waiting, is told. It reports whether
-// the caller had left, in which case the work owns its memory.
-func (ss *session) exit() (callerLeft bool) {
+// the caller was answered without the work, which then owns its memory.
+func (ss *session) exit() (detached bool) {
 	ss.finish()
 	ss.mu.Lock()
 	ss.exited = true
-	callerLeft = ss.left
+	detached = ss.left && !ss.inline
 	ss.mu.Unlock()
-	if !callerLeft {
+	if !detached {
 		ss.done <- struct{}{}
 	}
-	return callerLeft
+	return detached
 }
 
 // forget marks the connection's state unknown after err when err says the
@@ -296,10 +342,10 @@ func discard(conn *pgxpool.Conn) {
 	_ = conn.Hijack().Close(ctx)
 }
 
-// leftError is the error of an admission whose caller gave up at step:
-// its context's error, timed out or cancelled, consumed only if COMMIT had
-// been sent.
-func leftError(caller context.Context, step string, committing bool) *CheckError {
+// leftError is the error of an admission whose caller gave up: its
+// context's error, timed out or cancelled, at the step the work had reached,
+// consumed only if COMMIT had been sent.
+func leftError(caller context.Context, o outcome) *CheckError {
 	err := caller.Err()
-	return &CheckError{Op: step, MayHaveConsumed: committing, Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
+	return &CheckError{Op: o.step, MayHaveConsumed: o.committing, Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
 }
