@@ -25,6 +25,15 @@
 // tests. Each database comes with a small pool and is dropped in t.Cleanup,
 // after its pools are closed, with a context of its own.
 //
+// # Roles
+//
+// [Database.NewRole] makes a login role of the test's own (roles belong to
+// the whole server) and removes it, with what it owns, when the test ends.
+// [Database.NewServiceRole] holds exactly the privileges the postgres
+// package documents for a service, and [Database.PlantShadowSchema] plays a
+// role that may only create schemas and plants look-alikes of Runlimit's
+// objects first on a victim's search_path.
+//
 // A package that uses pgtest should call [Main] from TestMain so that a
 // container started for it is removed when its tests end.
 package pgtest
