@@ -4,7 +4,7 @@
 --
 -- Fillfactor 80 leaves room on each page so that counting an active window
 -- (only `used` changes) can stay a heap-only tuple update.
-CREATE TABLE runlimit_fixed_windows (
+CREATE TABLE {{.schema}}.runlimit_fixed_windows (
     policy_id          text        NOT NULL,
     scope_id           text        NOT NULL,
     config_fingerprint bytea       NOT NULL,
@@ -28,8 +28,8 @@ CREATE TABLE runlimit_fixed_windows (
 
 -- Cleanup walks expired rows oldest first through this index.
 CREATE INDEX runlimit_fixed_windows_expires_idx
-    ON runlimit_fixed_windows (window_expires_at);
+    ON {{.schema}}.runlimit_fixed_windows (window_expires_at);
 
 ---- create above / drop below ----
 
-DROP TABLE runlimit_fixed_windows;
+DROP TABLE {{.schema}}.runlimit_fixed_windows;

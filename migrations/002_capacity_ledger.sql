@@ -3,7 +3,7 @@
 -- subject key) it owns. Statement-level triggers keep the counts exact, and
 -- the CHECK refuses a shard's 65,537th row whoever inserts it. The store
 -- enforces its own, lower, configured bound at admission.
-CREATE TABLE runlimit_capacity_shards (
+CREATE TABLE {{.schema}}.runlimit_capacity_shards (
     shard smallint NOT NULL,
     rows  bigint   NOT NULL,
     CONSTRAINT runlimit_capacity_shards_pkey PRIMARY KEY (shard),
@@ -13,14 +13,14 @@ CREATE TABLE runlimit_capacity_shards (
 
 -- No writer may slip a row in between counting the existing rows and
 -- installing the triggers below.
-LOCK TABLE runlimit_fixed_windows IN SHARE ROW EXCLUSIVE MODE;
+LOCK TABLE {{.schema}}.runlimit_fixed_windows IN SHARE ROW EXCLUSIVE MODE;
 
 -- Rows stored before this step met only the table's CHECK: hold them to the
 -- storage key rules that the insert trigger below keeps from now on.
 DO $$
 BEGIN
     IF EXISTS (
-        SELECT FROM runlimit_fixed_windows AS w
+        SELECT FROM {{.schema}}.runlimit_fixed_windows AS w
         WHERE octet_length(w.policy_id) NOT BETWEEN 1 AND 128
            OR octet_length(w.scope_id) NOT BETWEEN 1 AND 128
            OR octet_length(w.config_fingerprint) <> 32
@@ -31,10 +31,10 @@ BEGIN
 END
 $$;
 
-INSERT INTO runlimit_capacity_shards (shard, rows)
+INSERT INTO {{.schema}}.runlimit_capacity_shards (shard, rows)
 SELECT s.shard, count(w.config_fingerprint)
 FROM pg_catalog.generate_series(0, 255) AS s(shard)
-LEFT JOIN runlimit_fixed_windows AS w
+LEFT JOIN {{.schema}}.runlimit_fixed_windows AS w
     ON (pg_catalog.get_byte(w.config_fingerprint, 0) # pg_catalog.get_byte(w.subject_key, 0)) = s.shard
 GROUP BY s.shard;
 
@@ -46,7 +46,7 @@ GROUP BY s.shard;
 -- The insert trigger also holds the rules of the storage key columns, which
 -- the table checks only here because they never change after an insert:
 -- a CHECK would cost every update of a counter.
-CREATE FUNCTION runlimit_capacity_count_inserted() RETURNS trigger
+CREATE FUNCTION {{.schema}}.runlimit_capacity_count_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     wanted  bigint;
@@ -92,7 +92,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION runlimit_capacity_count_deleted() RETURNS trigger
+CREATE FUNCTION {{.schema}}.runlimit_capacity_count_deleted() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     wanted  bigint;
@@ -127,7 +127,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION runlimit_capacity_count_truncated() RETURNS trigger
+CREATE FUNCTION {{.schema}}.runlimit_capacity_count_truncated() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM 1 FROM runlimit_capacity_shards ORDER BY shard FOR UPDATE;
@@ -139,7 +139,7 @@ $$;
 -- A row's shard derives from its keys, so changing a key would move the row
 -- to another shard behind the ledger's back. Keys are immutable; a counter
 -- under a new key is a new row.
-CREATE FUNCTION runlimit_forbid_key_update() RETURNS trigger
+CREATE FUNCTION {{.schema}}.runlimit_forbid_key_update() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'runlimit: the storage key columns of runlimit_fixed_windows are immutable'
@@ -149,55 +149,45 @@ $$;
 
 -- Trigger functions resolve names through a fixed path, pg_catalog first and
 -- then the schema holding these tables, whatever search_path the session
--- that fires them has.
-DO $$
-DECLARE
-    f text;
-BEGIN
-    FOREACH f IN ARRAY ARRAY[
-        'runlimit_capacity_count_inserted',
-        'runlimit_capacity_count_deleted',
-        'runlimit_capacity_count_truncated',
-        'runlimit_forbid_key_update']
-    LOOP
-        EXECUTE pg_catalog.format('ALTER FUNCTION %I.%I() SET search_path = pg_catalog, %I',
-            pg_catalog.current_schema(), f, pg_catalog.current_schema());
-    END LOOP;
-END
-$$;
+-- that fires them has. (004 replaces these functions with ones that name
+-- every table in full and search only pg_catalog and pg_temp.)
+ALTER FUNCTION {{.schema}}.runlimit_capacity_count_inserted() SET search_path = pg_catalog, {{.schema}};
+ALTER FUNCTION {{.schema}}.runlimit_capacity_count_deleted() SET search_path = pg_catalog, {{.schema}};
+ALTER FUNCTION {{.schema}}.runlimit_capacity_count_truncated() SET search_path = pg_catalog, {{.schema}};
+ALTER FUNCTION {{.schema}}.runlimit_forbid_key_update() SET search_path = pg_catalog, {{.schema}};
 
 CREATE TRIGGER runlimit_capacity_insert
-    AFTER INSERT ON runlimit_fixed_windows
+    AFTER INSERT ON {{.schema}}.runlimit_fixed_windows
     REFERENCING NEW TABLE AS runlimit_inserted
-    FOR EACH STATEMENT EXECUTE FUNCTION runlimit_capacity_count_inserted();
+    FOR EACH STATEMENT EXECUTE FUNCTION {{.schema}}.runlimit_capacity_count_inserted();
 
 CREATE TRIGGER runlimit_capacity_delete
-    AFTER DELETE ON runlimit_fixed_windows
+    AFTER DELETE ON {{.schema}}.runlimit_fixed_windows
     REFERENCING OLD TABLE AS runlimit_deleted
-    FOR EACH STATEMENT EXECUTE FUNCTION runlimit_capacity_count_deleted();
+    FOR EACH STATEMENT EXECUTE FUNCTION {{.schema}}.runlimit_capacity_count_deleted();
 
 CREATE TRIGGER runlimit_capacity_truncate
-    AFTER TRUNCATE ON runlimit_fixed_windows
-    FOR EACH STATEMENT EXECUTE FUNCTION runlimit_capacity_count_truncated();
+    AFTER TRUNCATE ON {{.schema}}.runlimit_fixed_windows
+    FOR EACH STATEMENT EXECUTE FUNCTION {{.schema}}.runlimit_capacity_count_truncated();
 
 CREATE TRIGGER runlimit_fixed_windows_immutable_keys
     BEFORE UPDATE OF policy_id, scope_id, config_fingerprint, subject_key
-    ON runlimit_fixed_windows
+    ON {{.schema}}.runlimit_fixed_windows
     FOR EACH ROW
     WHEN (OLD.policy_id IS DISTINCT FROM NEW.policy_id
        OR OLD.scope_id IS DISTINCT FROM NEW.scope_id
        OR OLD.config_fingerprint IS DISTINCT FROM NEW.config_fingerprint
        OR OLD.subject_key IS DISTINCT FROM NEW.subject_key)
-    EXECUTE FUNCTION runlimit_forbid_key_update();
+    EXECUTE FUNCTION {{.schema}}.runlimit_forbid_key_update();
 
 ---- create above / drop below ----
 
-DROP TRIGGER runlimit_fixed_windows_immutable_keys ON runlimit_fixed_windows;
-DROP TRIGGER runlimit_capacity_truncate ON runlimit_fixed_windows;
-DROP TRIGGER runlimit_capacity_delete ON runlimit_fixed_windows;
-DROP TRIGGER runlimit_capacity_insert ON runlimit_fixed_windows;
-DROP FUNCTION runlimit_forbid_key_update();
-DROP FUNCTION runlimit_capacity_count_truncated();
-DROP FUNCTION runlimit_capacity_count_deleted();
-DROP FUNCTION runlimit_capacity_count_inserted();
-DROP TABLE runlimit_capacity_shards;
+DROP TRIGGER runlimit_fixed_windows_immutable_keys ON {{.schema}}.runlimit_fixed_windows;
+DROP TRIGGER runlimit_capacity_truncate ON {{.schema}}.runlimit_fixed_windows;
+DROP TRIGGER runlimit_capacity_delete ON {{.schema}}.runlimit_fixed_windows;
+DROP TRIGGER runlimit_capacity_insert ON {{.schema}}.runlimit_fixed_windows;
+DROP FUNCTION {{.schema}}.runlimit_forbid_key_update();
+DROP FUNCTION {{.schema}}.runlimit_capacity_count_truncated();
+DROP FUNCTION {{.schema}}.runlimit_capacity_count_deleted();
+DROP FUNCTION {{.schema}}.runlimit_capacity_count_inserted();
+DROP TABLE {{.schema}}.runlimit_capacity_shards;

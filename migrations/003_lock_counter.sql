@@ -13,9 +13,9 @@
 -- client.
 --
 -- Every function it calls is qualified with pg_catalog. The tables are found
--- through the caller's search_path, as the store's other statements find
--- them.
-CREATE FUNCTION runlimit_lock_counter(
+-- through the caller's search_path; 004 replaces this function with one that
+-- names them in full and searches only pg_catalog and pg_temp.
+CREATE FUNCTION {{.schema}}.runlimit_lock_counter(
     lock_id           bigint,
     fingerprint       bytea,
     subject           bytea,
@@ -69,4 +69,4 @@ $$;
 
 ---- create above / drop below ----
 
-DROP FUNCTION runlimit_lock_counter(bigint, bytea, bytea, smallint, text);
+DROP FUNCTION {{.schema}}.runlimit_lock_counter(bigint, bytea, bytea, smallint, text);

@@ -2,7 +2,9 @@ package migrations_test
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +18,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // schema is what a test compares between databases: the runlimit tables,
-// functions and triggers, and the ledger's row count.
+// functions and triggers of one schema, and the ledger's row count.
 type schema struct {
 	Tables    []string
 	Functions []string
@@ -24,27 +26,70 @@ type schema struct {
 	Shards    int
 }
 
-func readSchema(t *testing.T, conn *pgx.Conn) schema {
+func readSchema(t *testing.T, conn *pgx.Conn, name string) schema {
 	t.Helper()
 	ctx := context.Background()
 	var s schema
 	list := func(sql string) []string {
-		rows, err := conn.Query(ctx, sql)
+		rows, err := conn.Query(ctx, sql, name)
 		require.NoError(t, err)
 		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
 		return names
 	}
-	s.Tables = list(`SELECT tablename FROM pg_catalog.pg_tables
-		WHERE schemaname = 'public' AND tablename LIKE 'runlimit%' ORDER BY 1`)
-	s.Functions = list(`SELECT proname FROM pg_catalog.pg_proc
-		WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'runlimit%' ORDER BY 1`)
-	s.Triggers = list(`SELECT tgname FROM pg_catalog.pg_trigger
-		WHERE NOT tgisinternal AND tgname LIKE 'runlimit%' ORDER BY 1`)
+	s.Tables = list(`SELECT tablename::text FROM pg_catalog.pg_tables
+		WHERE schemaname = $1 AND tablename LIKE 'runlimit%' ORDER BY 1`)
+	s.Functions = list(`SELECT DISTINCT p.proname::text FROM pg_catalog.pg_proc AS p
+		JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND p.proname LIKE 'runlimit%' ORDER BY 1`)
+	s.Triggers = list(`SELECT t.tgname::text FROM pg_catalog.pg_trigger AS t
+		JOIN pg_catalog.pg_class AS c ON c.oid = t.tgrelid
+		JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+		WHERE NOT t.tgisinternal AND t.tgname LIKE 'runlimit%' AND n.nspname = $1 ORDER BY 1`)
 	if slices.Contains(s.Tables, "runlimit_capacity_shards") {
-		require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM runlimit_capacity_shards").Scan(&s.Shards))
+		require.NoError(t, conn.QueryRow(ctx,
+			"SELECT count(*) FROM "+pgx.Identifier{name, "runlimit_capacity_shards"}.Sanitize()).Scan(&s.Shards))
 	}
 	return s
+}
+
+// definitions lists every object of schema name with its full definition,
+// as PostgreSQL prints it: columns, constraints, indexes, storage options,
+// functions (body, search_path, security) and triggers, with their owners
+// and privileges.
+func definitions(t *testing.T, conn *pgx.Conn, name string) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+		SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' ' || pg_catalog.pg_get_userbyid(c.relowner)
+		       || ' ' || COALESCE(pg_catalog.array_to_string(c.reloptions, ','), '')
+		       || ' ' || COALESCE(c.relacl::text, '')
+		FROM pg_catalog.pg_class AS c WHERE c.relnamespace = $1::regnamespace
+		UNION ALL
+		SELECT 'column ' || c.relname || '.' || a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod)
+		       || ' ' || a.attnotnull || ' ' || a.attnum
+		FROM pg_catalog.pg_attribute AS a JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid
+		WHERE c.relnamespace = $1::regnamespace AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind = 'r'
+		UNION ALL
+		SELECT 'constraint ' || r.conname || ' ' || pg_catalog.pg_get_constraintdef(r.oid)
+		FROM pg_catalog.pg_constraint AS r WHERE r.connamespace = $1::regnamespace
+		UNION ALL
+		SELECT 'index ' || pg_catalog.pg_get_indexdef(i.indexrelid)
+		FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid
+		WHERE c.relnamespace = $1::regnamespace
+		UNION ALL
+		SELECT 'function ' || pg_catalog.pg_get_functiondef(p.oid) || ' owner '
+		       || pg_catalog.pg_get_userbyid(p.proowner) || ' ' || COALESCE(p.proacl::text, '')
+		FROM pg_catalog.pg_proc AS p WHERE p.pronamespace = $1::regnamespace
+		UNION ALL
+		SELECT 'trigger ' || pg_catalog.pg_get_triggerdef(t.oid) || ' ' || t.tgenabled::text
+		FROM pg_catalog.pg_trigger AS t JOIN pg_catalog.pg_class AS c ON c.oid = t.tgrelid
+		WHERE c.relnamespace = $1::regnamespace AND NOT t.tgisinternal
+		ORDER BY 1`, pgx.Identifier{name}.Sanitize())
+	require.NoError(t, err)
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.NotEmpty(t, defs)
+	return defs
 }
 
 func connect(t *testing.T, db *pgtest.Database) *pgx.Conn {
@@ -53,6 +98,13 @@ func connect(t *testing.T, db *pgtest.Database) *pgx.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
+}
+
+func config(t *testing.T, url string) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	return cfg
 }
 
 func version(t *testing.T, conn *pgx.Conn, table string) int32 {
@@ -64,7 +116,7 @@ func version(t *testing.T, conn *pgx.Conn, table string) int32 {
 
 func latest(t *testing.T) int32 {
 	t.Helper()
-	steps, err := migrations.SQL()
+	steps, err := migrations.SQL("")
 	require.NoError(t, err)
 	return steps[len(steps)-1].Version
 }
@@ -83,12 +135,60 @@ var wantSchema = schema{
 	Shards: 256,
 }
 
+var noSchema = schema{Tables: []string{}, Functions: []string{}, Triggers: []string{}}
+
 func TestMigrateFresh(t *testing.T) {
 	t.Parallel()
-	conn := connect(t, pgtest.NewEmpty(t))
-	require.NoError(t, migrations.Migrate(context.Background(), conn))
-	require.Equal(t, wantSchema, readSchema(t, conn))
-	require.Equal(t, latest(t), version(t, conn, migrations.VersionTable))
+	db := pgtest.NewEmpty(t)
+	conn := connect(t, db)
+	require.NoError(t, migrations.Migrate(context.Background(), config(t, db.URL), ""))
+	require.Equal(t, wantSchema, readSchema(t, conn, "public"))
+	require.Equal(t, latest(t), version(t, conn, "public."+migrations.VersionTable))
+}
+
+// Everything, the version table included, goes into the schema named, which
+// Migrate creates; nothing lands in the connection's current schema.
+func TestMigrateIntoItsOwnSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	conn := connect(t, db)
+	ctx := context.Background()
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, "Rate_Limits"))
+	require.Equal(t, wantSchema, readSchema(t, conn, "Rate_Limits"))
+	require.Equal(t, noSchema, readSchema(t, conn, "public"))
+	require.Equal(t, latest(t), version(t, conn, `"Rate_Limits".`+migrations.VersionTable))
+
+	// The triggers of that schema keep its own ledger.
+	_, err := conn.Exec(ctx, `INSERT INTO "Rate_Limits".runlimit_fixed_windows VALUES
+		('p', 's', decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), now(), now() + interval '1 minute', 3)`)
+	require.NoError(t, err)
+	var ledger int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT rows FROM "Rate_Limits".runlimit_capacity_shards WHERE shard = 3`).Scan(&ledger))
+	require.Equal(t, int64(1), ledger)
+
+	// Two schemas live side by side in one database.
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, "other"))
+	require.Equal(t, wantSchema, readSchema(t, conn, "other"))
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, "Rate_Limits"))
+	require.Equal(t, wantSchema, readSchema(t, conn, "Rate_Limits"))
+}
+
+func TestMigrateRejectsInvalidSchemaNames(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	for _, name := range []string{"pg_temp", "PG_catalog", "1st", "a-b", `a"b`, "a$$b", "a.b", "ä", strings.Repeat("a", 64)} {
+		require.ErrorIs(t, migrations.CheckSchema(name), migrations.ErrInvalidSchema, name)
+		require.ErrorIs(t, migrations.MigratePool(context.Background(), db.Pool, name), migrations.ErrInvalidSchema, name)
+		_, err := migrations.SQL(name)
+		require.ErrorIs(t, err, migrations.ErrInvalidSchema, name)
+	}
+	for _, name := range []string{"public", "runlimit", "Rate_Limits", "_x9", strings.Repeat("a", 63)} {
+		require.NoError(t, migrations.CheckSchema(name), name)
+	}
+	var schemas int
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname NOT LIKE 'pg\_%' AND nspname NOT IN ('public', 'information_schema')`).Scan(&schemas))
+	require.Zero(t, schemas)
 }
 
 func TestMigrateTwiceIsANoOp(t *testing.T) {
@@ -96,15 +196,15 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 	db := pgtest.NewEmpty(t)
 	conn := connect(t, db)
 	ctx := context.Background()
-	require.NoError(t, migrations.Migrate(ctx, conn))
+	require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), ""))
 	// A counter stored between the runs must survive the second one.
 	_, err := conn.Exec(ctx, `INSERT INTO runlimit_fixed_windows VALUES
 		('p', 's', decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'),
 		 now(), now() + interval '1 minute', 3)`)
 	require.NoError(t, err)
 
-	require.NoError(t, migrations.MigratePool(ctx, db.Pool))
-	require.Equal(t, wantSchema, readSchema(t, conn))
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, migrations.DefaultSchema))
+	require.Equal(t, wantSchema, readSchema(t, conn, "public"))
 	require.Equal(t, latest(t), version(t, conn, migrations.VersionTable))
 	var used, ledger int64
 	require.NoError(t, conn.QueryRow(ctx, "SELECT used FROM runlimit_fixed_windows").Scan(&used))
@@ -129,10 +229,11 @@ func TestMigrateBesideHostHistory(t *testing.T) {
 	for _, order := range []string{"host first", "runlimit first"} {
 		t.Run(order, func(t *testing.T) {
 			t.Parallel()
-			conn := connect(t, pgtest.NewEmpty(t))
+			db := pgtest.NewEmpty(t)
+			conn := connect(t, db)
 			ctx := context.Background()
 			host := func() { require.NoError(t, hostMigrator(t, conn).Migrate(ctx)) }
-			runlimit := func() { require.NoError(t, migrations.Migrate(ctx, conn)) }
+			runlimit := func() { require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), "")) }
 			if order == "host first" {
 				host()
 				runlimit()
@@ -146,7 +247,7 @@ func TestMigrateBesideHostHistory(t *testing.T) {
 			runlimit()
 			require.Equal(t, int32(2), version(t, conn, "public.schema_version"))
 			require.Equal(t, latest(t), version(t, conn, migrations.VersionTable))
-			require.Equal(t, wantSchema, readSchema(t, conn))
+			require.Equal(t, wantSchema, readSchema(t, conn, "public"))
 			var email bool
 			require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM information_schema.columns
 				WHERE table_name = 'accounts' AND column_name = 'email')`).Scan(&email))
@@ -157,60 +258,153 @@ func TestMigrateBesideHostHistory(t *testing.T) {
 
 func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	t.Parallel()
-	steps, err := migrations.SQL()
+	steps, err := migrations.SQL("vendored")
 	require.NoError(t, err)
-	require.Len(t, steps, 3)
+	require.Len(t, steps, 4)
 	for i, st := range steps {
 		require.Equal(t, int32(i+1), st.Version)
 		require.NotEmpty(t, st.Up)
 		require.NotEmpty(t, st.Down)
 		require.NotContains(t, st.Up, "---- create above / drop below ----")
+		require.NotContains(t, st.Up+st.Down, "{{", "every template is rendered")
 	}
 	require.Equal(t, "001_fixed_windows.sql", steps[0].Name)
-	require.Contains(t, steps[0].Up, "CREATE TABLE runlimit_fixed_windows")
-	require.Contains(t, steps[1].Up, "CREATE TABLE runlimit_capacity_shards")
-	require.Contains(t, steps[2].Up, "CREATE FUNCTION runlimit_lock_counter")
+	require.Contains(t, steps[0].Up, `CREATE TABLE "vendored".runlimit_fixed_windows`)
+	require.Contains(t, steps[1].Up, `CREATE TABLE "vendored".runlimit_capacity_shards`)
+	require.Contains(t, steps[2].Up, `CREATE FUNCTION "vendored".runlimit_lock_counter`)
+	require.Contains(t, steps[3].Up, `FROM "vendored".runlimit_fixed_windows AS w`)
+	defaults, err := migrations.SQL("")
+	require.NoError(t, err)
+	require.Contains(t, defaults[0].Up, `CREATE TABLE "public".runlimit_fixed_windows`)
 
 	// A host that vendors the steps into its own history gets the schema
-	// Migrate builds (without Runlimit's version table).
+	// Migrate builds (without Runlimit's version table), in the schema it
+	// named, whatever the connection's search_path.
 	conn := connect(t, pgtest.NewEmpty(t))
 	ctx := context.Background()
+	_, err = conn.Exec(ctx, `CREATE SCHEMA vendored`)
+	require.NoError(t, err)
 	for _, st := range steps {
 		_, err := conn.Exec(ctx, st.Up)
 		require.NoError(t, err, st.Name)
 	}
 	want := wantSchema
 	want.Tables = []string{"runlimit_capacity_shards", "runlimit_fixed_windows"}
-	require.Equal(t, want, readSchema(t, conn))
+	require.Equal(t, want, readSchema(t, conn, "vendored"))
+	require.Equal(t, noSchema, readSchema(t, conn, "public"))
 
 	// FS holds the same files tern loads.
 	names, err := migrate.FindMigrations(migrations.FS())
 	require.NoError(t, err)
-	require.Equal(t, []string{steps[0].Name, steps[1].Name, steps[2].Name}, names)
+	require.Equal(t, []string{steps[0].Name, steps[1].Name, steps[2].Name, steps[3].Name}, names)
 }
 
 func TestDownStepsRevertAndReapply(t *testing.T) {
 	t.Parallel()
-	conn := connect(t, pgtest.NewEmpty(t))
+	db := pgtest.NewEmpty(t)
+	conn := connect(t, db)
 	ctx := context.Background()
 	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
 	require.NoError(t, err)
+	m.Data["schema"] = `"public"`
 	require.NoError(t, m.LoadMigrations(migrations.FS()))
 	require.NoError(t, m.Migrate(ctx))
+	fresh := definitions(t, conn, "public")
+	// Down to 3 leaves a schema the previous release can use: its
+	// five-argument function, with a body of its own.
+	require.NoError(t, m.MigrateTo(ctx, 3))
+	_, err = conn.Exec(ctx, `SELECT runlimit_lock_counter(1, decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), 3::smallint, '1s')`)
+	require.NoError(t, err)
 	require.NoError(t, m.MigrateTo(ctx, 0))
-	require.Equal(t, schema{Tables: []string{"runlimit_schema_version"}, Functions: []string{}, Triggers: []string{}}, readSchema(t, conn))
-	require.NoError(t, migrations.Migrate(ctx, conn))
-	require.Equal(t, wantSchema, readSchema(t, conn))
+	require.Equal(t, schema{Tables: []string{"runlimit_schema_version"}, Functions: []string{}, Triggers: []string{}}, readSchema(t, conn, "public"))
+	require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), ""))
+	require.Equal(t, wantSchema, readSchema(t, conn, "public"))
+	require.Equal(t, fresh, definitions(t, conn, "public"))
+}
+
+// A database migrated by the previous release (its three steps, written
+// with unqualified names and run through the connection's search_path)
+// keeps its counters and ends up with exactly the objects a fresh database
+// gets, pinned names and all.
+func TestUpgradeFromVersion3MatchesFresh(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	freshDB := pgtest.NewEmpty(t)
+	require.NoError(t, migrations.MigratePool(ctx, freshDB.Pool, ""))
+	fresh := definitions(t, connect(t, freshDB), "public")
+
+	db := pgtest.NewEmpty(t)
+	conn := connect(t, db)
+	old, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
+	require.NoError(t, err)
+	require.NoError(t, old.LoadMigrations(os.DirFS("testdata/v3")))
+	require.Len(t, old.Migrations, 3)
+	require.NoError(t, old.Migrate(ctx))
+	_, err = conn.Exec(ctx, `INSERT INTO runlimit_fixed_windows VALUES
+		('p', 's', decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), now(), now() + interval '1 hour', 3)`)
+	require.NoError(t, err)
+	v3 := definitions(t, conn, "public")
+	require.NotEqual(t, fresh, v3, "the previous release's functions resolve names through the caller's search_path")
+
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, ""))
+	require.Equal(t, latest(t), version(t, conn, migrations.VersionTable))
+	require.Equal(t, fresh, definitions(t, conn, "public"))
+	var used, ledger int64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT used FROM runlimit_fixed_windows").Scan(&used))
+	require.Equal(t, int64(3), used)
+	require.NoError(t, conn.QueryRow(ctx, "SELECT rows FROM runlimit_capacity_shards WHERE shard = 3").Scan(&ledger))
+	require.Equal(t, int64(1), ledger)
+
+	// A service of the previous release keeps working during the rollout:
+	// its five-argument call, unqualified, still finds a function.
+	var rows int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT (runlimit_lock_counter($1, decode(repeat('05', 32), 'hex'),
+		decode(repeat('06', 32), 'hex'), 3::smallint, '1s')).shard_rows`, 7).Scan(&rows))
+	require.Equal(t, int64(1), rows)
+}
+
+// A host that vendored the previous release's three steps adds the fourth
+// and gets the fresh schema too.
+func TestVendoredVersion3TakesTheNewStep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	freshDB := pgtest.NewEmpty(t)
+	require.NoError(t, migrations.MigratePool(ctx, freshDB.Pool, ""))
+	fresh := definitions(t, connect(t, freshDB), "public")
+
+	db := pgtest.NewEmpty(t)
+	conn := connect(t, db)
+	for _, name := range []string{"001_fixed_windows.sql", "002_capacity_ledger.sql", "003_lock_counter.sql"} {
+		b, err := os.ReadFile("testdata/v3/" + name)
+		require.NoError(t, err)
+		up, _, _ := strings.Cut(string(b), "---- create above / drop below ----")
+		_, err = conn.Exec(ctx, up)
+		require.NoError(t, err, name)
+	}
+	steps, err := migrations.SQL("")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, steps[3].Up)
+	require.NoError(t, err)
+	// The fresh database also has the version table.
+	var withoutVersionTable []string
+	for _, d := range fresh {
+		if !strings.Contains(d, migrations.VersionTable) {
+			withoutVersionTable = append(withoutVersionTable, d)
+		}
+	}
+	require.Equal(t, withoutVersionTable, definitions(t, conn, "public"))
 }
 
 // A table from before the capacity ledger keeps its rows, and the ledger
 // starts out counting them exactly.
 func TestLedgerStepCountsExistingRows(t *testing.T) {
 	t.Parallel()
-	conn := connect(t, pgtest.NewEmpty(t))
+	db := pgtest.NewEmpty(t)
+	conn := connect(t, db)
 	ctx := context.Background()
 	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
 	require.NoError(t, err)
+	m.Data["schema"] = `"public"`
 	require.NoError(t, m.LoadMigrations(migrations.FS()))
 	require.NoError(t, m.MigrateTo(ctx, 1))
 	// 300 rows: first fingerprint byte i%7, first subject byte i%5, so the
@@ -223,7 +417,7 @@ func TestLedgerStepCountsExistingRows(t *testing.T) {
 		FROM generate_series(1, 300) AS i`)
 	require.NoError(t, err)
 
-	require.NoError(t, migrations.Migrate(ctx, conn))
+	require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), ""))
 	rows, err := conn.Query(ctx, `SELECT c.shard, c.rows, (SELECT count(*) FROM runlimit_fixed_windows w
 		WHERE (get_byte(w.config_fingerprint, 0) # get_byte(w.subject_key, 0)) = c.shard)
 		FROM runlimit_capacity_shards c`)

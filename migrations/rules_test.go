@@ -19,7 +19,7 @@ import (
 func TestCounterRulesHoldForEveryWriter(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
-	require.NoError(t, migrations.MigratePool(context.Background(), db.Pool))
+	require.NoError(t, migrations.MigratePool(context.Background(), db.Pool, ""))
 	ctx := context.Background()
 	const insert = `INSERT INTO runlimit_fixed_windows VALUES ($1, $2,
 		decode(repeat('01', $3), 'hex'), decode(repeat('02', $4), 'hex'), $5::timestamptz, $6::timestamptz, $7)`

@@ -2,130 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/domain"
-)
-
-// The admission protocol for a batch of two or more checks (a batch of one
-// takes the single-check path of single.go). Round trip 1 sends, pipelined:
-//
-//	BEGIN; settings and advisory locks; row locks, ledger locks and the
-//	clock sample
-//
-// and round trip 2 sends the writes and COMMIT, or ROLLBACK when the batch
-// is denied. Every statement works on arrays, so the number of statements
-// does not grow with the batch, and each costs the server about as much as
-// the next: round trip 1 is as few statements as the lock order allows.
-// Names of functions are schema-qualified so that no search_path can
-// substitute them; the clock above all.
-const (
-	// sqlLock applies the transaction's settings, then serialises every
-	// admission of the batch's keys, including the ones that find a key
-	// absent and would create it: row locks cannot do that, there is no row
-	// yet.
-	//
-	// The settings are an uncorrelated subquery, which PostgreSQL runs once
-	// as a one-time filter before the scan, so they hold before the first
-	// lock is requested: lock_timeout bounds these waits, and the timeouts
-	// and generic plans hold for every later statement. Ids arrive sorted
-	// and de-duplicated; the ORDER BY keeps the locking order ascending
-	// whatever the client sends (a volatile select list is evaluated after
-	// the sort).
-	//
-	// Generic plans: pgx prepares each statement once per connection, but
-	// PostgreSQL would otherwise re-plan the array statements on every
-	// execution, because a generic plan's guess of 10 elements per array
-	// looks costlier than a custom plan for the array at hand, although both
-	// are the same nested loop over the primary key. Planning was most of
-	// the cost of round trip 1. A generic plan cannot know how many shards
-	// the ledger lookup wants either, and would scan all 256 ledger rows
-	// rather than probe their primary key; sequential scans are off for the
-	// transaction (every statement of it has an index to use).
-	sqlLock = `SELECT pg_catalog.pg_advisory_xact_lock(l.id)
-FROM pg_catalog.unnest($2::bigint[]) AS l(id)
-` + sqlSettings + `
-ORDER BY l.id`
-
-	// sqlSettings is the one-time filter of sqlLock.
-	sqlSettings = `WHERE (SELECT pg_catalog.set_config('statement_timeout', $1, true) IS NOT NULL
-          AND pg_catalog.set_config('lock_timeout', $1, true) IS NOT NULL
-          AND pg_catalog.set_config('idle_in_transaction_session_timeout', $1, true) IS NOT NULL
-          AND pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL
-          AND pg_catalog.set_config('enable_seqscan', 'off', true) IS NOT NULL)`
-
-	// sqlRead takes the remaining locks and the clock sample in one
-	// statement, in the protocol's order. It runs after the advisory locks,
-	// in a statement of its own: under read committed its snapshot is taken
-	// only now, so it sees every row committed by the admissions it waited
-	// for.
-	//
-	// PostgreSQL runs the branches of a UNION ALL one after the other, and
-	// runs a materialised CTE when a branch first reads it:
-	//
-	//  1. locked: the batch's stored counters, read and locked in ascending
-	//     counter-key order (the sort runs below the row locking). A row
-	//     updated while we waited is re-read in its latest version.
-	//  2. ledger: the capacity-ledger rows of the shards that would receive
-	//     a new row (keys absent from locked), locked in ascending shard
-	//     order. Keys with a row need no slot, and their admissions must not
-	//     queue on a ledger row shared with thousands of other counters.
-	//  3. the one clock sample, taken once every lock is held: a check that
-	//     waited for a lock is judged at the time it got it, never at the
-	//     time it asked.
-	//
-	// Rows come back tagged by part: 0 (i = check index from 1), 1 (i =
-	// shard, used = rows in the shard) and 2 (started = the clock).
-	sqlRead = `WITH locked AS MATERIALIZED (
-    SELECT k.i, w.used, w.window_started_at, w.window_expires_at
-    FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]))
-         WITH ORDINALITY AS k(fp, sk, i)
-    JOIN runlimit_fixed_windows AS w
-      ON w.config_fingerprint = k.fp AND w.subject_key = k.sk
-    ORDER BY w.config_fingerprint, w.subject_key
-    FOR UPDATE OF w),
-ledger AS MATERIALIZED (
-    SELECT c.shard, c.rows
-    FROM runlimit_capacity_shards AS c
-    WHERE c.shard = ANY (ARRAY(
-        SELECT n.shard
-        FROM pg_catalog.unnest($3::smallint[]) WITH ORDINALITY AS n(shard, i)
-        WHERE NOT EXISTS (SELECT FROM locked WHERE locked.i = n.i)))
-    ORDER BY c.shard
-    FOR UPDATE OF c)
-SELECT 0::smallint, i, used, window_started_at, window_expires_at FROM locked
-UNION ALL
-SELECT 1::smallint, shard::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
-UNION ALL
-SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
-
-	// sqlUpdate writes the counters that have a row. Their rows are locked,
-	// so every one of them is still there.
-	sqlUpdate = `UPDATE runlimit_fixed_windows AS w
-SET used = n.used, window_started_at = n.started, window_expires_at = n.expires
-FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]),
-                pg_catalog.unnest($3::bigint[]), pg_catalog.unnest($4::timestamptz[]),
-                pg_catalog.unnest($5::timestamptz[])) AS n(fp, sk, used, started, expires)
-WHERE w.config_fingerprint = n.fp AND w.subject_key = n.sk`
-
-	// sqlInsert creates the counters that had no row. The advisory locks
-	// keep anyone else from creating them meanwhile; the ledger trigger
-	// counts them against their shards, whose ledger rows are already
-	// locked.
-	sqlInsert = `INSERT INTO runlimit_fixed_windows
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),
-                         pg_catalog.unnest($3::bytea[]), pg_catalog.unnest($4::bytea[]),
-                         pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::timestamptz[]),
-                         pg_catalog.unnest($7::bigint[]))`
 )
 
 // Admit applies batch atomically under the protocol of [domain.Batch]:
@@ -136,42 +18,91 @@ SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::te
 // trips, or one and a ROLLBACK when the batch is denied. A batch of one
 // check takes the statements of [Store.AdmitCheck].
 //
-// A denial is a decision, read from the batch; Admit then returns nil even
-// if the rollback failed (the connection is closed instead of pooled). An
-// error is a [*CheckError] (or a structural error matching
+// A batch that is nil, was never prepared or was already driven is
+// rejected first, before the store's state, the context or the pool are
+// looked at. A denial is a decision, read from the batch; Admit then
+// returns nil even if the rollback failed (the connection is closed instead
+// of pooled). An error is a [*CheckError] (or a structural error matching
 // [domain.ErrInvalidInput]) and always fails closed.
 func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
-	if s.closed.Load() {
-		return &CheckError{Op: OpAdmit, Err: ErrClosed}
+	if err := batch.Ready(); err != nil {
+		return err
 	}
 	if n := batch.Len(); n > s.cfg.MaxBatchSize {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.cfg.MaxBatchSize}
 	}
 	a := s.admissions.Get().(*admission)
-	defer s.admissions.Put(a)
 	if err := a.prepare(batch, s.cfg.RowsPerShard); err != nil {
+		s.admissions.Put(a)
 		return err
 	}
+	if s.closed.Load() {
+		s.admissions.Put(a)
+		return &CheckError{Op: OpAdmit, Err: ErrClosed}
+	}
 	if err := ctx.Err(); err != nil {
+		s.admissions.Put(a)
 		return &CheckError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
 	}
-	conn, opCtx, cancel, err := s.acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
+		s.admissions.Put(a)
 		return interpretError(OpAcquire, err)
 	}
-	defer cancel()
+	a.kind, a.batch = kindBatch, batch
 	if batch.Len() == 1 {
-		err = a.one.admitBatchOfOne(opCtx, conn, batch, s.cfg.RowsPerShard)
-	} else {
-		err = a.run(opCtx, conn, batch, s.cfg.RowsPerShard)
+		a.kind = kindBatchOfOne
+		a.one.prepare(batch.Key(0))
 	}
-	finish(opCtx, conn)
+	_, err = s.drive(ctx, conn, a)
 	return err
 }
 
-// admission is the scratch memory of one Admit, reused through a pool. The
-// per-check slices are in caller order.
+// drive runs admission a on conn for a caller whose context is ctx, and
+// returns its decision (for a single check) and error. a goes back to the
+// pool once done with, by the caller or, when the caller gave up, by the
+// work.
+func (s *Store) drive(ctx context.Context, conn *pgxpool.Conn, a *admission) (domain.Decision, error) {
+	a.caller = ctx
+	a.sess.open(ctx, conn, s.cfg.OperationTimeout)
+	o := a.sess.drive(ctx, a.work)
+	if o.detached {
+		// a belongs to the work now.
+		return domain.Decision{}, leftError(ctx, o)
+	}
+	d, err := a.decision, a.err
+	if o.left && err != nil {
+		// The work stopped because the caller left: the caller's error.
+		err = leftError(ctx, o)
+	}
+	a.reset()
+	s.admissions.Put(a)
+	return d, err
+}
+
+// admissionKind says which protocol an admission drives.
+type admissionKind uint8
+
+const (
+	kindCheck      admissionKind = iota // AdmitCheck: the single-check path
+	kindBatchOfOne                      // Admit of one check: the single-check path
+	kindBatch                           // Admit of two or more checks
+)
+
+// admission is one Admit or AdmitCheck: its session and scratch memory,
+// reused through the store's pool. The per-check slices are in caller order.
 type admission struct {
+	store  *Store
+	sess   session
+	work   func() // a.run, bound once
+	caller context.Context
+
+	kind     admissionKind
+	check    domain.Check  // kindCheck: the caller's check, copied
+	batch    *domain.Batch // the caller's batch, touched only while the caller waits
+	decision domain.Decision
+	err      error
+
 	keys     []byte   // the counter keys, 64 bytes each
 	fps, sks [][]byte // fingerprint and subject key of each check, views into keys
 	shards   []int16
@@ -183,20 +114,62 @@ type admission struct {
 	// The writes of round trip 2.
 	upFps, upSks      [][]byte
 	upUsed            []int64
-	upStart, upExpire []time.Time
+	upStart, upExpire []domain.Instant
 	inPolicy, inScope []string
 	inFps, inSks      [][]byte
-	inStart, inExpire []time.Time
+	inStart, inExpire []domain.Instant
 	inUsed            []int64
 
-	read, write pgx.Batch
+	// Parameters in binary form: each ends at its offset in buf.
+	buf    []byte
+	ends   []int
+	params [][]byte
 
 	one single // a batch of one check takes the single-check path
+}
+
+func newAdmission(s *Store) *admission {
+	a := &admission{store: s}
+	a.work = a.run
+	return a
+}
+
+// reset drops what a holds of its caller before a goes back to the pool.
+func (a *admission) reset() {
+	a.caller, a.batch, a.err = nil, nil, nil
+	a.check, a.decision = domain.Check{}, domain.Decision{}
 }
 
 type ledgerRow struct {
 	shard int16
 	rows  int64
+}
+
+// run is the work of an admission, driven by its session: it readies the
+// connection, runs the protocol and exits.
+func (a *admission) run() {
+	s := a.store
+	st, err := s.ready(&a.sess, a.caller)
+	if st == nil && err == nil {
+		err = errCallerLeft
+	}
+	if st != nil {
+		rows := s.cfg.RowsPerShard
+		switch a.kind {
+		case kindCheck:
+			a.decision, err = a.one.admitCheck(&a.sess, st, &a.check, rows)
+		case kindBatchOfOne:
+			err = a.one.admitBatchOfOne(&a.sess, st, a.batch, rows)
+		default:
+			err = a.admitBatch(&a.sess, st, rows)
+		}
+	}
+	a.err = err
+	if a.sess.exit() {
+		// The caller was answered without these results.
+		a.reset()
+		s.admissions.Put(a)
+	}
 }
 
 // prepare copies the batch's keys into argument form and rejects a batch
@@ -237,103 +210,161 @@ func (a *admission) prepare(b *domain.Batch, rowsPerShard int) error {
 	return nil
 }
 
-// run drives the batch through the protocol on conn. The caller ends the
-// transaction with finish.
-func (a *admission) run(ctx context.Context, conn *pgxpool.Conn, b *domain.Batch, rowsPerShard int) error {
-	now, err := a.lockAndRead(ctx, conn)
+// admitBatch drives a batch of two or more checks through the protocol.
+// The batch is the caller's: it is touched only while the caller waits.
+func (a *admission) admitBatch(ss *session, st *connState, rowsPerShard int) error {
+	now, err := a.lockAndRead(ss, st)
 	if err != nil {
-		return interpretError(OpLock, err)
+		return err
 	}
+	if !ss.hold() {
+		return errCallerLeft
+	}
+	commit, err := a.evaluate(now, rowsPerShard)
+	ss.release()
+	if err != nil || !commit {
+		// A denial stands in the batch whatever becomes of the rollback.
+		return err
+	}
+	return a.writeAndCommit(ss, st)
+}
+
+// evaluate hands what round trip 1 read to the batch and, when the batch is
+// allowed, gathers the writes of round trip 2.
+func (a *admission) evaluate(now domain.Instant, rowsPerShard int) (bool, error) {
+	b := a.batch
 	if err := a.observe(b, rowsPerShard); err != nil {
-		return &CheckError{Op: OpLock, Err: err}
+		return false, &CheckError{Op: OpLock, Err: err}
 	}
 	commit, err := b.Evaluate(now)
 	if err != nil {
-		return &CheckError{Op: OpEvaluate, Err: err}
+		return false, &CheckError{Op: OpEvaluate, Err: err}
 	}
-	if !commit {
-		// The decision stands in the batch whatever becomes of the
-		// rollback: finish rolls back, or closes the connection.
-		return nil
+	if commit {
+		a.gatherWrites(b)
 	}
-	op, err := a.writeAndCommit(ctx, conn, b)
-	if err != nil {
-		return interpretError(op, err)
-	}
-	return nil
+	return commit, nil
 }
 
 // lockAndRead is round trip 1. It returns the database time sampled after
 // every lock was granted.
-func (a *admission) lockAndRead(ctx context.Context, conn *pgxpool.Conn) (domain.Instant, error) {
-	q := &a.read
-	q.QueuedQueries = q.QueuedQueries[:0]
-	q.Queue(sqlBegin)
-	q.Queue(sqlLock, serverTimeout(ctx), a.lockIDs)
-	q.Queue(sqlRead, a.fps, a.sks, a.shards)
-	br := conn.SendBatch(ctx, q)
-	now, err := a.readResults(br)
-	if cerr := br.Close(); err == nil {
+func (a *admission) lockAndRead(ss *session, st *connState) (domain.Instant, error) {
+	a.args()
+	a.buf = appendServerTimeout(a.buf, ss.wait)
+	a.arg()
+	a.buf = appendServerTimeout(a.buf, ss.budget)
+	a.arg()
+	a.buf = appendInt8Array(a.buf, a.lockIDs)
+	a.arg()
+	a.buf = appendByteaArray(a.buf, a.fps)
+	a.arg()
+	a.buf = appendByteaArray(a.buf, a.sks)
+	a.arg()
+	a.buf = appendInt2Array(a.buf, a.shards)
+	a.arg()
+	p := a.sliceArgs()
+	var q pgconn.Batch
+	q.ExecStatement(st.stmts[stmtBegin], nil, nil, nil)
+	q.ExecStatement(st.stmts[stmtLockMany], p[:3], binaryFormat, nil)
+	q.ExecStatement(st.stmts[stmtReadMany], p[3:6], binaryFormat, binaryFormat)
+	if !ss.send(false) {
+		return 0, errCallerLeft
+	}
+	mrr := ss.pc.ExecBatch(ss.ctx, &q)
+	now, err := a.readResults(mrr)
+	if cerr := mrr.Close(); cerr != nil {
 		err = cerr
 	}
-	return now, err
+	ss.received()
+	if err != nil {
+		ss.forget(err)
+		return 0, interpretError(OpLock, err)
+	}
+	return now, nil
 }
 
-// Parts of sqlRead's answer.
+// Parts of sqlReadMany's answer.
 const (
 	partCounter = 0
 	partLedger  = 1
 	partClock   = 2
 )
 
-func (a *admission) readResults(br pgx.BatchResults) (domain.Instant, error) {
+func (a *admission) readResults(mrr *pgconn.MultiResultReader) (domain.Instant, error) {
 	for range 2 { // BEGIN, settings and advisory locks
-		if _, err := br.Exec(); err != nil {
+		if !mrr.NextResult() {
+			return 0, errIncomplete
+		}
+		if _, err := mrr.ResultReader().Close(); err != nil {
 			return 0, err
 		}
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return 0, err
+	if !mrr.NextResult() {
+		return 0, errIncomplete
 	}
-	defer rows.Close()
+	rr := mrr.ResultReader()
 	a.ledger = a.ledger[:0]
 	var (
 		now     domain.Instant
 		sampled bool
-		part    int16
-		i, used int64
-		start   pgtype.Timestamptz
-		expires pgtype.Timestamptz
+		bad     error
 	)
-	for rows.Next() {
-		if err := rows.Scan(&part, &i, &used, &start, &expires); err != nil {
-			return 0, err
-		}
-		switch part {
-		case partCounter:
-			if i < 1 || int(i) > len(a.present) || !start.Valid || !expires.Valid {
-				return 0, fmt.Errorf("runlimit: row lock returned check %d of %d", i, len(a.present))
-			}
-			a.present[i-1] = true
-			a.counters[i-1] = domain.Counter{
-				Used:    used,
-				Start:   domain.InstantFromTime(start.Time),
-				Expires: domain.InstantFromTime(expires.Time),
-			}
-		case partLedger:
-			a.ledger = append(a.ledger, ledgerRow{shard: int16(i), rows: used})
-		case partClock:
-			now, sampled = domain.InstantFromTime(start.Time), start.Valid
+	for rr.NextRow() {
+		// The values live in the connection's read buffer until the next
+		// message; they are decoded before that.
+		if err := a.decodeRow(rr.Values(), &now, &sampled); err != nil && bad == nil {
+			bad = err
 		}
 	}
-	if err := rows.Err(); err != nil {
+	if _, err := rr.Close(); err != nil {
 		return 0, err
 	}
+	if bad != nil {
+		return 0, bad
+	}
 	if !sampled {
-		return 0, errors.New("runlimit: the read returned no clock sample")
+		return 0, malformed("the read returned no clock sample")
 	}
 	return now, nil
+}
+
+// decodeRow decodes one row of sqlReadMany: part, i, used, started and
+// expires, in binary format.
+func (a *admission) decodeRow(v [][]byte, now *domain.Instant, sampled *bool) error {
+	if len(v) != 5 {
+		return malformed("the read returned a malformed row")
+	}
+	part, ok1 := decodeInt2(v[0])
+	i, ok2 := decodeInt8(v[1])
+	if !ok1 || !ok2 {
+		return malformed("the read returned a malformed row")
+	}
+	switch part {
+	case partCounter:
+		used, ok1 := decodeInt8(v[2])
+		start, ok2 := decodeTime(v[3])
+		expires, ok3 := decodeTime(v[4])
+		if i < 1 || int(i) > len(a.present) {
+			return malformed("the row lock returned a check out of range")
+		}
+		a.present[i-1] = true
+		if !ok1 || !ok2 || !ok3 {
+			// A counter the domain rejects as corrupt: the admission fails
+			// closed.
+			a.counters[i-1] = domain.Counter{Used: -1}
+			return nil
+		}
+		a.counters[i-1] = domain.Counter{Used: used, Start: start, Expires: expires}
+	case partLedger:
+		rows, ok := decodeInt8(v[2])
+		if !ok {
+			return ErrLedger
+		}
+		a.ledger = append(a.ledger, ledgerRow{shard: int16(i), rows: rows})
+	case partClock:
+		*now, *sampled = decodeTime(v[3])
+	}
+	return nil
 }
 
 // observe reports what round trip 1 read. A key without a row finds its
@@ -370,9 +401,9 @@ func (a *admission) ledgerRows(shard int16) (int64, bool) {
 	return 0, false
 }
 
-// writeAndCommit is round trip 2 of an allowed batch. On failure it returns
-// the step the error belongs to.
-func (a *admission) writeAndCommit(ctx context.Context, conn *pgxpool.Conn, b *domain.Batch) (string, error) {
+// gatherWrites copies the new state of every counter of an allowed batch
+// into the arguments of round trip 2.
+func (a *admission) gatherWrites(b *domain.Batch) {
 	a.upFps, a.upSks, a.upUsed = a.upFps[:0], a.upSks[:0], a.upUsed[:0]
 	a.upStart, a.upExpire = a.upStart[:0], a.upExpire[:0]
 	a.inPolicy, a.inScope, a.inFps, a.inSks = a.inPolicy[:0], a.inScope[:0], a.inFps[:0], a.inSks[:0]
@@ -382,57 +413,92 @@ func (a *admission) writeAndCommit(ctx context.Context, conn *pgxpool.Conn, b *d
 		if a.present[i] {
 			a.upFps, a.upSks = append(a.upFps, a.fps[i]), append(a.upSks, a.sks[i])
 			a.upUsed = append(a.upUsed, next.Used)
-			a.upStart, a.upExpire = append(a.upStart, next.Start.Time()), append(a.upExpire, next.Expires.Time())
+			a.upStart, a.upExpire = append(a.upStart, next.Start), append(a.upExpire, next.Expires)
 			continue
 		}
 		p := b.Check(i).Policy()
 		a.inPolicy, a.inScope = append(a.inPolicy, p.ID().String()), append(a.inScope, p.Scope().String())
 		a.inFps, a.inSks = append(a.inFps, a.fps[i]), append(a.inSks, a.sks[i])
-		a.inStart, a.inExpire = append(a.inStart, next.Start.Time()), append(a.inExpire, next.Expires.Time())
+		a.inStart, a.inExpire = append(a.inStart, next.Start), append(a.inExpire, next.Expires)
 		a.inUsed = append(a.inUsed, next.Used)
 	}
-
-	q := &a.write
-	q.QueuedQueries = q.QueuedQueries[:0]
-	if len(a.upFps) > 0 {
-		q.Queue(sqlUpdate, a.upFps, a.upSks, a.upUsed, a.upStart, a.upExpire)
-	}
-	if len(a.inFps) > 0 {
-		q.Queue(sqlInsert, a.inPolicy, a.inScope, a.inFps, a.inSks, a.inStart, a.inExpire, a.inUsed)
-	}
-	q.Queue(sqlCommit)
-	br := conn.SendBatch(ctx, q)
-	op, err := writeResults(br, len(q.QueuedQueries)-1)
-	// When every result, COMMIT's included, has arrived, the batch is
-	// committed even if closing the results fails; finish then closes the
-	// connection rather than pooling it.
-	_ = br.Close()
-	return op, err
 }
 
-// writeResults reads the writes' results and COMMIT's. An error is
-// attributed to OpWrite only when the server reported it for a write
-// statement, which proves COMMIT was skipped; any other failure of the round
-// trip (a timeout, a broken connection) is the commit's. COMMIT of a
-// transaction that had failed answers ROLLBACK instead of an error.
-func writeResults(br pgx.BatchResults, writes int) (string, error) {
-	for range writes {
-		if _, err := br.Exec(); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) {
-				return OpWrite, err
-			}
-			return OpCommit, err
-		}
+// writeAndCommit is round trip 2 of an allowed batch.
+func (a *admission) writeAndCommit(ss *session, st *connState) error {
+	a.args()
+	var q pgconn.Batch
+	writes := 0
+	if len(a.upFps) > 0 {
+		a.buf = appendByteaArray(a.buf, a.upFps)
+		a.arg()
+		a.buf = appendByteaArray(a.buf, a.upSks)
+		a.arg()
+		a.buf = appendInt8Array(a.buf, a.upUsed)
+		a.arg()
+		a.buf = appendTimeArray(a.buf, a.upStart)
+		a.arg()
+		a.buf = appendTimeArray(a.buf, a.upExpire)
+		a.arg()
 	}
-	tag, err := br.Exec()
+	if len(a.inFps) > 0 {
+		a.buf = appendTextArray(a.buf, a.inPolicy)
+		a.arg()
+		a.buf = appendTextArray(a.buf, a.inScope)
+		a.arg()
+		a.buf = appendByteaArray(a.buf, a.inFps)
+		a.arg()
+		a.buf = appendByteaArray(a.buf, a.inSks)
+		a.arg()
+		a.buf = appendTimeArray(a.buf, a.inStart)
+		a.arg()
+		a.buf = appendTimeArray(a.buf, a.inExpire)
+		a.arg()
+		a.buf = appendInt8Array(a.buf, a.inUsed)
+		a.arg()
+	}
+	p := a.sliceArgs()
+	if len(a.upFps) > 0 {
+		q.ExecStatement(st.stmts[stmtUpdateMany], p[:5], binaryFormat, nil)
+		p = p[5:]
+		writes++
+	}
+	if len(a.inFps) > 0 {
+		q.ExecStatement(st.stmts[stmtInsertMany], p[:7], binaryFormat, nil)
+		writes++
+	}
+	q.ExecStatement(st.stmts[stmtCommit], nil, nil, nil)
+	if !ss.send(true) {
+		return errCallerLeft
+	}
+	mrr := ss.pc.ExecBatch(ss.ctx, &q)
+	op, err := readWritten(mrr, writes)
+	// When every result, COMMIT's included, has arrived, the batch is
+	// committed even if closing the reader fails; the session then closes
+	// the connection rather than pooling it.
+	_ = mrr.Close()
+	ss.received()
 	if err != nil {
-		return OpCommit, err
+		ss.forget(err)
+		return interpretError(op, err)
 	}
-	if tag.String() != "COMMIT" {
-		return OpCommit, ErrCommitOutcome
+	return nil
+}
+
+// args starts a new list of binary arguments in buf; arg ends each one.
+func (a *admission) args() { a.buf, a.ends = a.buf[:0], a.ends[:0] }
+
+func (a *admission) arg() { a.ends = append(a.ends, len(a.buf)) }
+
+// sliceArgs returns the arguments gathered since args, as views into buf.
+func (a *admission) sliceArgs() [][]byte {
+	a.params = a.params[:0]
+	start := 0
+	for _, end := range a.ends {
+		a.params = append(a.params, a.buf[start:end:end])
+		start = end
 	}
-	return OpCommit, nil
+	return a.params
 }
 
 func resize[T any](s []T, n int) []T {

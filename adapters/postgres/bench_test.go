@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,12 @@ import (
 // batch of one (Admit) and as a single check (AdmitCheck). When the server
 // runs on this machine it also reports the CPU its backend spent per
 // admission (server-µs/op).
+//
+// The other variants run under a context that can end, as a server's
+// request context can: one that can be cancelled, and one with a deadline,
+// whose admission runs in a goroutine of its own that the caller can leave.
 func BenchmarkAdmit(b *testing.B) {
-	for _, path := range []string{"batch", "check"} {
+	for _, path := range []string{"batch", "check", "batch/cancellable", "check/cancellable", "batch/deadline", "check/deadline"} {
 		b.Run(path, func(b *testing.B) {
 			f := setup(b, postgres.Config{})
 			store, pool := f.newStore(b, postgres.Config{}, func(c *pgxpool.Config) { c.MaxConns = 1 })
@@ -32,8 +37,18 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 			var batch domain.Batch
 			ctx := context.Background()
+			switch {
+			case strings.HasSuffix(path, "/cancellable"):
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+			case strings.HasSuffix(path, "/deadline"):
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Hour)
+				defer cancel()
+			}
 			admit := func(c domain.Check) domain.Outcome {
-				if path == "check" {
+				if strings.HasPrefix(path, "check") {
 					d, err := store.AdmitCheck(ctx, c)
 					if err != nil {
 						b.Fatal(err)

@@ -6,60 +6,54 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// sqlCleanup deletes at most $1 expired rows, oldest expiry first, walking
-// the expiry index from its start. The scalar subquery samples the database
-// clock once for the whole statement. Rows locked by an admission are
-// skipped rather than waited for: such a row is being renewed, and a row
-// renewed after the statement's snapshot is re-read when locked and fails
-// the re-checked expiry condition, so an active row is never deleted. The
-// rows are then deleted by their physical address (a TID scan), which
-// cannot change while this statement holds their locks; a join back on the
-// key would let the planner scan the whole table. The ledger's delete
-// trigger frees the rows' slots in the same transaction.
-const sqlCleanup = `DELETE FROM runlimit_fixed_windows
-WHERE ctid = ANY (ARRAY(
-    SELECT e.ctid
-    FROM runlimit_fixed_windows AS e
-    WHERE e.window_expires_at <= (SELECT pg_catalog.clock_timestamp())
-    ORDER BY e.window_expires_at
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED))`
-
 // CleanupExpired deletes at most maxRows expired counters and returns how
 // many it deleted, freeing their capacity slots. It never deletes an active
 // counter and never waits for one an admission holds. An expired counter
 // keeps its slot until cleanup deletes it, so hosts run this continuously,
 // for example from a ticker in a goroutine of their own.
 //
-// An error is a [*MaintenanceError]; its MayHaveRemovedRows says whether the
-// deletion may have committed anyway.
+// A negative maxRows is rejected first, matching [domain.ErrInvalidInput],
+// whatever the store's state or the context's. Any other error is a
+// [*MaintenanceError]; its MayHaveRemovedRows says whether the deletion may
+// have committed anyway.
 func (s *Store) CleanupExpired(ctx context.Context, maxRows int) (int, error) {
 	switch {
-	case s.closed.Load():
-		return 0, &MaintenanceError{Op: opCleanup, Err: ErrClosed}
 	case maxRows < 0:
 		return 0, &MaintenanceError{Op: opCleanup, Err: ErrNegativeMax}
+	case s.closed.Load():
+		return 0, &MaintenanceError{Op: opCleanup, Err: ErrClosed}
 	case maxRows == 0:
 		return 0, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, &MaintenanceError{Op: opCleanup, Err: err, Timeout: isTimeout(err)}
-	}
-	conn, opCtx, cancel, err := s.acquire(ctx)
+	// removed is written by the session's work; it is read only when the
+	// work has ended without the caller giving up.
+	var removed int
+	err := s.maintain(ctx, opCleanup, func(ss *session) error {
+		var err error
+		removed, err = s.cleanup(ss, maxRows)
+		return err
+	})
 	if err != nil {
-		return 0, interpretMaintenanceError(opCleanup, stageOpen, err)
+		return 0, err
 	}
-	defer cancel()
-	defer finish(opCtx, conn)
+	return removed, nil
+}
 
+// cleanup is one cleanup transaction, sent in one round trip with its
+// COMMIT.
+func (s *Store) cleanup(ss *session, maxRows int) (int, error) {
 	var q pgx.Batch
 	q.Queue(sqlBegin)
-	q.Queue(sqlTimeouts, serverTimeout(opCtx))
-	q.Queue(sqlCleanup, maxRows)
+	q.Queue(sqlTimeouts, string(appendServerTimeout(nil, ss.wait)), string(appendServerTimeout(nil, ss.budget)))
+	q.Queue(s.sql.cleanup, maxRows)
 	q.Queue(sqlCommit)
-	br := conn.SendBatch(opCtx, &q)
+	if !ss.send(true) {
+		return 0, errCallerLeft
+	}
+	br := ss.conn.SendBatch(ss.ctx, &q)
 	removed, st, err := cleanupResults(br)
 	_ = br.Close()
+	ss.received()
 	if err != nil {
 		return 0, interpretMaintenanceError(opCleanup, st, err)
 	}
@@ -85,4 +79,31 @@ func cleanupResults(br pgx.BatchResults) (int, stage, error) {
 		return 0, stageCommit, ErrCommitOutcome
 	}
 	return int(removed), stageCommit, nil
+}
+
+// maintain runs work, a cleanup or a stats read, on a pooled connection
+// in a session of its own: as for admissions, a caller who gives up gets an
+// answer at once and the connection goes back to the pool. What work
+// writes may be read only when maintain returns nil: after an error, the
+// work may still be running.
+func (s *Store) maintain(ctx context.Context, op string, work func(*session) error) error {
+	if err := ctx.Err(); err != nil {
+		return &MaintenanceError{Op: op, Err: err, Timeout: isTimeout(err)}
+	}
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return interpretMaintenanceError(op, stageOpen, err)
+	}
+	ss := new(session)
+	ss.open(ctx, conn, s.cfg.OperationTimeout)
+	var werr error
+	o := ss.drive(ctx, func() {
+		werr = work(ss)
+		ss.exit()
+	})
+	if o.detached || o.left && werr != nil {
+		err := ctx.Err()
+		return &MaintenanceError{Op: op, MayHaveRemoved: o.committing && op == opCleanup, Timeout: isTimeout(err), Err: err}
+	}
+	return werr
 }

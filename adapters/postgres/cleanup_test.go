@@ -146,8 +146,9 @@ func TestCleanupErrorSaysWhetherRowsMayHaveBeenRemoved(t *testing.T) {
 			var me *postgres.MaintenanceError
 			require.ErrorAs(t, err, &me)
 			require.Equal(t, tt.removed, me.MayHaveRemovedRows())
-			var pgErr *pgconn.PgError
-			require.ErrorAs(t, err, &pgErr)
+			var dbErr *postgres.DatabaseError
+			require.ErrorAs(t, err, &dbErr)
+			require.Equal(t, "P0001", dbErr.Code)
 			_, ok := f.stored(t, c)
 			require.True(t, ok)
 			require.Zero(t, f.db.Pool.Stat().AcquiredConns())
@@ -168,7 +169,7 @@ func TestCleanupUsesTheExpiryIndex(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.db.Pool.Exec(ctx, "ANALYZE runlimit_fixed_windows")
 	require.NoError(t, err)
-	rows, err := f.db.Pool.Query(ctx, "EXPLAIN (COSTS OFF) "+postgres.SQLCleanup, 100)
+	rows, err := f.db.Pool.Query(ctx, "EXPLAIN (COSTS OFF) "+f.store.SQLCleanup(), 100)
 	require.NoError(t, err)
 	var plan string
 	for rows.Next() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/migrations"
 )
 
 // Bounds and defaults of a [Config].
@@ -36,6 +37,12 @@ var ErrInvalidConfig = errors.New("runlimit: invalid postgres store config")
 // Config tunes a PostgreSQL [Store]. The zero value is the default
 // configuration.
 type Config struct {
+	// Schema is the PostgreSQL schema holding Runlimit's tables and
+	// functions: the one the migrations were applied to. Every statement
+	// names them in full in it, whatever the session's search_path. 1 to 63
+	// ASCII letters, digits and underscores, used as written (see
+	// [migrations.CheckSchema]). Default "public".
+	Schema string
 	// RowsPerShard is how many counters each of the 256 capacity shards may
 	// hold, expired ones not yet cleaned up included. A new key whose shard
 	// is full is denied for storage capacity. 1 to 65,536. Default 4,096.
@@ -68,6 +75,14 @@ func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // withDefaults validates cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
+	switch {
+	case cfg.Schema == "":
+		cfg.Schema = migrations.DefaultSchema
+	case migrations.CheckSchema(cfg.Schema) != nil:
+		return cfg, &ConfigError{Field: "Schema", Value: cfg.Schema,
+			Want: fmt.Sprintf("1 to %d ASCII letters, digits and underscores, not starting with a digit or pg_ (empty means %q)",
+				migrations.MaxSchemaLength, migrations.DefaultSchema)}
+	}
 	switch {
 	case cfg.RowsPerShard == 0:
 		cfg.RowsPerShard = DefaultRowsPerShard

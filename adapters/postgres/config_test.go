@@ -16,14 +16,15 @@ func TestNewAppliesDefaults(t *testing.T) {
 	s, err := postgres.New(db.Pool, postgres.Config{})
 	require.NoError(t, err)
 	require.Equal(t, postgres.Config{
+		Schema:           "public",
 		RowsPerShard:     4096,
 		MaxBatchSize:     32,
 		AcquireTimeout:   3 * time.Second,
 		OperationTimeout: 3 * time.Second,
 	}, s.Config())
-	require.Equal(t, "postgres.Store{RowsPerShard: 4096, MaxBatchSize: 32, AcquireTimeout: 3s, OperationTimeout: 3s}", s.String())
+	require.Equal(t, "postgres.Store{Schema: \"public\", RowsPerShard: 4096, MaxBatchSize: 32, AcquireTimeout: 3s, OperationTimeout: 3s}", s.String())
 
-	limits := postgres.Config{RowsPerShard: 65536, MaxBatchSize: 256, AcquireTimeout: time.Minute, OperationTimeout: time.Minute}
+	limits := postgres.Config{Schema: "Limits_2", RowsPerShard: 65536, MaxBatchSize: 256, AcquireTimeout: time.Minute, OperationTimeout: time.Minute}
 	s, err = postgres.New(db.Pool, limits)
 	require.NoError(t, err)
 	require.Equal(t, limits, s.Config())
@@ -36,6 +37,9 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		cfg   postgres.Config
 		field string
 	}{
+		{postgres.Config{Schema: "pg_temp"}, "Schema"},
+		{postgres.Config{Schema: "a.b"}, "Schema"},
+		{postgres.Config{Schema: `a"b`}, "Schema"},
 		{postgres.Config{RowsPerShard: -1}, "RowsPerShard"},
 		{postgres.Config{RowsPerShard: 65537}, "RowsPerShard"},
 		{postgres.Config{MaxBatchSize: -1}, "MaxBatchSize"},

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
 	"os"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 )
@@ -17,41 +19,80 @@ import (
 // wire watches the connections of a pool: it counts network round trips
 // (each turn from writing to reading is one request waiting for its
 // answer) and can stall reads from a given round trip on, as a network
-// partition would, until the client gives up and sets a deadline.
+// partition would, until the client gives up and sets a deadline, or until
+// the test lets them through. Cancel requests, which the driver sends on
+// connections of their own, are counted apart and never stalled.
 type wire struct {
 	trips     atomic.Int64
+	cancels   atomic.Int64
 	stallFrom atomic.Int64 // 0: never stall
+	held      chan struct{}
+	heldOnce  sync.Once
+	release   chan struct{} // closed: stalled reads go through
+}
+
+func newWire() *wire {
+	return &wire{held: make(chan struct{}), release: make(chan struct{})}
 }
 
 // stallNext makes the round trip after next-1 more ones, and every later
-// one, hang.
+// one, hang until the client sets a deadline.
 func (w *wire) stallNext(next int64) { w.stallFrom.Store(w.trips.Load() + next) }
+
+// holdNext makes the round trip after next-1 more ones hang, its answer
+// held back by the network, until the test calls the returned function (or
+// the client sets a deadline). held is closed once that round trip hangs.
+func (w *wire) holdNext(next int64) (held <-chan struct{}, let func()) {
+	w.stallNext(next)
+	return w.held, func() {
+		w.stallFrom.Store(0)
+		close(w.release)
+	}
+}
+
+// cancelRequestCode opens a cancel request, in place of a protocol version.
+const cancelRequestCode = 80877102
 
 type wireConn struct {
 	net.Conn
 	w       *wire
 	writing atomic.Bool
+	first   sync.Once
+	cancel  bool // the connection carries a cancel request
 
 	mu   sync.Mutex
 	wake chan struct{} // closed when a deadline in the past is set
 }
 
 func (c *wireConn) Write(b []byte) (int, error) {
+	c.first.Do(func() {
+		if len(b) >= 8 && binary.BigEndian.Uint32(b[4:8]) == cancelRequestCode {
+			c.cancel = true
+			c.w.cancels.Add(1)
+		}
+	})
 	c.writing.Store(true)
 	return c.Conn.Write(b)
 }
 
 func (c *wireConn) Read(b []byte) (int, error) {
+	if c.cancel {
+		return c.Conn.Read(b)
+	}
 	trip := c.w.trips.Load()
 	if c.writing.Swap(false) {
 		trip = c.w.trips.Add(1)
 	}
 	if from := c.w.stallFrom.Load(); from > 0 && trip >= from {
+		c.w.heldOnce.Do(func() { close(c.w.held) })
 		c.mu.Lock()
 		wake := c.wake
 		c.mu.Unlock()
-		<-wake
-		return 0, os.ErrDeadlineExceeded
+		select {
+		case <-wake:
+			return 0, os.ErrDeadlineExceeded
+		case <-c.w.release:
+		}
 	}
 	return c.Conn.Read(b)
 }
@@ -85,7 +126,7 @@ func (c *wireConn) poke(t time.Time) {
 // whose wire the test watches.
 func (f *fixture) newWiredStore(t *testing.T, cfg postgres.Config) (*postgres.Store, *pgxpool.Pool, *wire) {
 	t.Helper()
-	w := new(wire)
+	w := newWire()
 	store, pool := f.newStore(t, cfg, func(c *pgxpool.Config) {
 		c.MaxConns = 1
 		// Pinging an idle connection on acquire would add round trips.
@@ -100,4 +141,19 @@ func (f *fixture) newWiredStore(t *testing.T, cfg postgres.Config) (*postgres.St
 		}
 	})
 	return store, pool, w
+}
+
+// backends returns the server process ids of pool's idle connections,
+// once every acquired one has come back.
+func backends(t *testing.T, pool *pgxpool.Pool) []uint32 {
+	t.Helper()
+	require.Eventually(t, func() bool { return pool.Stat().AcquiredConns() == 0 },
+		10*time.Second, time.Millisecond, "a connection was never given back")
+	conns := pool.AcquireAllIdle(context.Background())
+	pids := make([]uint32, len(conns))
+	for i, c := range conns {
+		pids[i] = c.Conn().PgConn().PID()
+		c.Release()
+	}
+	return pids
 }

@@ -5,24 +5,25 @@
 // # Setting up
 //
 // Apply the schema once (see [github.com/runlimit/runlimit/migrations]),
-// then build a store over a pool you own:
+// then build a store over a pool you own, naming the same schema:
 //
 //	pool, err := pgxpool.New(ctx, databaseURL)
 //	if err != nil {
 //		return err
 //	}
 //	defer pool.Close()
-//	if err := migrations.MigratePool(ctx, pool); err != nil {
+//	if err := migrations.MigratePool(ctx, pool, "runlimit"); err != nil {
 //		return err
 //	}
-//	store, err := postgres.New(pool, postgres.Config{})
+//	store, err := postgres.New(pool, postgres.Config{Schema: "runlimit"})
 //	if err != nil {
 //		return err
 //	}
 //	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
 //
 // The store never closes the pool; [Store.Close] only makes later calls
-// fail closed.
+// fail closed. [Config.Schema] defaults to public, where databases migrated
+// before the schema was configurable hold Runlimit's objects.
 //
 // # What one admission does
 //
@@ -41,12 +42,18 @@
 // A single check, the common case, whether it comes through
 // [Store.AdmitCheck] (the path app.Limiter.Check takes) or as a batch of
 // one, makes the same two round trips with fewer statements: round trip 1
-// is BEGIN and one call of the function runlimit_lock_counter (migration
-// 003), which takes the settings, the advisory lock, the row lock, the
-// ledger lock of a new key and the clock sample in that order, each step a
-// statement of its own inside the server; round trip 2 is one UPDATE or
-// INSERT and COMMIT. Its statements are prepared once per connection, under
-// names starting with runlimit_.
+// is BEGIN and one call of the function runlimit_lock_counter (migrations
+// 003 and 004), which takes the settings, the advisory lock, the row lock,
+// the ledger lock of a new key and the clock sample in that order, each
+// step a statement of its own inside the server; round trip 2 is one UPDATE
+// or INSERT and COMMIT.
+//
+// A connection new to the store is made ready before it serves anyone: one
+// pipelined round trip prepares every statement (under names starting with
+// runlimit_) and runs the lock function and the batch path's reads once, in
+// a transaction it rolls back, so that the server compiles and plans them.
+// What a connection has prepared is kept with it (in its PgConn's
+// CustomData), not in pgx's statement cache.
 //
 // The advisory locks serialise every admission of a key, the ones that
 // create it included; a statement that starts after them takes a fresh
@@ -76,40 +83,92 @@
 // most the rows it is asked to, oldest expiry first through the expiry
 // index, with one clock sample, skipping rows an admission holds.
 //
-// # Timeouts and errors
+// # Timeouts, deadlines and errors
 //
-// Waiting for a pooled connection is bounded by [Config.AcquireTimeout];
-// the operation then gets a fresh [Config.OperationTimeout] budget. Server
-// timeouts fire a little before the client's deadline so that the
-// connection usually survives; a client-side deadline, a commit timeout or
-// a caller's cancellation closes the connection instead of pooling it.
+// Waiting for a pooled connection is bounded by [Config.AcquireTimeout]
+// and the caller's context; the operation then gets a fresh
+// [Config.OperationTimeout] budget of its own. Statement and lock timeouts
+// are set on the server from the caller's deadline (or the budget, if that
+// ends first), a little before it, so that the server usually ends a slow
+// statement itself; the idle-in-transaction timeout, which would end the
+// server session, is set from the budget.
+//
+// A caller's deadline or cancellation never costs the pool its connection.
+// The wire work runs under the store's budget, which the caller cannot end,
+// in a goroutine of its own when the caller's context has a deadline. Such
+// a caller gets its answer at its deadline, a [*CheckError] that consumed
+// nothing unless COMMIT had been sent; a caller whose context is cancelled
+// without a deadline gets it once the server has stopped, a moment later.
+// The store lets the round trip finish, asks the server to cancel the
+// statement if it is still running a moment later, rolls back under a small
+// budget of its own and returns the connection to the pool. It closes a connection only when its state is
+// unknown: the connection broke, the server did not answer in time, or a
+// cancel request could not be delivered (it might strike a later
+// statement). A new connection is prepared and warmed under the store's
+// budget too, even when the caller that asked for it has gone, so deadlines
+// shorter than a connection takes to get ready cannot keep the pool cold.
 //
 // Errors fail closed. A [*CheckError] says whether the batch may
 // nevertheless have been committed: only when the failure struck once COMMIT
 // had been sent (a commit error, a commit timeout, a connection lost during
-// the second round trip). Ask through
+// the second round trip, a caller that gave up during it). Ask through
 // [github.com/runlimit/runlimit/ports.MayHaveConsumedQuota], and do not
 // blindly retry such an operation. A denial decided before a rollback that
 // then fails is still a denial, not an error. A [*MaintenanceError] from
-// cleanup says whether rows may have been removed. No error text contains
-// key bytes.
+// cleanup says whether rows may have been removed.
 //
-// # Sharing a database
+// Invalid input is rejected before anything else, a closed store or a done
+// context included, and matches domain.ErrInvalidInput: a nil batch or one
+// never reset, a batch of more checks than [Config.MaxBatchSize] or more new
+// keys on one shard than it holds, an invalid check, a negative cleanup
+// maximum. A batch already driven is domain.ErrBatchProtocol.
+//
+// No error, in its text or in any field a printer reaches, holds key bytes
+// or a password: every driver error is kept as a [*DatabaseError], which
+// has the SQLSTATE, severity, constraint and a masked message, and drops
+// the server's detail, hint and context (a unique violation's detail
+// spells key bytes in hex) and any connection config.
+//
+// # Privileges and name resolution
+//
+// Every table and function the store uses lives in [Config.Schema] and is
+// named in full, quoted; every built-in it calls is qualified with
+// pg_catalog, and every argument is cast to its type, so that the server
+// resolves each name to exactly one object. Every function of Runlimit's
+// schema runs with search_path pinned to pg_catalog and pg_temp and names
+// every table in full, and the ledger's trigger functions run as their
+// owner (SECURITY DEFINER). A role that can create schemas, even one named
+// after the service's role, which the default search_path ("$user",
+// public) searches first, cannot stand in for any of them. Operators are
+// built-ins taking exactly typed values, found in pg_catalog, which every
+// session searches first unless its search_path names pg_catalog later:
+// do not configure one that does.
+//
+// The service role needs exactly:
+//
+//   - CONNECT on the database and USAGE on the schema;
+//   - SELECT, INSERT, UPDATE and DELETE on runlimit_fixed_windows (UPDATE
+//     also for its row locks, DELETE for cleanup);
+//   - SELECT and UPDATE on runlimit_capacity_shards (UPDATE only because
+//     locking a row FOR UPDATE needs it; the ledger's counts are kept by its
+//     triggers);
+//   - EXECUTE on runlimit_lock_counter(bigint, bytea, bytea, smallint, text,
+//     text), and on pg_catalog.pg_advisory_xact_lock(bigint) (PUBLIC has
+//     both by default);
+//   - SELECT on runlimit_schema_version, for the runlimit status command.
+//
+// It must not own the schema or any object in it, be a member of their
+// owner, or hold CREATE on the schema, TRUNCATE, TRIGGER or REFERENCES on
+// the tables: any of these lets it replace a function, drop a trigger or
+// empty the counters. Give the migrations a role of their own that owns the
+// schema.
 //
 // Advisory locks live in one namespace per database, shared by every
 // application and role connected to it. An unrelated session that takes the
 // same 64-bit lock id, by chance or on purpose, delays the counters mapped
 // to it until their operation timeout. Give Runlimit a trusted or dedicated
-// database, or make sure untrusted roles cannot call the advisory-lock
-// functions.
-//
-// Every function the store calls is schema-qualified with pg_catalog, and
-// the ledger's trigger functions run with a fixed search_path, so a
-// search_path that puts a schema ahead of pg_catalog (where someone could
-// plant their own clock_timestamp) cannot change the store's time. Tables,
-// and the function runlimit_lock_counter, are found through the session's
-// search_path: keep Runlimit's schema one that untrusted roles cannot
-// create objects in.
+// database, or revoke EXECUTE on the advisory-lock functions from PUBLIC and
+// grant it to the roles that need it.
 //
 // # Schema compatibility
 //

@@ -1,10 +1,10 @@
 package postgres
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgerror"
 )
 
 // Errors of a PostgreSQL [Store]. Each comes wrapped in a typed error that
@@ -12,27 +12,59 @@ import (
 // ([MaintenanceError]).
 var (
 	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("runlimit: postgres store is closed")
+	ErrClosed = ownError("runlimit: postgres store is closed")
 	// ErrNilPool: New was given no pool.
-	ErrNilPool = errors.New("runlimit: postgres store needs a pool")
+	ErrNilPool = ownError("runlimit: postgres store needs a pool")
 	// ErrTimeout is matched by an error whose operation ran out of time: a
 	// client-side deadline, or a server statement or lock timeout set from
 	// the operation's budget.
-	ErrTimeout = errors.New("runlimit: postgres store operation timed out")
+	ErrTimeout = ownError("runlimit: postgres store operation timed out")
 	// ErrNegativeMax: CleanupExpired was asked to remove a negative number
-	// of rows.
-	ErrNegativeMax = errors.New("runlimit: cleanup maximum is negative")
+	// of rows. A [MaintenanceError] holding it matches
+	// [domain.ErrInvalidInput].
+	ErrNegativeMax = ownError("runlimit: cleanup maximum is negative")
 	// ErrLedger: the capacity ledger does not have a row for every shard;
 	// the schema is missing or damaged.
-	ErrLedger = errors.New("runlimit: postgres capacity ledger is incomplete")
+	ErrLedger = ownError("runlimit: postgres capacity ledger is incomplete")
 	// ErrCommitOutcome: COMMIT answered that the transaction was rolled back.
-	ErrCommitOutcome = errors.New("runlimit: postgres commit rolled back")
+	ErrCommitOutcome = ownError("runlimit: postgres commit rolled back")
 )
+
+// DatabaseError is what the store keeps of an error from PostgreSQL or
+// pgx: the SQLSTATE (Code), severity, constraint name, a message, whether it
+// was a timeout, and errors.Is access to context.DeadlineExceeded and
+// context.Canceled. It never holds the server's detail, hint, context or
+// internal query (a unique violation's detail spells key bytes in hex), a
+// connection config or a connection string (they hold the password), nor
+// the original error. Every driver error of [CheckError] and
+// [MaintenanceError] is one, and so is every driver error of the
+// migrations package.
+type DatabaseError = pgerror.Error
+
+// storeError is an error of the store's own making: its text is safe as it
+// is.
+type storeError struct{ text string }
+
+func (e *storeError) Error() string { return e.text }
+
+func ownError(text string) error { return &storeError{text} }
+
+// Errors of the protocol, never returned on their own.
+var (
+	// errIncomplete: the server's answer ended early without an error.
+	errIncomplete = ownError("runlimit: the server's answer ended early")
+	// errCallerLeft: the caller gave up before the work could send its
+	// next round trip; the caller already has its answer.
+	errCallerLeft = ownError("runlimit: the caller gave up")
+)
+
+// malformed reports an answer of the server the store cannot read.
+func malformed(what string) error { return ownError("runlimit: " + what) }
 
 // Steps of an admission, as named by [CheckError.Op].
 const (
 	OpAdmit    = "admit"    // before any connection was used: closed store, done context
-	OpAcquire  = "acquire"  // waiting for a pooled connection
+	OpAcquire  = "acquire"  // waiting for a pooled connection, or making a new one ready
 	OpLock     = "lock"     // round trip 1: begin, locks, reads, clock sample
 	OpEvaluate = "evaluate" // the domain rejected the stored state
 	OpWrite    = "write"    // round trip 2: the server rejected a write, so COMMIT never ran
@@ -45,8 +77,8 @@ const (
 // commit error, a commit timeout, a connection lost under it). Callers ask
 // through [github.com/runlimit/runlimit/ports.MayHaveConsumedQuota].
 //
-// The text never contains key bytes; the wrapped error may carry the
-// server's detail fields, which can.
+// Neither its text nor any of its fields contains key bytes or a password:
+// a driver error is kept as a [*DatabaseError].
 type CheckError struct {
 	Op              string // the step that failed: OpAdmit, OpAcquire, OpLock, OpEvaluate, OpWrite or OpCommit
 	MayHaveConsumed bool   // the batch may have been committed
@@ -83,7 +115,8 @@ func timeoutText(timeout bool) string {
 }
 
 // MaintenanceError reports a failed cleanup or stats read. MayHaveRemoved
-// says whether a cleanup may nevertheless have committed its deletions.
+// says whether a cleanup may nevertheless have committed its deletions. Like
+// [CheckError], it holds no key bytes and no password.
 type MaintenanceError struct {
 	Op             string // "cleanup" or "stats"
 	MayHaveRemoved bool   // a cleanup may have removed rows
@@ -105,8 +138,17 @@ func (e *MaintenanceError) Error() string {
 // Unwrap returns the cause.
 func (e *MaintenanceError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrTimeout] and the operation timed out.
-func (e *MaintenanceError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
+// Is reports whether target is [ErrTimeout] and the operation timed out, or
+// [domain.ErrInvalidInput] and the error is [ErrNegativeMax].
+func (e *MaintenanceError) Is(target error) bool {
+	switch target {
+	case ErrTimeout:
+		return e.Timeout
+	case domain.ErrInvalidInput:
+		return e.Err == ErrNegativeMax
+	}
+	return false
+}
 
 // MayHaveRemovedRows reports e.MayHaveRemoved.
 func (e *MaintenanceError) MayHaveRemovedRows() bool { return e.MayHaveRemoved }

@@ -30,5 +30,5 @@ func ExampleNew_invalidConfig() {
 	// true
 	// runlimit: invalid postgres store config: RowsPerShard is 100000, want 1 to 65536 (0 means 4096)
 	// <nil>
-	// postgres.Store{RowsPerShard: 4096, MaxBatchSize: 32, AcquireTimeout: 3s, OperationTimeout: 3s}
+	// postgres.Store{Schema: "public", RowsPerShard: 4096, MaxBatchSize: 32, AcquireTimeout: 3s, OperationTimeout: 3s}
 }

@@ -211,45 +211,6 @@ func TestAdmitCommitErrorMayHaveConsumed(t *testing.T) {
 	require.Zero(t, f.db.Pool.Stat().AcquiredConns())
 }
 
-// Cancelling the caller's context while the admission waits for a lock
-// fails it as not consumed, frees the pool slot, and leaves nothing behind
-// once the abandoned server session ends.
-func TestAdmitCancelledMidAdmissionLeavesNothing(t *testing.T) {
-	t.Parallel()
-	f := setup(t, postgres.Config{})
-	store, pool := f.newStore(t, postgres.Config{}, named("cancelled"))
-	p := policy(t, "cancel", 5, time.Hour)
-	c := f.check(p, "c")
-
-	tx := f.hold(t)
-	lockAdvisory(t, tx, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	errs := make(chan error, 1)
-	go func() {
-		_, err := tryAdmit(ctx, store, c)
-		errs <- err
-	}()
-	f.waitForLockWait(t, "cancelled")
-	cancel()
-	err := <-errs
-	ce := requireCheckError(t, err, postgres.OpLock, false)
-	require.False(t, ce.Timeout)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Zero(t, pool.Stat().AcquiredConns())
-	require.Zero(t, pool.Stat().TotalConns())
-
-	require.NoError(t, tx.Commit(context.Background()))
-	require.Eventually(t, func() bool {
-		var sessions int
-		err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_stat_activity
-			WHERE datname = current_database() AND application_name = 'cancelled'`).Scan(&sessions)
-		return err == nil && sessions == 0
-	}, 10*time.Second, 5*time.Millisecond)
-	_, ok := f.stored(t, c)
-	require.False(t, ok)
-	require.Zero(t, f.ledger(t, postgres.ShardOf(c.CounterKey())))
-}
-
 func TestAdmitAcquireTimeout(t *testing.T) {
 	t.Parallel()
 	f := setup(t, postgres.Config{})
@@ -295,7 +256,12 @@ func TestAdmitFailsClosedWhenSchemaIsMissing(t *testing.T) {
 	f.hasher = hasher
 
 	_, err = tryAdmit(context.Background(), store, f.check(policy(t, "schema", 1, time.Hour), "c"))
-	requireCheckError(t, err, postgres.OpLock, false)
+	// The connection cannot be made ready: its statements name objects
+	// that do not exist, the lock function first.
+	requireCheckError(t, err, postgres.OpAcquire, false)
+	var dbErr *postgres.DatabaseError
+	require.ErrorAs(t, err, &dbErr)
+	require.Equal(t, "42883", dbErr.Code) // undefined_function
 	_, err = store.Stats(context.Background())
 	var me *postgres.MaintenanceError
 	require.ErrorAs(t, err, &me)

@@ -5,13 +5,16 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/runlimit/runlimit/internal/pgerror"
 )
 
-// SQLSTATE codes the server uses when a timeout set from the budget fires.
+// SQLSTATE codes after which a connection's prepared statements cannot be
+// trusted: a statement is gone (someone ran DEALLOCATE or DISCARD), or the
+// schema changed under it.
 const (
-	sqlstateQueryCanceled     = "57014" // statement_timeout
-	sqlstateLockNotAvailable  = "55P03" // lock_timeout
-	sqlstateIdleInTransaction = "25P03" // idle_in_transaction_session_timeout
+	sqlstateNoSuchStatement = "26000" // invalid_sql_statement_name
+	sqlstatePlanChanged     = "0A000" // cached plan must not change result type
 )
 
 // stage says how far a transaction had got when an error was met.
@@ -28,7 +31,7 @@ const (
 )
 
 // mayHaveCommitted is the one rule deciding whether a failed transaction may
-// nevertheless have committed.
+// nevertheless have committed. err is the driver's error, as it came.
 func mayHaveCommitted(st stage, err error) bool {
 	var pgErr *pgconn.PgError
 	switch st {
@@ -47,21 +50,25 @@ func mayHaveCommitted(st stage, err error) bool {
 	return false
 }
 
-// isTimeout reports whether err is a client-side deadline or a server
-// timeout set from the operation's budget.
+// isTimeout reports whether err, sanitized or a context's, is a client-side
+// deadline or a server timeout set from the operation's budget.
 func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return true
+	var dbErr *DatabaseError
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dbErr) && dbErr.Timeout
+}
+
+// sanitize is the adapter's edge: it turns a driver error into a
+// [*DatabaseError], which keeps the SQLSTATE, severity, constraint, a safe
+// message and whether it timed out, and drops the server's detail, hint,
+// context and internal query (a unique violation's detail spells key bytes)
+// and any connection config (it holds the password). The store's own errors
+// pass through.
+func sanitize(err error) error {
+	var own *storeError
+	if err == nil || errors.As(err, &own) {
+		return err
 	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return false
-	}
-	switch pgErr.Code {
-	case sqlstateQueryCanceled, sqlstateLockNotAvailable, sqlstateIdleInTransaction:
-		return true
-	}
-	return false
+	return pgerror.Sanitize(err)
 }
 
 // interpretError translates an error met at step op of an admission into a
@@ -74,11 +81,19 @@ func interpretError(op string, err error) *CheckError {
 	case OpCommit:
 		st = stageCommit
 	}
-	return &CheckError{Op: op, Err: err, Timeout: isTimeout(err), MayHaveConsumed: mayHaveCommitted(st, err)}
+	if ce, ok := err.(*CheckError); ok {
+		return ce
+	}
+	safe := sanitize(err)
+	return &CheckError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveConsumed: mayHaveCommitted(st, err)}
 }
 
 // interpretMaintenanceError translates an error of a cleanup or stats read
 // met at stage st into a [MaintenanceError].
 func interpretMaintenanceError(op string, st stage, err error) *MaintenanceError {
-	return &MaintenanceError{Op: op, Err: err, Timeout: isTimeout(err), MayHaveRemoved: mayHaveCommitted(st, err)}
+	if me, ok := err.(*MaintenanceError); ok {
+		return me
+	}
+	safe := sanitize(err)
+	return &MaintenanceError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveRemoved: mayHaveCommitted(st, err)}
 }

@@ -59,8 +59,26 @@ func TestInterpretError(t *testing.T) {
 			require.Equal(t, tt.consumed, ports.MayHaveConsumedQuota(e))
 			require.Equal(t, tt.timeout, e.Timeout)
 			require.Equal(t, tt.timeout, errors.Is(e, ErrTimeout))
-			require.ErrorIs(t, e, tt.err)
 			require.Contains(t, e.Error(), tt.op)
+			// The cause is kept as much as it is safe to: the store's own
+			// errors and the context's as they are, a server error's code,
+			// anything else's text.
+			var pgErr *pgconn.PgError
+			var dbErr *DatabaseError
+			switch {
+			case errors.As(tt.err, &pgErr):
+				require.ErrorAs(t, e, &dbErr)
+				require.Equal(t, pgErr.Code, dbErr.Code)
+				require.Equal(t, pgErr.Message, dbErr.Message)
+			case tt.err == context.Canceled, tt.err == context.DeadlineExceeded, tt.err == ErrCommitOutcome:
+				require.ErrorIs(t, e, tt.err)
+			default:
+				require.ErrorAs(t, e, &dbErr)
+				require.Equal(t, tt.err.Error(), dbErr.Message)
+			}
+			for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+				require.Equal(t, errors.Is(tt.err, ctxErr), errors.Is(e, ctxErr))
+			}
 		})
 	}
 }

@@ -4,100 +4,45 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/domain"
 )
 
 // A single check, the common case, takes its own path: round trip 1 is
-// BEGIN and one call of runlimit_lock_counter (migration 003), which takes
-// the settings, the advisory lock, the row lock, the ledger lock of a new
-// key and the clock sample in the protocol's order, statement after
-// statement inside the server; round trip 2 is one UPDATE or INSERT and
-// COMMIT. Both [Store.AdmitCheck] and [Store.Admit] of a batch of one take
-// it.
-//
-// The statements are prepared once per connection under names of their own
-// and sent through pgconn with parameters and results in PostgreSQL's binary
-// format, encoded here: pgx's general-purpose encoding cost more client CPU
-// than the rest of the admission.
-const (
-	// sqlLockCounter calls the function in the select list rather than in
-	// FROM: its answer comes back as one composite value, without the
-	// function scan and the tuple store that FROM would put around it.
-	sqlLockCounter = `SELECT runlimit_lock_counter($1, $2, $3, $4, $5)`
-
-	sqlUpdateOne = `UPDATE runlimit_fixed_windows
-SET used = $3, window_started_at = $4, window_expires_at = $5
-WHERE config_fingerprint = $1 AND subject_key = $2`
-
-	sqlInsertOne = `INSERT INTO runlimit_fixed_windows
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
-)
-
-// singleStatements are the prepared statements of the single-check path, by
-// the name each is prepared under.
-var singleStatements = [...]struct{ name, sql string }{
-	stmtBegin:  {"runlimit_begin", sqlBegin},
-	stmtLock:   {"runlimit_lock_counter", sqlLockCounter},
-	stmtUpdate: {"runlimit_update_one", sqlUpdateOne},
-	stmtInsert: {"runlimit_insert_one", sqlInsertOne},
-	stmtCommit: {"runlimit_commit", sqlCommit},
-}
-
-const (
-	stmtBegin = iota
-	stmtLock
-	stmtUpdate
-	stmtInsert
-	stmtCommit
-	stmtCount
-)
-
-// binaryFormat, as a format list of one, puts every parameter or result
-// column in binary format.
-var binaryFormat = []int16{1}
-
-// postgresEpoch is 2000-01-01 00:00:00 UTC, the origin of PostgreSQL's
-// binary timestamps, in Unix microseconds (the origin of domain.Instant).
-const postgresEpoch = 946_684_800_000_000
+// BEGIN and one call of runlimit_lock_counter, round trip 2 one UPDATE or
+// INSERT and COMMIT (see statements.go). Both [Store.AdmitCheck] and
+// [Store.Admit] of a batch of one take it.
 
 // AdmitCheck applies a single check exactly as [Store.Admit] applies a batch
 // holding only check, in the same two round trips (one and a ROLLBACK when
 // it is denied), without building a batch. It is the path
 // [github.com/runlimit/runlimit/app.Limiter.Check] takes. A denial is a
 // decision; errors are those of Admit, and an invalid check is rejected
-// before the database is touched.
+// before anything else, a closed store or a done context included.
 func (s *Store) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	if s.closed.Load() {
-		return domain.Decision{}, &CheckError{Op: OpAdmit, Err: ErrClosed}
-	}
 	if err := check.Validate(); err != nil {
 		return domain.Decision{}, err
+	}
+	if s.closed.Load() {
+		return domain.Decision{}, &CheckError{Op: OpAdmit, Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {
 		return domain.Decision{}, &CheckError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
 	}
-	conn, opCtx, cancel, err := s.acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return domain.Decision{}, interpretError(OpAcquire, err)
 	}
-	defer cancel()
 	a := s.admissions.Get().(*admission)
-	defer s.admissions.Put(a)
-	d, err := a.one.admitCheck(opCtx, conn, &check, s.cfg.RowsPerShard)
-	finish(opCtx, conn)
-	return d, err
+	a.kind, a.check = kindCheck, check
+	a.one.prepare(check.CounterKey())
+	return s.drive(ctx, conn, a)
 }
 
-func (o *single) admitCheck(ctx context.Context, conn *pgxpool.Conn, c *domain.Check, rowsPerShard int) (domain.Decision, error) {
-	o.prepare(c.CounterKey())
-	present, now, err := o.lockAndRead(ctx, conn, rowsPerShard)
+func (o *single) admitCheck(ss *session, st *connState, c *domain.Check, rowsPerShard int) (domain.Decision, error) {
+	present, now, err := o.lockAndRead(ss, st, rowsPerShard)
 	if err != nil {
 		return domain.Decision{}, err
 	}
@@ -110,33 +55,39 @@ func (o *single) admitCheck(ctx context.Context, conn *pgxpool.Conn, c *domain.C
 		return domain.Decision{}, &CheckError{Op: OpEvaluate, Err: err}
 	}
 	if !commit {
-		// finish rolls back, or closes the connection; the denial stands.
+		// The session rolls back, or closes the connection; the denial
+		// stands.
 		return d, nil
 	}
-	if err := o.writeAndCommit(ctx, conn, c, present, next); err != nil {
+	if err := o.writeAndCommit(ss, st, c, present, next); err != nil {
 		return domain.Decision{}, err
 	}
 	return d, nil
 }
 
 // admitBatchOfOne drives a batch of one check through the single-check
-// statements.
-func (o *single) admitBatchOfOne(ctx context.Context, conn *pgxpool.Conn, b *domain.Batch, rowsPerShard int) error {
-	o.prepare(b.Key(0))
-	present, now, err := o.lockAndRead(ctx, conn, rowsPerShard)
+// statements. The batch is the caller's: it is touched only while the
+// caller waits.
+func (o *single) admitBatchOfOne(ss *session, st *connState, b *domain.Batch, rowsPerShard int) error {
+	present, now, err := o.lockAndRead(ss, st, rowsPerShard)
 	if err != nil {
 		return err
 	}
+	if !ss.hold() {
+		return errCallerLeft
+	}
 	b.Observe(0, o.obs)
 	commit, err := b.Evaluate(now)
-	if err != nil {
-		return &CheckError{Op: OpEvaluate, Err: err}
-	}
-	if !commit {
+	if err != nil || !commit {
+		ss.release()
+		if err != nil {
+			return &CheckError{Op: OpEvaluate, Err: err}
+		}
 		return nil
 	}
-	c := b.Check(0)
-	return o.writeAndCommit(ctx, conn, &c, present, b.Next(0))
+	c, next := b.Check(0), b.Next(0)
+	ss.release()
+	return o.writeAndCommit(ss, st, &c, present, next)
 }
 
 // single is the scratch memory of one single-check admission: the key and
@@ -148,10 +99,9 @@ type single struct {
 	used   [8]byte
 	start  [8]byte
 	expire [8]byte
-	text   []byte // the timeout, then the policy and scope ids
+	text   []byte // the timeouts, then the policy and scope ids
 	params [7][]byte
 	obs    domain.Observation
-	stmts  [stmtCount]*pgconn.StatementDescription
 }
 
 func (o *single) prepare(k domain.CounterKey) {
@@ -160,39 +110,29 @@ func (o *single) prepare(k domain.CounterKey) {
 	binary.BigEndian.PutUint16(o.shard[:], uint16(ShardOf(k)))
 }
 
-// statements looks up the connection's prepared statements, preparing them
-// on its first admission.
-func (o *single) statements(ctx context.Context, conn *pgxpool.Conn) error {
-	c := conn.Conn()
-	for i, st := range singleStatements {
-		sd, err := c.Prepare(ctx, st.name, st.sql)
-		if err != nil {
-			return err
-		}
-		o.stmts[i] = sd
-	}
-	return nil
-}
-
 // lockAndRead is round trip 1. It fills o.obs and returns whether the key
 // has a row and the database time sampled after every lock was granted.
-func (o *single) lockAndRead(ctx context.Context, conn *pgxpool.Conn, rowsPerShard int) (present bool, now domain.Instant, err error) {
-	if err := o.statements(ctx, conn); err != nil {
-		return false, 0, interpretError(OpLock, err)
-	}
-	o.text = appendServerTimeout(ctx, o.text[:0])
-	o.params = [7][]byte{o.lockID[:], o.key[:32], o.key[32:], o.shard[:], o.text}
+func (o *single) lockAndRead(ss *session, st *connState, rowsPerShard int) (present bool, now domain.Instant, err error) {
+	o.text = appendServerTimeout(o.text[:0], ss.wait)
+	wait := len(o.text)
+	o.text = appendServerTimeout(o.text, ss.budget)
+	o.params = [7][]byte{o.lockID[:], o.key[:32], o.key[32:], o.shard[:], o.text[:wait], o.text[wait:]}
 	var q pgconn.Batch
-	q.ExecStatement(o.stmts[stmtBegin], nil, nil, nil)
-	q.ExecStatement(o.stmts[stmtLock], o.params[:5], binaryFormat, binaryFormat)
-	mrr := conn.Conn().PgConn().ExecBatch(ctx, &q)
+	q.ExecStatement(st.stmts[stmtBegin], nil, nil, nil)
+	q.ExecStatement(st.stmts[stmtLockOne], o.params[:6], binaryFormat, binaryFormat)
+	if !ss.send(false) {
+		return false, 0, errCallerLeft
+	}
+	mrr := ss.pc.ExecBatch(ss.ctx, &q)
 	present, now, err = o.readLocked(mrr, rowsPerShard)
 	// The reader's own error, when it has one, is the cause: a result that
 	// ended early did so because of it.
 	if cerr := mrr.Close(); cerr != nil {
 		err = cerr
 	}
+	ss.received()
 	if err != nil {
+		ss.forget(err)
 		return false, 0, interpretError(OpLock, err)
 	}
 	return present, now, nil
@@ -217,7 +157,7 @@ func (o *single) readLocked(mrr *pgconn.MultiResultReader, rowsPerShard int) (pr
 			// message; it is decoded before that.
 			var fields [5][]byte
 			if !decodeRecord(v[0], fields[:]) {
-				err = errors.New("runlimit: the lock returned a malformed answer")
+				err = malformed("the lock returned a malformed answer")
 			} else {
 				present, now, err = o.decodeLocked(&fields, rowsPerShard)
 			}
@@ -228,7 +168,7 @@ func (o *single) readLocked(mrr *pgconn.MultiResultReader, rowsPerShard int) (pr
 		return false, 0, cerr
 	}
 	if rows != 1 {
-		return false, 0, errors.New("runlimit: the lock returned no single row")
+		return false, 0, malformed("the lock returned no single row")
 	}
 	return present, now, err
 }
@@ -239,7 +179,7 @@ func (o *single) readLocked(mrr *pgconn.MultiResultReader, rowsPerShard int) (pr
 func (o *single) decodeLocked(v *[5][]byte, rowsPerShard int) (present bool, now domain.Instant, err error) {
 	var ok bool
 	if now, ok = decodeTime(v[4]); !ok {
-		return false, 0, errors.New("runlimit: the read returned no clock sample")
+		return false, 0, malformed("the read returned no clock sample")
 	}
 	o.obs = domain.Observation{}
 	if v[0] != nil {
@@ -267,43 +207,54 @@ func (o *single) decodeLocked(v *[5][]byte, rowsPerShard int) (present bool, now
 
 // writeAndCommit is round trip 2 of an allowed check: the new counter and
 // COMMIT.
-func (o *single) writeAndCommit(ctx context.Context, conn *pgxpool.Conn, c *domain.Check, present bool, next domain.Counter) error {
+func (o *single) writeAndCommit(ss *session, st *connState, c *domain.Check, present bool, next domain.Counter) error {
 	binary.BigEndian.PutUint64(o.used[:], uint64(next.Used))
 	binary.BigEndian.PutUint64(o.start[:], uint64(int64(next.Start)-postgresEpoch))
 	binary.BigEndian.PutUint64(o.expire[:], uint64(int64(next.Expires)-postgresEpoch))
 	var q pgconn.Batch
 	if present {
 		o.params = [7][]byte{o.key[:32], o.key[32:], o.used[:], o.start[:], o.expire[:]}
-		q.ExecStatement(o.stmts[stmtUpdate], o.params[:5], binaryFormat, nil)
+		q.ExecStatement(st.stmts[stmtUpdateOne], o.params[:5], binaryFormat, nil)
 	} else {
 		p := c.Policy()
 		o.text = append(o.text[:0], p.ID().String()...)
 		policy := len(o.text)
 		o.text = append(o.text, p.Scope().String()...)
 		o.params = [7][]byte{o.text[:policy], o.text[policy:], o.key[:32], o.key[32:], o.start[:], o.expire[:], o.used[:]}
-		q.ExecStatement(o.stmts[stmtInsert], o.params[:], binaryFormat, nil)
+		q.ExecStatement(st.stmts[stmtInsertOne], o.params[:], binaryFormat, nil)
 	}
-	q.ExecStatement(o.stmts[stmtCommit], nil, nil, nil)
-	mrr := conn.Conn().PgConn().ExecBatch(ctx, &q)
-	op, err := readWritten(mrr)
+	q.ExecStatement(st.stmts[stmtCommit], nil, nil, nil)
+	if !ss.send(true) {
+		return errCallerLeft
+	}
+	mrr := ss.pc.ExecBatch(ss.ctx, &q)
+	op, err := readWritten(mrr, 1)
 	// When every result, COMMIT's included, has arrived, the check is
-	// committed whatever closing the reader says; finish then closes the
-	// connection rather than pooling it.
+	// committed whatever closing the reader says; the session then closes
+	// the connection rather than pooling it.
 	_ = mrr.Close()
+	ss.received()
 	if err != nil {
+		ss.forget(err)
 		return interpretError(op, err)
 	}
 	return nil
 }
 
-// readWritten reads the write's result and COMMIT's, as writeResults does
-// for a batch.
-func readWritten(mrr *pgconn.MultiResultReader) (string, error) {
-	if !mrr.NextResult() {
-		return writeFailure(mrr.Close())
-	}
-	if _, err := mrr.ResultReader().Close(); err != nil {
-		return writeFailure(err)
+// readWritten reads the results of writes write statements and COMMIT's.
+// An error is attributed to OpWrite only when the server reported it for a
+// write, which proves COMMIT was skipped; any other failure of the round
+// trip (a timeout, a broken connection) leaves COMMIT's outcome unknown.
+// COMMIT of a transaction that had failed answers ROLLBACK instead of an
+// error.
+func readWritten(mrr *pgconn.MultiResultReader, writes int) (string, error) {
+	for range writes {
+		if !mrr.NextResult() {
+			return writeFailure(mrr.Close())
+		}
+		if _, err := mrr.ResultReader().Close(); err != nil {
+			return writeFailure(err)
+		}
 	}
 	if !mrr.NextResult() {
 		return OpCommit, commitFailure(mrr.Close())
@@ -318,7 +269,7 @@ func readWritten(mrr *pgconn.MultiResultReader) (string, error) {
 	return OpCommit, nil
 }
 
-// writeFailure attributes an error met before the write's result to the
+// writeFailure attributes an error met before a write's result to the
 // write only when the server reported it, which proves COMMIT was skipped;
 // anything else leaves COMMIT's outcome unknown.
 func writeFailure(err error) (string, error) {
@@ -337,65 +288,4 @@ func commitFailure(err error) error {
 		return errIncomplete
 	}
 	return err
-}
-
-// errIncomplete: the server's answer ended early without an error.
-var errIncomplete = errors.New("runlimit: the server's answer ended early")
-
-// decodeRecord splits a composite value in binary format (a field count,
-// then each field's type, length or -1 for NULL, and bytes) into fields,
-// which must match its field count.
-func decodeRecord(b []byte, fields [][]byte) bool {
-	if len(b) < 4 || int(binary.BigEndian.Uint32(b)) != len(fields) {
-		return false
-	}
-	b = b[4:]
-	for i := range fields {
-		if len(b) < 8 {
-			return false
-		}
-		n := int32(binary.BigEndian.Uint32(b[4:]))
-		b = b[8:]
-		switch {
-		case n == -1:
-			fields[i] = nil
-		case n < 0 || int(n) > len(b):
-			return false
-		default:
-			fields[i], b = b[:n:n], b[n:]
-		}
-	}
-	return len(b) == 0
-}
-
-func decodeInt8(b []byte) (int64, bool) {
-	if len(b) != 8 {
-		return 0, false
-	}
-	return int64(binary.BigEndian.Uint64(b)), true
-}
-
-// decodeTime decodes a binary timestamptz. Infinite timestamps, which the
-// table's constraints forbid, are not a time.
-func decodeTime(b []byte) (domain.Instant, bool) {
-	us, ok := decodeInt8(b)
-	if !ok || us == 1<<63-1 || us == -1<<63 || us > 1<<63-1-postgresEpoch {
-		return 0, false
-	}
-	return domain.Instant(us + postgresEpoch), true
-}
-
-// appendServerTimeout appends the statement, lock and idle-in-transaction
-// timeout of a transaction to b, in the form SET accepts: what is left of
-// ctx's budget, less a margin so that the server's timeout, which leaves a
-// usable connection, usually fires before the client's deadline, which
-// closes it.
-func appendServerTimeout(ctx context.Context, b []byte) []byte {
-	left := time.Second
-	if deadline, ok := ctx.Deadline(); ok {
-		left = time.Until(deadline)
-	}
-	left -= min(left/10, 100*time.Millisecond)
-	b = strconv.AppendInt(b, max(left.Milliseconds(), 1), 10)
-	return append(b, "ms"...)
 }

@@ -5,22 +5,11 @@ import (
 	"context"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/runlimit/runlimit/ports"
 )
 
 // FullestShardCount is how many shards [TableStats.Fullest] lists.
 const FullestShardCount = 8
-
-const (
-	sqlLedger = `SELECT shard, rows FROM runlimit_capacity_shards ORDER BY shard`
-	sqlSizes  = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
-       COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)
-FROM pg_catalog.pg_class AS c
-LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid = c.oid
-WHERE c.oid = 'runlimit_fixed_windows'::regclass`
-)
 
 // TableStats is an operator's view of the store: occupancy from the
 // capacity ledger (exact), and the table's size and dead tuples from
@@ -56,8 +45,8 @@ type ShardUsage struct {
 // RowsPerShard (the bound was lowered) has headroom 0.
 func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	var ledger [ShardCount]int64
-	err := s.read(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		return readLedger(ctx, conn, &ledger)
+	err := s.read(ctx, func(ss *session) error {
+		return s.readLedger(ss, &ledger)
 	})
 	if err != nil {
 		return ports.Stats{}, err
@@ -82,11 +71,15 @@ func (s *Store) TableStats(ctx context.Context) (TableStats, error) {
 		Capacity:     int64(ShardCount) * int64(s.cfg.RowsPerShard),
 		RowsPerShard: s.cfg.RowsPerShard,
 	}
-	err := s.read(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-		if err := readLedger(ctx, conn, &ledger); err != nil {
+	err := s.read(ctx, func(ss *session) error {
+		if err := s.readLedger(ss, &ledger); err != nil {
 			return err
 		}
-		return conn.QueryRow(ctx, sqlSizes).Scan(&ts.TableBytes, &ts.IndexBytes, &ts.LiveTuples, &ts.DeadTuples)
+		if !ss.send(false) {
+			return errCallerLeft
+		}
+		defer ss.received()
+		return ss.conn.QueryRow(ss.ctx, s.sql.sizes).Scan(&ts.TableBytes, &ts.IndexBytes, &ts.LiveTuples, &ts.DeadTuples)
 	})
 	if err != nil {
 		return TableStats{}, err
@@ -105,39 +98,38 @@ func (s *Store) headroom(rows int64) int64 { return max(int64(s.cfg.RowsPerShard
 
 // read runs a read-only query function on a connection held within the
 // store's timeouts.
-func (s *Store) read(ctx context.Context, f func(context.Context, *pgx.Conn) error) error {
+func (s *Store) read(ctx context.Context, f func(*session) error) error {
 	if s.closed.Load() {
 		return &MaintenanceError{Op: opStats, Err: ErrClosed}
 	}
-	conn, opCtx, cancel, err := s.acquire(ctx)
-	if err != nil {
-		return interpretMaintenanceError(opStats, stageOpen, err)
-	}
-	defer cancel()
-	defer finish(opCtx, conn)
-	if err := f(opCtx, conn.Conn()); err != nil {
-		return interpretMaintenanceError(opStats, stageOpen, err)
-	}
-	return nil
+	return s.maintain(ctx, opStats, func(ss *session) error {
+		if err := f(ss); err != nil {
+			return interpretMaintenanceError(opStats, stageOpen, err)
+		}
+		return nil
+	})
 }
 
 // readLedger fills ledger from the capacity ledger, which must hold exactly
 // one row per shard.
-func readLedger(ctx context.Context, conn *pgx.Conn, ledger *[ShardCount]int64) error {
-	rows, err := conn.Query(ctx, sqlLedger)
+func (s *Store) readLedger(ss *session, ledger *[ShardCount]int64) error {
+	if !ss.send(false) {
+		return errCallerLeft
+	}
+	defer ss.received()
+	rows, err := ss.conn.Query(ss.ctx, s.sql.ledger)
 	if err != nil {
 		return err
 	}
+	defer rows.Close()
 	var seen int
 	for rows.Next() {
 		var shard int16
 		var n int64
 		if err := rows.Scan(&shard, &n); err != nil {
-			rows.Close()
 			return err
 		}
 		if shard < 0 || int(shard) >= ShardCount {
-			rows.Close()
 			return ErrLedger
 		}
 		ledger[shard] = n

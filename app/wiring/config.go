@@ -71,9 +71,10 @@ type Config struct {
 	// Postgres tunes the PostgreSQL store. Default: the zero postgres.Config,
 	// that store's defaults.
 	Postgres postgres.Config
-	// Migrate applies Runlimit's schema (see the migrations package) when the
-	// Runtime starts, before its readiness check. Safe from every replica at
-	// once. Default false: the schema is applied by a separate step.
+	// Migrate applies Runlimit's schema (see the migrations package) into
+	// Postgres.Schema when the Runtime starts, before its readiness check.
+	// Safe from every replica at once. Default false: the schema is applied
+	// by a separate step.
 	Migrate bool
 
 	// Store is the host's store of [BackendStore], borrowed: the Runtime

@@ -16,6 +16,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgerror"
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -179,12 +180,12 @@ func (r *runtimeState) build(ctx context.Context) error {
 		if pool == nil {
 			pc, err := pgxpool.ParseConfig(cfg.DatabaseURL.Reveal())
 			if err != nil {
-				// The parse error quotes the URL, password redacted; the
-				// rest may still be private, so only errors.As reaches it.
-				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: err}
+				// The parse error holds the URL as written, password
+				// included: only its sanitized form is kept.
+				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
 			if pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
-				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: err}
+				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: pgerror.Sanitize(err)}
 			}
 			r.ownPool = true
 		}
@@ -243,7 +244,7 @@ func (r *runtimeState) start(ctx context.Context) error {
 	}
 	if r.pg != nil && r.cfg.Migrate {
 		began := time.Now()
-		if err := migrations.MigratePool(ctx, r.pool); err != nil {
+		if err := migrations.MigratePool(ctx, r.pool, r.pg.Config().Schema); err != nil {
 			return fmt.Errorf("runlimit: migrate: %w", err)
 		}
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: schema migrated",

@@ -32,6 +32,7 @@ type cleanupConfig struct {
 func runCleanup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup", cleanupSummary, stderr)
 	addDatabaseFlag(fs, true)
+	schema := addSchemaFlag(fs)
 	var cfg cleanupConfig
 	fs.IntVar(&cfg.batch, "batch", 1000, "rows deleted per pass, at least 1")
 	fs.IntVar(&cfg.maxPasses, "max-passes", 1000, "passes per round at most, at least 1")
@@ -50,12 +51,15 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	case *timeout <= 0 || *timeout > postgres.MaxTimeout:
 		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, postgres.MaxTimeout)
 	}
+	if err := checkSchema(*schema); err != nil {
+		return err
+	}
 	db, err := connect(ctx, fs, getenv)
 	if err != nil {
 		return err
 	}
 	defer db.close()
-	store, err := postgres.New(db.pool, postgres.Config{OperationTimeout: *timeout})
+	store, err := postgres.New(db.pool, postgres.Config{Schema: *schema, OperationTimeout: *timeout})
 	if err != nil {
 		return err
 	}

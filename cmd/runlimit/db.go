@@ -1,18 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/internal/pgerror"
+	"github.com/runlimit/runlimit/migrations"
 )
 
 // envDatabaseURL names the environment variable that gives the database
@@ -57,6 +63,24 @@ func databaseURL(fs *flag.FlagSet, getenv func(string) string) (string, error) {
 	return "", errNoDatabaseURL
 }
 
+// schemaFlagName is the flag naming the schema of Runlimit's objects.
+const schemaFlagName = "schema"
+
+// addSchemaFlag registers --schema on fs.
+func addSchemaFlag(fs *flag.FlagSet) *string {
+	return fs.String(schemaFlagName, migrations.DefaultSchema,
+		"the schema holding Runlimit's tables and functions: 1 to 63 ASCII letters, digits and underscores, used as written")
+}
+
+// checkSchema reports a --schema value Runlimit cannot use as a usage
+// error.
+func checkSchema(schema string) error {
+	if err := migrations.CheckSchema(schema); err != nil {
+		return fmt.Errorf("%w: --%s: %v", errUsage, schemaFlagName, err)
+	}
+	return nil
+}
+
 // connect opens the database a parsed command line names, by its flag or
 // the environment.
 func connect(ctx context.Context, fs *flag.FlagSet, getenv func(string) string) (*database, error) {
@@ -88,8 +112,9 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		// pgx masks the passwords it recognises in a malformed URL, on a
-		// best-effort basis; the redactor masks the ones this command found.
-		return nil, secrets.wrap(fmt.Errorf("the database URL is invalid: %w", err))
+		// best-effort basis, and the redactor masks the ones this command
+		// found; the error itself, which holds the URL, is not kept.
+		return nil, secrets.wrapText("the database URL is invalid: "+err.Error(), pgerror.Sanitize(err))
 	}
 	// The password may also come from PGPASSWORD or a passfile.
 	secrets = secrets.with(cfg.ConnConfig.Password)
@@ -122,12 +147,15 @@ func (d *database) wrap(err error) error {
 	return d.secrets.wrap(schemaHint(err))
 }
 
-// schemaHint adds what to do to an error that means Runlimit's tables or
-// functions are missing.
+// schemaHint adds what to do to an error that means Runlimit's schema,
+// tables or functions are missing.
 func schemaHint(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42883") { // undefined_table, undefined_function
-		return fmt.Errorf(`%w; the runlimit schema is missing or out of date: run "runlimit migrate" first`, err)
+	var dbErr *postgres.DatabaseError
+	if errors.As(err, &dbErr) {
+		switch dbErr.Code {
+		case "42P01", "42883", "3F000": // undefined_table, undefined_function, invalid_schema_name
+			return fmt.Errorf(`%w; the runlimit schema is missing or out of date: run "runlimit migrate" first, or check --%s`, err, schemaFlagName)
+		}
 	}
 	return err
 }
@@ -209,24 +237,93 @@ func (r redactor) with(secret string) redactor {
 	return r
 }
 
-// redact masks every secret in s and folds it onto one line.
-func (r redactor) redact(s string) string {
+// mask masks every secret in s.
+func (r redactor) mask(s string) string {
 	for _, secret := range r {
 		s = strings.ReplaceAll(s, secret, mask)
 	}
+	return s
+}
+
+// redact masks every secret in s and folds it onto one line.
+func (r redactor) redact(s string) string {
+	s = r.mask(s)
 	// pgx puts each failed connection attempt on a line of its own.
 	s = strings.ReplaceAll(s, ":\n\t", ": ")
 	s = strings.ReplaceAll(s, "\n\t", "; ")
 	return strings.ReplaceAll(s, "\n", "; ")
 }
 
-// wrap returns err with its text redacted; errors.Is and errors.As still see
-// the cause.
+// wrap returns err with its text redacted and any driver error in it
+// sanitized; errors.Is and errors.As still see the cause.
 func (r redactor) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &redactedError{text: r.redact(err.Error()), err: err}
+	return r.wrapText(err.Error(), err)
+}
+
+// wrapText returns an error whose text is text, redacted, and whose cause
+// is err. A driver error that is not sanitized yet (one holding a
+// connection config, say) is replaced by its sanitized form.
+func (r redactor) wrapText(text string, err error) error {
+	var dbErr *postgres.DatabaseError
+	var checkErr *postgres.CheckError
+	var maintErr *postgres.MaintenanceError
+	if !errors.As(err, &dbErr) && !errors.As(err, &checkErr) && !errors.As(err, &maintErr) {
+		err = pgerror.Sanitize(err)
+	}
+	return &redactedError{text: r.redact(text), err: err}
+}
+
+// commandSecrets finds every password a command line could carry: in any
+// argument (a URL or keyword/value string, given to a flag or stray), in
+// $RUNLIMIT_DATABASE_URL and in $PGPASSWORD.
+func commandSecrets(args []string, getenv func(string) string) redactor {
+	var r redactor
+	for _, a := range append(slices.Clip(args), getenv(envDatabaseURL)) {
+		for _, secret := range urlSecrets(a) {
+			r = r.with(secret)
+		}
+	}
+	return r.with(getenv("PGPASSWORD"))
+}
+
+// maskingWriter masks secrets in everything written through it, a line at
+// a time, so that a secret split across writes is still found.
+type maskingWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	secrets redactor
+	partial []byte
+}
+
+func newMaskingWriter(w io.Writer, secrets redactor) *maskingWriter {
+	return &maskingWriter{w: w, secrets: secrets}
+}
+
+func (m *maskingWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.partial = append(m.partial, p...)
+	if i := bytes.LastIndexByte(m.partial, '\n'); i >= 0 {
+		lines := m.secrets.mask(string(m.partial[:i+1]))
+		m.partial = append(m.partial[:0], m.partial[i+1:]...)
+		if _, err := io.WriteString(m.w, lines); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes what is left of an unfinished line.
+func (m *maskingWriter) Flush() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.partial) > 0 {
+		_, _ = io.WriteString(m.w, m.secrets.mask(string(m.partial)))
+		m.partial = m.partial[:0]
+	}
 }
 
 // redactedError is an error whose text has had a URL's secrets masked. Only

@@ -22,11 +22,11 @@ const demoSummary = `Runs the login admission example: every attempt checks the 
 One client first retries one identity, then sprays other identities, then
 retries after the window has passed. Time is simulated, so it runs instantly.
 
-With --database-url the example runs on PostgreSQL instead, whose schema must
-already be migrated ("runlimit migrate"). Time is then the database's: the
-attempts come as one burst, without the final retry a minute later, and the
-policy ids carry a random suffix so that runs never share counters. The demo
-reads only the flag, never $RUNLIMIT_DATABASE_URL.`
+With --database-url the example runs on PostgreSQL instead, whose schema
+(--schema) must already be migrated ("runlimit migrate"). Time is then the
+database's: the attempts come as one burst, without the final retry a minute
+later, and the policy ids carry a random suffix so that runs never share
+counters. The demo reads only the flag, never $RUNLIMIT_DATABASE_URL.`
 
 // demoSecret keys the demo's subject hashes. Real services load a random
 // secret of at least 32 bytes from secret storage.
@@ -90,7 +90,11 @@ const demoPolicyID = "auth.login"
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", demoSummary, stderr)
 	addDatabaseFlag(fs, false)
+	schema := addSchemaFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkSchema(*schema); err != nil {
 		return err
 	}
 	if isSet(fs, databaseFlagName) {
@@ -100,7 +104,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		return runPostgresDemo(ctx, u, stdout)
+		return runPostgresDemo(ctx, u, *schema, stdout)
 	}
 	clock := memory.NewManualClock()
 	store, err := memory.New(memory.Config{MaxKeys: 50_000, Shards: 64, Clock: clock})
@@ -119,13 +123,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // runPostgresDemo plays the scenario's burst, without its simulated minute,
 // on the PostgreSQL database at rawURL.
-func runPostgresDemo(ctx context.Context, rawURL string, stdout io.Writer) error {
+func runPostgresDemo(ctx context.Context, rawURL, schema string, stdout io.Writer) error {
 	db, err := openDatabase(ctx, rawURL)
 	if err != nil {
 		return err
 	}
 	defer db.close()
-	store, err := postgres.New(db.pool, postgres.Config{})
+	store, err := postgres.New(db.pool, postgres.Config{Schema: schema})
 	if err != nil {
 		return err
 	}

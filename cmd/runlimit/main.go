@@ -13,8 +13,10 @@
 // The database commands (migrate, cleanup, status) take the database from
 // --database-url or, when the flag is absent, from the environment variable
 // RUNLIMIT_DATABASE_URL. The demo reads only the flag, so a plain "runlimit
-// demo" always runs on the memory store. No password in a URL is ever
-// printed.
+// demo" always runs on the memory store. Every command that touches the
+// database takes --schema, the schema holding Runlimit's objects (public by
+// default). No password, whether in a URL, a keyword/value string,
+// PGPASSWORD or a stray argument, is ever printed.
 //
 // Exit codes: 0 success (and a cleanup loop stopped by SIGINT or SIGTERM),
 // 1 failure, 2 usage error.
@@ -29,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -47,7 +50,7 @@ Commands:
   help      show this help
 
 migrate, cleanup and status take --database-url, or $RUNLIMIT_DATABASE_URL
-when the flag is absent.
+when the flag is absent, and --schema (default public).
 
 Run "runlimit <command> --help" for a command's flags.
 Exit codes: 0 success, 1 failure, 2 usage error.
@@ -67,6 +70,12 @@ func main() {
 // the environment (os.Getenv, or a test's own), so no test depends on the
 // environment it runs in.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	// Everything written to stderr (errors, usage, the flag package's own
+	// complaints, which quote the values they reject) has every password
+	// found in the command line or the environment masked.
+	masked := newMaskingWriter(stderr, commandSecrets(args, getenv))
+	defer masked.Flush()
+	stderr = masked
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -88,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
 		return 0
 	default:
-		fmt.Fprintf(stderr, "runlimit: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "runlimit: unknown command %q\n\n%s", urlSecrets(args[0]).redact(args[0]), usage)
 		return 2
 	}
 	switch {
@@ -125,7 +134,14 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		arg := fs.Arg(0)
+		if strings.Contains(arg, "://") || strings.Contains(arg, "=") {
+			// Most likely a database URL or connection string, which may
+			// hold a password: never quoted.
+			return fmt.Errorf("%w: unexpected argument (a database URL? pass it with --%s or $%s)",
+				errUsage, databaseFlagName, envDatabaseURL)
+		}
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, urlSecrets(arg).redact(arg))
 	}
 	return nil
 }

@@ -9,20 +9,23 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/runlimit/runlimit/internal/pgerror"
 	"github.com/runlimit/runlimit/migrations"
 )
 
 const migrateSummary = `Brings Runlimit's PostgreSQL schema up to the latest version and prints the
 version before and after. Running it again changes nothing; replicas may run it
-at once. The schema goes into the first schema of the connection's search_path.
+at once. Every object goes into --schema, which is created when missing and
+must not belong to another role.
 
---print-sql prints the SQL of every step in order instead, for hosts that vendor
-it into their own migration history; it needs no database.`
+--print-sql prints the SQL of every step in order instead, rendered for
+--schema, for hosts that vendor it into their own migration history; it needs
+no database.`
 
 // latestSchema is the newest schema version this binary knows, and the
-// steps that reach it.
-func latestSchema() (int32, []migrations.Step, error) {
-	steps, err := migrations.SQL()
+// steps that reach it, rendered for schema.
+func latestSchema(schema string) (int32, []migrations.Step, error) {
+	steps, err := migrations.SQL(schema)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -32,11 +35,15 @@ func latestSchema() (int32, []migrations.Step, error) {
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", migrateSummary, stderr)
 	addDatabaseFlag(fs, true)
+	schema := addSchemaFlag(fs)
 	printSQL := fs.Bool("print-sql", false, "print the schema's SQL, every step in order, and exit without connecting")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	latest, steps, err := latestSchema()
+	if err := checkSchema(*schema); err != nil {
+		return err
+	}
+	latest, steps, err := latestSchema(*schema)
 	if err != nil {
 		return err
 	}
@@ -49,19 +56,20 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer db.close()
-	return db.wrap(migrate(ctx, db.pool, latest, steps, stdout))
+	return db.wrap(migrate(ctx, db.pool, *schema, latest, steps, stdout))
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, latest int32, steps []migrations.Step, stdout io.Writer) error {
-	before, tracked, err := schemaVersion(ctx, pool)
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, latest int32, steps []migrations.Step, stdout io.Writer) error {
+	before, tracked, err := schemaVersion(ctx, pool, schema)
 	if err != nil {
 		return err
 	}
 	if !tracked {
 		// tern would try to create tables that are already there.
 		var vendored bool
-		if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass('runlimit_fixed_windows') IS NOT NULL`).Scan(&vendored); err != nil {
-			return fmt.Errorf("read the schema: %w", err)
+		if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1::text) IS NOT NULL`,
+			pgx.Identifier{schema, "runlimit_fixed_windows"}.Sanitize()).Scan(&vendored); err != nil {
+			return fmt.Errorf("read the schema: %w", pgerror.Sanitize(err))
 		}
 		if vendored {
 			return fmt.Errorf("runlimit's tables exist but its version table %s does not: the schema was vendored into the host's migrations, so apply new steps there (see --print-sql); nothing changed",
@@ -71,10 +79,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, latest int32, steps []migr
 	if before > latest {
 		return fmt.Errorf("the database's runlimit schema is at version %d, newer than this runlimit knows (%d); nothing changed", before, latest)
 	}
-	if err := migrations.MigratePool(ctx, pool); err != nil {
+	if err := migrations.MigratePool(ctx, pool, schema); err != nil {
 		return err
 	}
-	after, _, err := schemaVersion(ctx, pool)
+	after, _, err := schemaVersion(ctx, pool, schema)
 	if err != nil {
 		return err
 	}
@@ -94,19 +102,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, latest int32, steps []migr
 	return nil
 }
 
-// schemaVersion reads the version tern recorded in [migrations.VersionTable].
-// tracked is false when there is no such table on the search_path: the
-// schema was never migrated, or was vendored into the host's migrations.
-func schemaVersion(ctx context.Context, pool *pgxpool.Pool) (version int32, tracked bool, err error) {
-	if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, migrations.VersionTable).Scan(&tracked); err != nil {
-		return 0, false, fmt.Errorf("read the schema version: %w", err)
+// schemaVersion reads the version tern recorded in [migrations.VersionTable]
+// of schema. tracked is false when there is no such table: the schema was
+// never migrated, or was vendored into the host's migrations.
+func schemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string) (version int32, tracked bool, err error) {
+	table := pgx.Identifier{schema, migrations.VersionTable}.Sanitize()
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1::text) IS NOT NULL`, table).Scan(&tracked); err != nil {
+		return 0, false, fmt.Errorf("read the schema version: %w", pgerror.Sanitize(err))
 	}
 	if !tracked {
 		return 0, false, nil
 	}
-	sql := "SELECT version FROM " + pgx.Identifier{migrations.VersionTable}.Sanitize()
-	if err := pool.QueryRow(ctx, sql).Scan(&version); err != nil {
-		return 0, false, fmt.Errorf("read the schema version: %w", err)
+	if err := pool.QueryRow(ctx, "SELECT version FROM "+table).Scan(&version); err != nil {
+		return 0, false, fmt.Errorf("read the schema version: %w", pgerror.Sanitize(err))
 	}
 	return version, true, nil
 }

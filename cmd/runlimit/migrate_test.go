@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func TestMigrateAppliesTheSchemaOnceAndThenNothing(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
-	latest, steps, err := latestSchema()
+	latest, steps, err := latestSchema("public")
 	require.NoError(t, err)
 	var names []string
 	for _, st := range steps {
@@ -39,7 +40,7 @@ func TestMigrateAppliesTheSchemaOnceAndThenNothing(t *testing.T) {
 func TestMigrateRefusesAVendoredSchema(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
-	_, steps, err := latestSchema()
+	_, steps, err := latestSchema("public")
 	require.NoError(t, err)
 	for _, st := range steps {
 		_, err := db.Pool.Exec(context.Background(), st.Up)
@@ -49,7 +50,7 @@ func TestMigrateRefusesAVendoredSchema(t *testing.T) {
 	r := execute(t, noEnv, "migrate", "--database-url", db.URL)
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "the schema was vendored")
-	_, tracked, err := schemaVersion(context.Background(), db.Pool)
+	_, tracked, err := schemaVersion(context.Background(), db.Pool, "public")
 	require.NoError(t, err)
 	require.False(t, tracked, "no version table was created")
 }
@@ -63,14 +64,14 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 	r := execute(t, noEnv, "migrate", "--database-url", db.URL)
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "at version 99, newer than this runlimit knows")
-	version, _, err := schemaVersion(context.Background(), db.Pool)
+	version, _, err := schemaVersion(context.Background(), db.Pool, "public")
 	require.NoError(t, err)
 	require.EqualValues(t, 99, version)
 }
 
 func TestMigratePrintSQLNeedsNoDatabase(t *testing.T) {
 	t.Parallel()
-	steps, err := migrations.SQL()
+	steps, err := migrations.SQL("")
 	require.NoError(t, err)
 
 	r := execute(t, noEnv, "migrate", "--print-sql")
@@ -95,4 +96,40 @@ func TestMigratePrintSQLAppliesCleanly(t *testing.T) {
 	r = execute(t, noEnv, "status", "--database-url", db.URL, "--json")
 	require.Equal(t, 0, r.code, "the vendored schema works: %s", r.stderr)
 	require.Contains(t, r.stdout, `"schema_version": null`)
+}
+
+// --schema takes every command to the same schema; a command pointed at
+// another one says what to check.
+func TestCommandsFollowTheSchemaFlag(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	latest, _, err := latestSchema("limits")
+	require.NoError(t, err)
+
+	r := execute(t, noEnv, "migrate", "--database-url", db.URL, "--schema", "limits")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, fmt.Sprintf("from version 0 to %d", latest))
+	var tables int
+	require.NoError(t, db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = 'limits'").Scan(&tables))
+	require.Equal(t, 3, tables)
+
+	r = execute(t, noEnv, "demo", "--database-url", db.URL, "--schema", "limits")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	r = execute(t, noEnv, "status", "--json", "--database-url", db.URL, "--schema", "limits")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var report statusReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	require.NotNil(t, report.SchemaVersion)
+	require.Equal(t, latest, *report.SchemaVersion)
+	require.Positive(t, report.Rows, "the demo's counters are in the schema")
+
+	for _, cmd := range []string{"status", "cleanup", "demo"} {
+		r = execute(t, noEnv, cmd, "--database-url", db.URL)
+		require.Equal(t, 1, r.code, cmd)
+		require.Contains(t, r.stderr, `run "runlimit migrate" first, or check --schema`, cmd)
+	}
+	r = execute(t, noEnv, "status", "--database-url", db.URL, "--schema", "Not-A-Schema")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--schema")
 }

@@ -48,6 +48,7 @@ type shardReport struct {
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", statusSummary, stderr)
 	addDatabaseFlag(fs, true)
+	schema := addSchemaFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	rowsPerShard := fs.Int("rows-per-shard", postgres.DefaultRowsPerShard, "the services' rows per capacity shard, 1 to 65536, for headroom")
 	if err := parseFlags(fs, args); err != nil {
@@ -56,7 +57,10 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if *rowsPerShard < 1 || *rowsPerShard > postgres.MaxRowsPerShard {
 		return fmt.Errorf("%w: --rows-per-shard is %d, want 1 to %d", errUsage, *rowsPerShard, postgres.MaxRowsPerShard)
 	}
-	latest, _, err := latestSchema()
+	if err := checkSchema(*schema); err != nil {
+		return err
+	}
+	latest, _, err := latestSchema(*schema)
 	if err != nil {
 		return err
 	}
@@ -65,11 +69,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer db.close()
-	store, err := postgres.New(db.pool, postgres.Config{RowsPerShard: *rowsPerShard})
+	store, err := postgres.New(db.pool, postgres.Config{Schema: *schema, RowsPerShard: *rowsPerShard})
 	if err != nil {
 		return err
 	}
-	report, err := readStatus(ctx, db, store)
+	report, err := readStatus(ctx, db, store, *schema)
 	if err != nil {
 		return db.wrap(err)
 	}
@@ -82,8 +86,8 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	return printStatus(stdout, report)
 }
 
-func readStatus(ctx context.Context, db *database, store *postgres.Store) (statusReport, error) {
-	version, tracked, err := schemaVersion(ctx, db.pool)
+func readStatus(ctx context.Context, db *database, store *postgres.Store, schema string) (statusReport, error) {
+	version, tracked, err := schemaVersion(ctx, db.pool, schema)
 	if err != nil {
 		return statusReport{}, err
 	}

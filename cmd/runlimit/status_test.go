@@ -21,7 +21,7 @@ func TestStatusReportsTheStore(t *testing.T) {
 	want, err := store.TableStats(context.Background())
 	require.NoError(t, err)
 	require.EqualValues(t, 40, want.Rows)
-	latest, _, err := latestSchema()
+	latest, _, err := latestSchema("public")
 	require.NoError(t, err)
 
 	r := execute(t, noEnv, "status", "--database-url", db.URL, "--json", "--rows-per-shard", "100")
@@ -72,7 +72,7 @@ func keys(m map[string]any) []string {
 func TestStatusOfAnOlderOrUntrackedSchema(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	latest, _, err := latestSchema()
+	latest, _, err := latestSchema("public")
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(context.Background(), "UPDATE runlimit_schema_version SET version = $1", latest-1)
 	require.NoError(t, err)

@@ -135,7 +135,7 @@ func (s *server) migratedTemplate() (string, error) {
 }
 
 func (s *server) buildTemplate() (string, error) {
-	steps, err := migrations.SQL()
+	steps, err := migrations.SQL(migrations.DefaultSchema)
 	if err != nil {
 		return "", err
 	}
@@ -188,18 +188,69 @@ func (s *server) migrateDatabase(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, u)
+	cfg, err := pgx.ParseConfig(u)
 	if err != nil {
 		return err
 	}
-	// Closed before the caller renames or clones the database, which
-	// PostgreSQL refuses while anyone is connected.
-	defer conn.Close(context.Background())
-	return migrations.Migrate(ctx, conn)
+	// Migrate closes its connection before returning, so the caller can
+	// rename or clone the database, which PostgreSQL refuses while anyone
+	// is connected.
+	return migrations.Migrate(ctx, cfg, migrations.DefaultSchema)
 }
 
 func randomSuffix() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Role is a login role made for one test.
+type Role struct {
+	// Name is the role's name, unique on the server.
+	Name string
+	// URL connects to the test's database as the role.
+	URL string
+}
+
+// NewRole creates a login role with a random password, named prefix and a
+// random suffix, and removes it when the test ends: everything it owns in d
+// and every privilege it holds there first, then the role. Roles belong to
+// the whole server, so tests that need one of their own never share it.
+func (d *Database) NewRole(t testing.TB, prefix string) *Role {
+	t.Helper()
+	srv := mustServer(t)
+	name := prefix + "_" + randomSuffix()
+	password := randomSuffix()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A password literal cannot be a bind parameter; it is hex, so quoting
+	// it is safe.
+	if _, err := srv.admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN PASSWORD '"+password+"'"); err != nil {
+		t.Fatalf("pgtest: create role: %v", err)
+	}
+	// Registered after the database's cleanups, so it runs before them,
+	// while d.Pool is open; pools opened as the role close before it runs.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		id := pgx.Identifier{name}.Sanitize()
+		if _, err := d.Pool.Exec(ctx, "DROP OWNED BY "+id+" CASCADE"); err != nil {
+			t.Errorf("pgtest: drop what role %s owns: %v", name, err)
+		}
+		if _, err := srv.admin.Exec(ctx, "DROP ROLE "+id); err != nil {
+			t.Errorf("pgtest: drop role %s: %v", name, err)
+		}
+	})
+	u, err := roleURL(d.URL, name, password)
+	if err != nil {
+		t.Fatalf("pgtest: role URL: %v", err)
+	}
+	return &Role{Name: name, URL: u}
+}
+
+// NewPool opens a pool on d as the role, configured by configure (which may
+// be nil), and closes it when the test ends.
+func (r *Role) NewPool(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	return (&Database{Name: "role " + r.Name, URL: r.URL}).NewPool(t, configure)
 }

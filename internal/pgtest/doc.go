@@ -33,6 +33,15 @@
 //
 // Main also removes a container started for the package's tests.
 //
+// # Roles
+//
+// [Database.NewRole] makes a login role of the test's own (roles belong to
+// the whole server) and removes it, with what it owns, when the test ends.
+// [Database.NewServiceRole] holds exactly the privileges the postgres
+// package documents for a service, and [Database.PlantShadowSchema] plays a
+// role that may only create schemas and plants look-alikes of Runlimit's
+// objects first on a victim's search_path.
+//
 // # What stays on the server
 //
 // The migrated template, runlimit_tpl_ followed by 16 hex digits of a hash

@@ -201,3 +201,16 @@ func Main(m interface{ Run() int }) {
 	}
 	os.Exit(code)
 }
+
+// roleURL returns dbURL with its user and password replaced.
+func roleURL(dbURL, user, password string) (string, error) {
+	if strings.HasPrefix(dbURL, "postgres://") || strings.HasPrefix(dbURL, "postgresql://") {
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			return "", err
+		}
+		u.User = url.UserPassword(user, password)
+		return u.String(), nil
+	}
+	return dbURL + " user=" + user + " password=" + password, nil
+}

@@ -142,7 +142,7 @@ func createDatabase(ctx context.Context, adminURL string) (name, dbURL string, d
 	}
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err == nil {
-		err = migrations.MigratePool(ctx, pool)
+		err = migrations.MigratePool(ctx, pool, "")
 		pool.Close()
 	}
 	if err != nil {

@@ -1,0 +1,100 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// A role that may only create schemas plants one named after the service's
+// role, first on its default search_path, with look-alikes of the lock
+// function, the tables and the built-ins the store calls, all of which
+// would admit every check and capture its keys. The store, connected as a
+// role holding exactly the documented privileges, never reaches them: it
+// admits exactly the limit, on single checks and on batches, and its
+// cleanup and stats see only the real tables.
+func TestHostileSchemaCannotRedirectTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	db.PlantShadowSchema(t, svc.Name)
+	pool := svc.NewPool(t, nil)
+
+	// The trap is set: by name, the service's session finds the
+	// look-alikes first.
+	var table, function string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT
+		(SELECT c.relnamespace::regnamespace::text FROM pg_catalog.pg_class AS c
+		 WHERE c.oid = pg_catalog.to_regclass('runlimit_fixed_windows')),
+		(SELECT p.pronamespace::regnamespace::text FROM pg_catalog.pg_proc AS p
+		 WHERE p.oid = pg_catalog.to_regprocedure('runlimit_lock_counter(bigint, bytea, bytea, smallint, text, text)'))`).Scan(&table, &function))
+	require.Equal(t, svc.Name, table)
+	require.Equal(t, svc.Name, function)
+
+	store, err := postgres.New(pool, postgres.Config{})
+	require.NoError(t, err)
+	hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
+	require.NoError(t, err)
+	f := &fixture{db: db, store: store, hasher: hasher}
+	p := policy(t, "hostile", 2, time.Hour)
+
+	allowed := 0
+	one := f.check(p, "single")
+	for range 5 {
+		d, err := store.AdmitCheck(ctx, one)
+		require.NoError(t, err)
+		if d.PermitsRequest() {
+			allowed++
+		}
+	}
+	require.Equal(t, 2, allowed, "single checks")
+
+	for _, pair := range [][]domain.Check{
+		{f.check(p, "batch-a"), f.check(p, "batch-b")},
+		{f.check(p, "batch-c")}, // a batch of one takes the single-check statements
+	} {
+		allowed = 0
+		for range 5 {
+			d, err := tryAdmit(ctx, store, pair...)
+			require.NoError(t, err)
+			if d.Outcome() == domain.Allowed {
+				allowed++
+			}
+		}
+		require.Equal(t, 2, allowed, "batches of %d", len(pair))
+	}
+	require.Zero(t, db.ShadowCaptures(t, svc.Name), "the look-alikes saw keys")
+	got, ok := f.stored(t, one)
+	require.True(t, ok)
+	require.Equal(t, int64(2), got.Used)
+
+	// Stats count the real ledger (4 counters), not the look-alike's.
+	st, err := store.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), st.Entries)
+	ts, err := store.TableStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), ts.Rows)
+	require.Positive(t, ts.TableBytes)
+
+	// Cleanup deletes the real expired counters and leaves the look-alike
+	// table alone.
+	shift(t, db.Pool, 2*time.Hour)
+	removed, err := store.CleanupExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 4, removed)
+	require.Zero(t, f.rowCount(t))
+	var shadowRows int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+quote(svc.Name)+`.runlimit_fixed_windows`).Scan(&shadowRows))
+	require.Equal(t, 1, shadowRows)
+	require.Zero(t, db.ShadowCaptures(t, svc.Name))
+}
+
+func quote(name string) string { return `"` + name + `"` }

@@ -1,0 +1,185 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// connState is what a store keeps on a pooled connection, in its PgConn's
+// CustomData under the store's statements.stateKey: the statements it
+// prepared there. A connection without one is cold.
+type connState struct {
+	stmts [stmtCount]*pgconn.StatementDescription
+}
+
+// stateOf returns the store's state on pc, or nil when pc is cold.
+func (s *Store) stateOf(pc *pgconn.PgConn) *connState {
+	st, _ := pc.CustomData()[s.sql.stateKey].(*connState)
+	return st
+}
+
+// warmLockID is the advisory lock the warm-up takes, briefly: the lock of
+// the all-zero counter key, which no real counter has.
+var warmLockID = AdvisoryLockID(domain.CounterKey{})
+
+// warm makes a cold connection ready in one round trip: it prepares every
+// statement and runs the ones whose first run costs most (the lock function,
+// whose PL/pgSQL is compiled and planned on a connection's first call, and
+// the batch path's reads, planned on theirs) in a transaction it rolls back.
+// The warm-up call names shard -1, which has no ledger row, and a key
+// without a counter, so it locks no row; its advisory lock is the zero
+// key's.
+//
+// When some statements were prepared before one failed, the connection holds
+// statements its state does not record, and cannot be warmed again: lost
+// reports that.
+func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time) (st *connState, lost bool, err error) {
+	var zero [32]byte
+	var lockID [8]byte
+	binary.BigEndian.PutUint64(lockID[:], uint64(warmLockID))
+	shard := []byte{0xff, 0xff} // -1
+	timeout := appendServerTimeout(nil, deadline)
+	emptyBytea := appendEmptyArray(nil, oidBytea)
+	emptyInt8 := appendEmptyArray(nil, oidInt8)
+	emptyInt2 := appendEmptyArray(nil, oidInt2)
+
+	p := pc.StartPipeline(ctx)
+	for _, st := range s.sql.prepared {
+		p.SendPrepare(st.name, st.sql, nil)
+	}
+	names := &s.sql.prepared
+	p.SendQueryPrepared(names[stmtBegin].name, nil, nil, nil)
+	p.SendQueryPrepared(names[stmtLockOne].name,
+		[][]byte{lockID[:], zero[:], zero[:], shard, timeout, timeout}, binaryFormat, binaryFormat)
+	p.SendQueryPrepared(names[stmtLockMany].name, [][]byte{timeout, timeout, emptyInt8}, binaryFormat, binaryFormat)
+	p.SendQueryPrepared(names[stmtReadMany].name, [][]byte{emptyBytea, emptyBytea, emptyInt2}, binaryFormat, binaryFormat)
+	p.SendQueryParams(sqlRollback, nil, nil, nil, nil)
+	if err := p.Sync(); err != nil {
+		_ = p.Close()
+		return nil, true, err
+	}
+
+	st = new(connState)
+	prepared, queries := 0, 0
+	var firstErr error
+	for {
+		res, err := p.GetResults()
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) {
+				// The connection is broken; Close says so too.
+				_ = p.Close()
+				return nil, true, err
+			}
+			// The server skips the rest until the Sync.
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		switch r := res.(type) {
+		case *pgconn.StatementDescription:
+			// A pipeline's description does not carry its statement's name.
+			r.Name, r.SQL = s.sql.prepared[prepared].name, s.sql.prepared[prepared].sql
+			st.stmts[prepared] = r
+			prepared++
+		case *pgconn.ResultReader:
+			if _, err := r.Close(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			queries++
+		case *pgconn.PipelineSync:
+			if err := p.Close(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if firstErr != nil {
+				return nil, prepared > 0, firstErr
+			}
+			if prepared != stmtCount || queries != 5 {
+				return nil, true, fmt.Errorf("runlimit: warming a connection got %d of %d statements and %d of 5 results", prepared, stmtCount, queries)
+			}
+			return st, false, nil
+		case nil:
+			_ = p.Close()
+			return nil, true, errIncomplete
+		}
+	}
+}
+
+// ready makes the session's connection ready for an admission, warming it
+// under a budget of its own when it is cold; the operation's budget starts
+// afterwards. It returns nil and the error to report when the connection
+// could not be made ready, and nil and nil when the caller left meanwhile.
+func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
+	if st := s.stateOf(ss.pc); st != nil {
+		return st, nil
+	}
+	ss.warming()
+	st, lost, err := s.warm(ss.ctx, ss.pc, ss.budget)
+	stay := ss.warmed()
+	if err != nil {
+		if lost {
+			ss.setLost()
+		}
+		return nil, interpretError(OpAcquire, err)
+	}
+	ss.pc.CustomData()[s.sql.stateKey] = st
+	// Connections opened in the same burst are likely cold too.
+	go s.warmIdle(false)
+	if !stay {
+		return nil, nil
+	}
+	ss.setBudget(caller, s.cfg.OperationTimeout)
+	return st, nil
+}
+
+// warmIdle makes the pool's idle connections ready, in the background, once
+// at a time. A connection the pool opened for a caller who gave up waiting
+// joins the pool cold, and would cost the next caller its warm-up; wait
+// first waits (within AcquireTimeout) for a connection, which is most
+// likely that one as it arrives.
+func (s *Store) warmIdle(wait bool) {
+	if s.closed.Load() || !s.warmingIdle.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.warmingIdle.Store(false)
+	var conns []*pgxpool.Conn
+	if wait {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AcquireTimeout)
+		conn, err := s.pool.Acquire(ctx)
+		cancel()
+		if err == nil {
+			conns = append(conns, conn)
+		}
+	}
+	conns = append(conns, s.pool.AcquireAllIdle(context.Background())...)
+	var cold []*pgxpool.Conn
+	for _, conn := range conns {
+		if s.stateOf(conn.Conn().PgConn()) == nil {
+			cold = append(cold, conn)
+			continue
+		}
+		conn.Release()
+	}
+	for _, conn := range cold {
+		budget := time.Now().Add(s.cfg.OperationTimeout)
+		ctx, cancel := context.WithDeadline(context.Background(), budget)
+		pc := conn.Conn().PgConn()
+		st, _, err := s.warm(ctx, pc, budget)
+		cancel()
+		if err != nil || pc.TxStatus() != 'I' {
+			discard(conn)
+			continue
+		}
+		pc.CustomData()[s.sql.stateKey] = st
+		conn.Release()
+	}
+}

@@ -1,0 +1,351 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// settleTimeout bounds the store's own clean-up once the caller has gone or
+// the operation failed: the cancel request, the wait for the round trip the
+// server was cancelling, and the rollback. A connection that cannot settle
+// within it is in a state no one knows, and is closed.
+const settleTimeout = 250 * time.Millisecond
+
+// cancelDelay is how long a round trip whose caller gave up may go on
+// before the server is asked to cancel it. The server's own statement and
+// lock timeouts, set from the caller's deadline, usually end it first.
+const cancelDelay = 10 * time.Millisecond
+
+// A session is one operation's hold on a pooled connection.
+//
+// The caller's deadline or cancellation must not cost the pool its
+// connection: a connection closed mid-operation is replaced by a new one
+// that must connect, prepare and warm up before it can serve, and under
+// deadlines tighter than that, no replacement ever would. So the wire work
+// runs under a context of the store's own (the operation's budget, which the
+// caller cannot end), in a goroutine of its own when the caller has a
+// deadline (see drive). Such a caller waits for it until its deadline, then
+// leaves with a timeout: quota was not consumed unless COMMIT had been
+// sent. When the caller gives up, the session asks the server to cancel the
+// statement it is running (a cancel request) if it is still running a
+// moment later, waits briefly for the answer, rolls back and returns the
+// connection to the pool. It closes the connection only when its state is
+// unknown: the cancel request could not be delivered (it might still strike
+// a later statement), the server did not answer in time, or the connection
+// broke.
+//
+// No message is sent on the connection while a cancel request is on its
+// way: a cancel that arrived after the statement it meant would strike the
+// next one. Once the server has acknowledged the cancel request, the signal
+// is either spent on the statement it meant or dropped when the server next
+// reads a command, before it runs anything sent afterwards.
+type session struct {
+	conn *pgxpool.Conn
+	pc   *pgconn.PgConn
+	// ctx is the operation's budget; the caller's cancellation does not
+	// reach it. Every driver call of the operation uses it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wait is when the operation must end for the caller: the caller's
+	// deadline or the budget's, whichever is first. Statement and lock
+	// timeouts are set from it; the idle-in-transaction timeout, which ends
+	// the server session, from the budget.
+	wait   time.Time
+	budget time.Time
+
+	// inline: the caller runs the work itself (see drive); callbacks
+	// counts its context's callback while it may run.
+	inline    bool
+	callbacks sync.WaitGroup
+
+	mu        sync.Mutex
+	step      string        // OpAcquire while warming up, OpLock, then OpCommit once COMMIT is sent
+	inFlight  bool          // a round trip is waiting for the server's answer
+	left      bool          // the caller gave up
+	leftStep  string        // the step when the caller gave up
+	exited    bool          // the work is over and its results written
+	lost      bool          // the connection's state is unknown: close it
+	cancelled chan struct{} // closed once the cancel request is settled; nil if none
+	answered  chan struct{} // closed when the cancelled round trip ends
+	done      chan struct{} // one token when the work exits, unless the caller left
+}
+
+// open starts a session on conn for a caller whose context is caller. A
+// session is reused through the admissions' pool: open resets it.
+func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.Duration) {
+	ss.conn, ss.pc = conn, conn.Conn().PgConn()
+	ss.step = OpLock
+	ss.inFlight, ss.left, ss.exited, ss.lost, ss.inline = false, false, false, false, false
+	ss.leftStep = ""
+	ss.cancelled, ss.answered = nil, nil
+	if ss.done == nil {
+		ss.done = make(chan struct{}, 1)
+	}
+	ss.setBudget(caller, budget)
+}
+
+// setBudget starts the operation's budget, now.
+func (ss *session) setBudget(caller context.Context, budget time.Duration) {
+	if ss.cancel != nil {
+		ss.cancel()
+	}
+	ss.budget = time.Now().Add(budget)
+	ss.ctx, ss.cancel = context.WithDeadline(context.WithoutCancel(caller), ss.budget)
+	ss.wait = ss.budget
+	if d, ok := caller.Deadline(); ok && d.Before(ss.wait) {
+		ss.wait = d
+	}
+}
+
+// outcome is how a session's work ended for its caller.
+type outcome struct {
+	// left: the caller gave up before the work was over.
+	left bool
+	// detached: the caller was answered without the work's results, and
+	// the work owns everything it uses and releases it itself.
+	detached bool
+	// step and committing say how far the work had got when the caller
+	// left: the step, and whether COMMIT had been sent.
+	step       string
+	committing bool
+}
+
+// drive runs work, which must end with exit, for a caller whose context is
+// caller.
+//
+// A caller with a deadline is promised an answer by then: the work runs in
+// a goroutine of its own, and the caller leaves it at the deadline
+// (detached). A caller whose context can only be cancelled runs the work
+// itself, as does one whose context cannot end at all: a cancellation asks
+// the server to stop, and the caller gets its answer once it has, a moment
+// later (the work's own results, or its error as the caller's). Nobody waits
+// for the answer of a cancelled request; a goroutine per admission would
+// cost every admission for them.
+func (ss *session) drive(caller context.Context, work func()) outcome {
+	if caller.Done() == nil {
+		work()
+		<-ss.done
+		return outcome{}
+	}
+	if _, ok := caller.Deadline(); !ok {
+		ss.inline = true
+		ss.callbacks.Add(1)
+		stop := context.AfterFunc(caller, func() {
+			defer ss.callbacks.Done()
+			ss.leave()
+		})
+		work()
+		if stop() {
+			ss.callbacks.Done()
+		}
+		// The session is reused once this returns: a callback that has
+		// started must be over.
+		ss.callbacks.Wait()
+		<-ss.done
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		return outcome{left: ss.left, step: ss.leftStep, committing: ss.leftStep == OpCommit}
+	}
+	go work()
+	select {
+	case <-ss.done:
+		return outcome{}
+	case <-caller.Done():
+	}
+	if step, committing, ok := ss.leave(); ok {
+		return outcome{left: true, detached: true, step: step, committing: committing}
+	}
+	// The work exited as the caller gave up: its results stand.
+	<-ss.done
+	return outcome{}
+}
+
+// leave records that the caller gave up, unless the work has already
+// exited (ok false). A round trip in flight is cancelled on the server.
+func (ss *session) leave() (step string, committing bool, ok bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.exited {
+		return "", false, false
+	}
+	ss.left, ss.leftStep = true, ss.step
+	if ss.inFlight && ss.step != OpAcquire {
+		// Warming up is never cancelled: it is what lets the connection
+		// serve the next caller in time.
+		ss.cancelled, ss.answered = make(chan struct{}), make(chan struct{})
+		go ss.cancelOnServer(ss.pc, ss.cancel, ss.cancelled, ss.answered)
+	}
+	return ss.step, ss.step == OpCommit, true
+}
+
+// cancelOnServer asks the server to cancel the statement pc is running,
+// unless the round trip ends within cancelDelay, then gives it
+// settleTimeout to end before giving up on the connection. It closes
+// cancelled when done; the work waits for that before it sends anything
+// more.
+func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, cancelled, answered chan struct{}) {
+	defer close(cancelled)
+	timer := time.NewTimer(cancelDelay)
+	defer timer.Stop()
+	select {
+	case <-answered:
+		// Most late answers are only late: a cancel request would cost the
+		// server a connection of its own for nothing.
+		return
+	case <-timer.C:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	err := pc.CancelRequest(ctx)
+	cancel()
+	if err != nil {
+		// The request may still reach the server and cancel a later
+		// statement.
+		ss.setLost()
+	}
+	timer.Reset(settleTimeout)
+	select {
+	case <-answered:
+	case <-timer.C:
+		// The server has not answered: ending the budget makes the driver
+		// close the connection, which ends the round trip.
+		ss.setLost()
+		kill()
+	}
+}
+
+func (ss *session) setLost() {
+	ss.mu.Lock()
+	ss.lost = true
+	ss.mu.Unlock()
+}
+
+// warming marks the work as preparing the connection, which no caller
+// cancels.
+func (ss *session) warming() {
+	ss.mu.Lock()
+	ss.step, ss.inFlight = OpAcquire, true
+	ss.mu.Unlock()
+}
+
+// warmed ends warming; it reports false when the caller has left meanwhile.
+func (ss *session) warmed() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.step, ss.inFlight = OpLock, false
+	return !ss.left
+}
+
+// send marks a round trip in flight, the one carrying COMMIT when commit is
+// set, unless the caller has left: then nothing may be sent, and send
+// returns false.
+func (ss *session) send(commit bool) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.left {
+		return false
+	}
+	ss.inFlight = true
+	if commit {
+		ss.step = OpCommit
+	}
+	return true
+}
+
+// received ends the round trip that send started. If the caller left and a
+// cancel request went out meanwhile, it waits until that request is
+// settled.
+func (ss *session) received() {
+	ss.mu.Lock()
+	ss.inFlight = false
+	answered, cancelled := ss.answered, ss.cancelled
+	ss.mu.Unlock()
+	if answered != nil {
+		close(answered)
+		<-cancelled
+	}
+}
+
+// hold locks the session while the work touches what the caller owns (its
+// batch): it reports false, unlocked, when the caller has left. release
+// unlocks.
+func (ss *session) hold() bool {
+	ss.mu.Lock()
+	if ss.left {
+		ss.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+func (ss *session) release() { ss.mu.Unlock() }
+
+// exit ends the work: the connection goes back to the pool, rolled back, or
+// is closed, and the caller, if still waiting, is told. It reports whether
+// the caller was answered without the work, which then owns its memory.
+func (ss *session) exit() (detached bool) {
+	ss.finish()
+	ss.mu.Lock()
+	ss.exited = true
+	detached = ss.left && !ss.inline
+	ss.mu.Unlock()
+	if !detached {
+		ss.done <- struct{}{}
+	}
+	return detached
+}
+
+// forget marks the connection's state unknown after err when err says the
+// connection's prepared statements are gone or no longer fit the schema.
+func (ss *session) forget(err error) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == sqlstateNoSuchStatement || pgErr.Code == sqlstatePlanChanged) {
+		ss.setLost()
+	}
+}
+
+// finish gives the connection back to the pool once its transaction is
+// over, rolling back one that is still open, or closes it when it cannot be
+// trusted: its state is unknown, it is broken or mid-message, or the
+// rollback failed.
+func (ss *session) finish() {
+	defer ss.cancel()
+	ss.mu.Lock()
+	lost := ss.lost
+	ss.mu.Unlock()
+	pc := ss.pc
+	switch {
+	case lost || pc.IsClosed() || pc.IsBusy():
+		discard(ss.conn)
+	case pc.TxStatus() == 'I':
+		ss.conn.Release()
+	default:
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), settleTimeout)
+		defer cancel()
+		if _, err := pc.Exec(ctx, sqlRollback).ReadAll(); err != nil || pc.TxStatus() != 'I' {
+			discard(ss.conn)
+			return
+		}
+		ss.conn.Release()
+	}
+}
+
+// discard takes conn out of the pool and closes it. The server rolls back
+// whatever transaction the connection had open.
+func discard(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	_ = conn.Hijack().Close(ctx)
+}
+
+// leftError is the error of an admission whose caller gave up: its
+// context's error, timed out or cancelled, at the step the work had reached,
+// consumed only if COMMIT had been sent.
+func leftError(caller context.Context, o outcome) *CheckError {
+	err := caller.Err()
+	return &CheckError{Op: o.step, MayHaveConsumed: o.committing, Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
+}

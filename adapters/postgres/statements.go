@@ -1,0 +1,265 @@
+package postgres
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// statements is the SQL of one store, rendered for its schema. Every table
+// and function of Runlimit's is named in full, schema quoted; every built-in
+// is qualified with pg_catalog; every parameter is cast to its type, so the
+// server resolves each name and operator to exactly one object, whatever the
+// session's search_path and whatever another role created. A schema that
+// some role could create objects in and that the session searches first
+// (the default search_path begins with "$user") is thereby harmless.
+type statements struct {
+	// stateKey is the key of the store's state in a connection's
+	// CustomData: stores with the same schema share prepared statements.
+	stateKey string
+	// prepared are the statements prepared on every connection, by index
+	// (stmtBegin...), with the names they are prepared under.
+	prepared [stmtCount]struct{ name, sql string }
+
+	cleanup string
+	ledger  string
+	sizes   string
+}
+
+// Prepared statements, by index, in the order they are prepared: one that
+// names the schema's objects first, so that a missing schema fails the
+// first preparation and leaves the connection with none of them.
+const (
+	stmtLockOne = iota
+	stmtUpdateOne
+	stmtInsertOne
+	stmtLockMany
+	stmtReadMany
+	stmtUpdateMany
+	stmtInsertMany
+	stmtBegin
+	stmtCommit
+	stmtCount
+)
+
+func newStatements(schema string) *statements {
+	sum := sha256.Sum256([]byte(schema))
+	tag := hex.EncodeToString(sum[:4])
+	q := strings.NewReplacer(
+		"{windows}", pgx.Identifier{schema, "runlimit_fixed_windows"}.Sanitize(),
+		"{ledger}", pgx.Identifier{schema, "runlimit_capacity_shards"}.Sanitize(),
+		"{lock_counter}", pgx.Identifier{schema, "runlimit_lock_counter"}.Sanitize(),
+	).Replace
+	st := &statements{
+		stateKey: "github.com/runlimit/runlimit/adapters/postgres:" + schema,
+		cleanup:  q(sqlCleanup),
+		ledger:   q(sqlLedger),
+		sizes:    q(sqlSizes),
+	}
+	for i, sql := range [stmtCount]string{
+		stmtBegin:      sqlBegin,
+		stmtCommit:     sqlCommit,
+		stmtLockOne:    sqlLockOne,
+		stmtUpdateOne:  sqlUpdateOne,
+		stmtInsertOne:  sqlInsertOne,
+		stmtLockMany:   sqlLockMany,
+		stmtReadMany:   sqlReadMany,
+		stmtUpdateMany: sqlUpdateMany,
+		stmtInsertMany: sqlInsertMany,
+	} {
+		// Names carry the schema's tag: stores of two schemas may share a
+		// pool.
+		st.prepared[i].name = "runlimit_" + tag + "_" + statementNames[i]
+		st.prepared[i].sql = q(sql)
+	}
+	return st
+}
+
+var statementNames = [stmtCount]string{
+	stmtBegin:      "begin",
+	stmtCommit:     "commit",
+	stmtLockOne:    "lock_one",
+	stmtUpdateOne:  "update_one",
+	stmtInsertOne:  "insert_one",
+	stmtLockMany:   "lock_many",
+	stmtReadMany:   "read_many",
+	stmtUpdateMany: "update_many",
+	stmtInsertMany: "insert_many",
+}
+
+const (
+	sqlBegin    = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	sqlCommit   = "COMMIT"
+	sqlRollback = "ROLLBACK"
+)
+
+// The single-check path (single.go). Round trip 1 is BEGIN and one call of
+// runlimit_lock_counter (migrations 003 and 004), which takes the settings,
+// the advisory lock, the row lock, the ledger lock of a new key and the
+// clock sample in the protocol's order, statement after statement inside
+// the server; round trip 2 is one UPDATE or INSERT and COMMIT.
+const (
+	// sqlLockOne calls the function in the select list rather than in FROM:
+	// its answer comes back as one composite value, without the function
+	// scan and the tuple store that FROM would put around it. The casts
+	// leave exactly one function the call can mean.
+	sqlLockOne = `SELECT {lock_counter}($1::bigint, $2::bytea, $3::bytea, $4::smallint, $5::text, $6::text)`
+
+	sqlUpdateOne = `UPDATE {windows}
+SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = $5::timestamptz
+WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea`
+
+	sqlInsertOne = `INSERT INTO {windows}
+    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
+VALUES ($1::text, $2::text, $3::bytea, $4::bytea, $5::timestamptz, $6::timestamptz, $7::bigint)`
+)
+
+// The protocol for a batch of two or more checks (admit.go). Round trip 1
+// sends, pipelined:
+//
+//	BEGIN; settings and advisory locks; row locks, ledger locks and the
+//	clock sample
+//
+// and round trip 2 sends the writes and COMMIT, or ROLLBACK when the batch
+// is denied. Every statement works on arrays, so the number of statements
+// does not grow with the batch, and each costs the server about as much as
+// the next: round trip 1 is as few statements as the lock order allows.
+const (
+	// sqlLockMany applies the transaction's settings, then serialises every
+	// admission of the batch's keys, including the ones that find a key
+	// absent and would create it: row locks cannot do that, there is no row
+	// yet.
+	//
+	// The settings are an uncorrelated subquery, which PostgreSQL runs once
+	// as a one-time filter before the scan, so they hold before the first
+	// lock is requested: lock_timeout bounds these waits, and the timeouts
+	// and generic plans hold for every later statement. Ids arrive sorted
+	// and de-duplicated; the ORDER BY keeps the locking order ascending
+	// whatever the client sends (a volatile select list is evaluated after
+	// the sort).
+	//
+	// Generic plans: each statement is prepared once per connection, but
+	// PostgreSQL would otherwise re-plan the array statements on every
+	// execution, because a generic plan's guess of 10 elements per array
+	// looks costlier than a custom plan for the array at hand, although both
+	// are the same nested loop over the primary key. Planning was most of
+	// the cost of round trip 1. A generic plan cannot know how many shards
+	// the ledger lookup wants either, and would scan all 256 ledger rows
+	// rather than probe their primary key; sequential scans are off for the
+	// transaction (every statement of it has an index to use).
+	//
+	// $1 bounds statements and lock waits (from the caller's deadline), $2
+	// the client's pauses between statements (from the store's budget).
+	sqlLockMany = `SELECT pg_catalog.pg_advisory_xact_lock(l.id)
+FROM pg_catalog.unnest($3::bigint[]) AS l(id)
+WHERE (SELECT pg_catalog.set_config('statement_timeout', $1::text, true) IS NOT NULL
+          AND pg_catalog.set_config('lock_timeout', $1::text, true) IS NOT NULL
+          AND pg_catalog.set_config('idle_in_transaction_session_timeout', $2::text, true) IS NOT NULL
+          AND pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL
+          AND pg_catalog.set_config('enable_seqscan', 'off', true) IS NOT NULL)
+ORDER BY l.id`
+
+	// sqlReadMany takes the remaining locks and the clock sample in one
+	// statement, in the protocol's order. It runs after the advisory locks,
+	// in a statement of its own: under read committed its snapshot is taken
+	// only now, so it sees every row committed by the admissions it waited
+	// for.
+	//
+	// PostgreSQL runs the branches of a UNION ALL one after the other, and
+	// runs a materialised CTE when a branch first reads it:
+	//
+	//  1. locked: the batch's stored counters, read and locked in ascending
+	//     counter-key order (the sort runs below the row locking). A row
+	//     updated while we waited is re-read in its latest version.
+	//  2. ledger: the capacity-ledger rows of the shards that would receive
+	//     a new row (keys absent from locked), locked in ascending shard
+	//     order. Keys with a row need no slot, and their admissions must not
+	//     queue on a ledger row shared with thousands of other counters.
+	//  3. the one clock sample, taken once every lock is held: a check that
+	//     waited for a lock is judged at the time it got it, never at the
+	//     time it asked.
+	//
+	// Rows come back tagged by part: 0 (i = check index from 1), 1 (i =
+	// shard, used = rows in the shard) and 2 (started = the clock).
+	sqlReadMany = `WITH locked AS MATERIALIZED (
+    SELECT k.i, w.used, w.window_started_at, w.window_expires_at
+    FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]))
+         WITH ORDINALITY AS k(fp, sk, i)
+    JOIN {windows} AS w
+      ON w.config_fingerprint = k.fp AND w.subject_key = k.sk
+    ORDER BY w.config_fingerprint, w.subject_key
+    FOR UPDATE OF w),
+ledger AS MATERIALIZED (
+    SELECT c.shard, c.rows
+    FROM {ledger} AS c
+    WHERE c.shard = ANY (ARRAY(
+        SELECT n.shard
+        FROM pg_catalog.unnest($3::smallint[]) WITH ORDINALITY AS n(shard, i)
+        WHERE NOT EXISTS (SELECT FROM locked WHERE locked.i = n.i)))
+    ORDER BY c.shard
+    FOR UPDATE OF c)
+SELECT 0::smallint, i, used, window_started_at, window_expires_at FROM locked
+UNION ALL
+SELECT 1::smallint, shard::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
+UNION ALL
+SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
+
+	// sqlUpdateMany writes the counters that have a row. Their rows are
+	// locked, so every one of them is still there.
+	sqlUpdateMany = `UPDATE {windows} AS w
+SET used = n.used, window_started_at = n.started, window_expires_at = n.expires
+FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]),
+                pg_catalog.unnest($3::bigint[]), pg_catalog.unnest($4::timestamptz[]),
+                pg_catalog.unnest($5::timestamptz[])) AS n(fp, sk, used, started, expires)
+WHERE w.config_fingerprint = n.fp AND w.subject_key = n.sk`
+
+	// sqlInsertMany creates the counters that had no row. The advisory
+	// locks keep anyone else from creating them meanwhile; the ledger
+	// trigger counts them against their shards, whose ledger rows are
+	// already locked.
+	sqlInsertMany = `INSERT INTO {windows}
+    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
+SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),
+                         pg_catalog.unnest($3::bytea[]), pg_catalog.unnest($4::bytea[]),
+                         pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::timestamptz[]),
+                         pg_catalog.unnest($7::bigint[]))`
+)
+
+// Maintenance (cleanup.go, stats.go).
+const (
+	// sqlTimeouts bounds every statement and lock wait of a cleanup
+	// transaction by $1 and its idle gaps by $2, as admissions do.
+	sqlTimeouts = `SELECT pg_catalog.set_config('statement_timeout', $1::text, true),
+       pg_catalog.set_config('lock_timeout', $1::text, true),
+       pg_catalog.set_config('idle_in_transaction_session_timeout', $2::text, true)`
+
+	// sqlCleanup deletes at most $1 expired rows, oldest expiry first,
+	// walking the expiry index from its start. The scalar subquery samples
+	// the database clock once for the whole statement. Rows locked by an
+	// admission are skipped rather than waited for: such a row is being
+	// renewed, and a row renewed after the statement's snapshot is re-read
+	// when locked and fails the re-checked expiry condition, so an active
+	// row is never deleted. The rows are then deleted by their physical
+	// address (a TID scan), which cannot change while this statement holds
+	// their locks; a join back on the key would let the planner scan the
+	// whole table. The ledger's delete trigger frees the rows' slots in the
+	// same transaction.
+	sqlCleanup = `DELETE FROM {windows}
+WHERE ctid = ANY (ARRAY(
+    SELECT e.ctid
+    FROM {windows} AS e
+    WHERE e.window_expires_at <= (SELECT pg_catalog.clock_timestamp())
+    ORDER BY e.window_expires_at
+    LIMIT $1::bigint
+    FOR UPDATE SKIP LOCKED))`
+
+	sqlLedger = `SELECT shard, rows FROM {ledger} ORDER BY shard`
+
+	sqlSizes = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
+       COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)
+FROM pg_catalog.pg_class AS c
+LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid = c.oid
+WHERE c.oid = '{windows}'::pg_catalog.regclass`
+)

@@ -1,0 +1,62 @@
+package wiring_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// The errors of opening a Runtime from a database URL hold no password in
+// any field a printer reaches: a URL that does not parse, and a server that
+// cannot be reached, with and without migrating at start.
+func TestOpenErrorsHoldNoPassword(t *testing.T) {
+	t.Parallel()
+	const password = "hunter2-password"
+	for name, cfg := range map[string]wiring.Config{
+		"invalid URL":          {DatabaseURL: wiring.NewSecret("postgres://quotauser:" + password + "@db.internal.example:notaport/quotas")},
+		"unreachable":          {DatabaseURL: wiring.NewSecret("postgres://quotauser:" + password + "@127.0.0.1:1/quotas?connect_timeout=5")},
+		"unreachable, migrate": {DatabaseURL: wiring.NewSecret("postgres://quotauser:" + password + "@127.0.0.1:1/quotas?connect_timeout=5"), Migrate: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg.Backend, cfg.SecretEnv = wiring.BackendPostgres, setEnv(t, testSecret)
+			cfg.Postgres.AcquireTimeout = 5 * time.Second
+			_, err := wiring.Open(context.Background(), cfg)
+			require.Error(t, err)
+			var connectErr *pgconn.ConnectError
+			var parseErr *pgconn.ParseConfigError
+			require.False(t, errors.As(err, &connectErr), "a *pgconn.ConnectError is kept")
+			require.False(t, errors.As(err, &parseErr), "a *pgconn.ParseConfigError is kept")
+			leakcheck.Check(t, name, err, []byte(password))
+		})
+	}
+}
+
+// Postgres.Schema reaches both the migrations and the store.
+func TestOpenUsesTheConfiguredSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	r, err := wiring.Open(context.Background(), wiring.Config{
+		Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(db.URL), SecretEnv: setEnv(t, testSecret),
+		Postgres: postgres.Config{Schema: "limits"}, Migrate: true, CleanupInterval: -1,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	p := loginPolicy(t, "auth.schema")
+	d, err := r.Limiter().Check(context.Background(), domain.NewCheck(p, r.KeyHasher().KeyString(p, "user")))
+	require.NoError(t, err)
+	require.True(t, d.PermitsRequest())
+	var rows int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM limits.runlimit_fixed_windows").Scan(&rows))
+	require.Equal(t, 1, rows)
+}

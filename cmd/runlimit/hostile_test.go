@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// status and cleanup, run as the service's role, read and clean the real
+// schema even when a role that may only create schemas has planted
+// look-alikes of every table first on that role's search_path (their
+// version is 999, their ledger says every shard holds 7 rows, and their
+// table holds one expired counter).
+func TestStatusAndCleanupIgnoreAShadowSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	db.PlantShadowSchema(t, svc.Name)
+	addCounters(t, db.Pool, "shadowed", 3)
+	latest, _, err := latestSchema("public")
+	require.NoError(t, err)
+
+	r := execute(t, noEnv, "status", "--json", "--database-url", svc.URL)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var report statusReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	require.NotNil(t, report.SchemaVersion)
+	require.Equal(t, latest, *report.SchemaVersion)
+	require.EqualValues(t, 3, report.Rows)
+
+	expireAll(t, db.Pool)
+	r = execute(t, noEnv, "cleanup", "--database-url", svc.URL)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, "removed 3 expired rows")
+	var real, shadow int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM public.runlimit_fixed_windows").Scan(&real))
+	require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM "`+svc.Name+`".runlimit_fixed_windows`).Scan(&shadow))
+	require.Zero(t, real)
+	require.Equal(t, 1, shadow)
+	require.Zero(t, db.ShadowCaptures(t, svc.Name))
+}

@@ -1,0 +1,125 @@
+package pgtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NewServiceRole creates a role holding exactly the privileges the postgres
+// package documents for a service running the store on schema, and nothing
+// else: no ownership, no CREATE on the schema, no TRUNCATE.
+func (d *Database) NewServiceRole(t testing.TB, schema string) *Role {
+	t.Helper()
+	role := d.NewRole(t, "svc")
+	r, s := pgx.Identifier{role.Name}.Sanitize(), pgx.Identifier{schema}.Sanitize()
+	d.exec(t, `
+		GRANT USAGE ON SCHEMA `+s+` TO `+r+`;
+		GRANT SELECT, INSERT, UPDATE, DELETE ON `+s+`.runlimit_fixed_windows TO `+r+`;
+		GRANT SELECT, UPDATE ON `+s+`.runlimit_capacity_shards TO `+r+`;
+		GRANT SELECT ON `+s+`.runlimit_schema_version TO `+r+`;
+		GRANT EXECUTE ON FUNCTION `+s+`.runlimit_lock_counter(bigint, bytea, bytea, smallint, text, text) TO `+r)
+	return role
+}
+
+// PlantShadowSchema plays a role that may only create schemas in d: it
+// creates a schema named after victim, which victim's default search_path
+// ("$user", public) searches first, with look-alikes of every table and
+// function of Runlimit's and of the built-ins the store calls, usable by
+// everyone. The look-alike lock function and tables admit every check (no
+// counter is ever found, every shard has room) and record every key they
+// see; [Database.ShadowCaptures] counts them. The look-alike ledger says
+// every shard holds 7 rows, and the look-alike table holds one expired
+// counter.
+func (d *Database) PlantShadowSchema(t testing.TB, victim string) {
+	t.Helper()
+	hostile := d.NewRole(t, "hostile")
+	d.exec(t, "GRANT CREATE ON DATABASE "+pgx.Identifier{d.Name}.Sanitize()+" TO "+pgx.Identifier{hostile.Name}.Sanitize())
+	s := pgx.Identifier{victim}.Sanitize()
+	pool := hostile.NewPool(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := pool.Exec(ctx, `
+		CREATE SCHEMA `+s+`;
+		CREATE TABLE `+s+`.captured (fingerprint bytea, subject bytea);
+		CREATE TABLE `+s+`.runlimit_fixed_windows (
+			policy_id text, scope_id text, config_fingerprint bytea, subject_key bytea,
+			window_started_at timestamptz, window_expires_at timestamptz, used bigint);
+		CREATE TABLE `+s+`.runlimit_capacity_shards (shard smallint PRIMARY KEY, rows bigint);
+		CREATE TABLE `+s+`.runlimit_schema_version (version int4);
+		INSERT INTO `+s+`.runlimit_schema_version VALUES (999);
+		INSERT INTO `+s+`.runlimit_capacity_shards SELECT g, 7 FROM generate_series(0, 255) AS g;
+		INSERT INTO `+s+`.runlimit_fixed_windows VALUES ('p', 's', '\x00', '\x00', '2000-01-01', '2000-01-02', 1);
+
+		-- Rows written to the look-alike table are captured, never stored.
+		CREATE FUNCTION `+s+`.capture() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO `+s+`.captured VALUES (NEW.config_fingerprint, NEW.subject_key);
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER capture BEFORE INSERT ON `+s+`.runlimit_fixed_windows
+			FOR EACH ROW EXECUTE FUNCTION `+s+`.capture();
+
+		-- Every form of the lock function: the key is never found, the shard
+		-- is empty, and the key is captured.
+		CREATE FUNCTION `+s+`.runlimit_lock_counter(
+			lock_id bigint, fingerprint bytea, subject bytea, shard smallint, a text, b text,
+			OUT used bigint, OUT started_at timestamptz, OUT expires_at timestamptz,
+			OUT shard_rows bigint, OUT sampled_at timestamptz)
+		LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO `+s+`.captured VALUES (fingerprint, subject);
+			shard_rows := 0;
+			sampled_at := pg_catalog.clock_timestamp();
+		END $$;
+		CREATE FUNCTION `+s+`.runlimit_lock_counter(
+			lock_id bigint, fingerprint bytea, subject bytea, shard smallint, a text,
+			OUT used bigint, OUT started_at timestamptz, OUT expires_at timestamptz,
+			OUT shard_rows bigint, OUT sampled_at timestamptz)
+		LANGUAGE sql AS $$ SELECT * FROM `+s+`.runlimit_lock_counter(lock_id, fingerprint, subject, shard, a, a) $$;
+		CREATE FUNCTION `+s+`.runlimit_lock_counter(
+			lock_id double precision, fingerprint text, subject text, shard double precision, a text, b text,
+			OUT used bigint, OUT started_at timestamptz, OUT expires_at timestamptz,
+			OUT shard_rows bigint, OUT sampled_at timestamptz)
+		LANGUAGE sql AS $$ SELECT NULL::bigint, NULL::timestamptz, NULL::timestamptz, 0::bigint, pg_catalog.clock_timestamp() $$;
+
+		-- Built-ins the store calls, in forms that would win for arguments
+		-- of unknown type.
+		CREATE FUNCTION `+s+`.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+			AS $$ SELECT '2000-01-01'::timestamptz $$;
+		CREATE FUNCTION `+s+`.pg_advisory_xact_lock(double precision) RETURNS void LANGUAGE sql
+			AS $$ SELECT NULL::void $$;
+		CREATE FUNCTION `+s+`.set_config(text, text, text) RETURNS text LANGUAGE sql
+			AS $$ SELECT 'x' $$;
+
+		GRANT USAGE ON SCHEMA `+s+` TO PUBLIC;
+		GRANT ALL ON ALL TABLES IN SCHEMA `+s+` TO PUBLIC;
+		GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA `+s+` TO PUBLIC;`)
+	if err != nil {
+		t.Fatalf("pgtest: plant the shadow schema: %v", err)
+	}
+}
+
+// ShadowCaptures returns how many keys the objects [Database.PlantShadowSchema]
+// planted for victim have seen.
+func (d *Database) ShadowCaptures(t testing.TB, victim string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{victim, "captured"}.Sanitize()).Scan(&n); err != nil {
+		t.Fatalf("pgtest: count the shadow schema's captures: %v", err)
+	}
+	return n
+}
+
+func (d *Database) exec(t testing.TB, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.Pool.Exec(ctx, sql); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+}
