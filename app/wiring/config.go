@@ -49,7 +49,8 @@ const (
 type Config struct {
 	// Backend selects the store of the shared quota: [BackendMemory],
 	// [BackendPostgres] or [BackendStore]. Default [BackendStore] when Store
-	// or NewStoreFunc is set, else [BackendMemory].
+	// or NewStoreFunc is set, [BackendPostgres] when DatabaseURL or Pool is,
+	// else [BackendMemory]: a database URL is never ignored.
 	Backend Backend
 
 	// Memory sizes the memory store of [BackendMemory]; its MaxKeys is then
@@ -182,13 +183,14 @@ func (e *ConfigError) Unwrap() []error {
 // when it is read; both are reported as a *ConfigError as well.
 func (cfg Config) Validate() error {
 	hostStore := cfg.Store != nil || cfg.NewStoreFunc != nil
-	switch cfg.Backend {
-	case "", BackendMemory:
+	database := !cfg.DatabaseURL.IsZero() || cfg.Pool != nil
+	switch cfg.inferredBackend() {
+	case BackendMemory:
 		switch {
-		case hostStore && cfg.Backend == BackendMemory:
-			return &ConfigError{Field: "Store", Reason: "is set with the memory backend: use the store backend"}
 		case hostStore:
-			// The store backend, inferred.
+			return &ConfigError{Field: "Store", Reason: "is set with the memory backend: use the store backend"}
+		case database:
+			return &ConfigError{Field: "DatabaseURL", Reason: "or Pool is set with the memory backend: use the postgres backend"}
 		case cfg.Gate != nil:
 			return &ConfigError{Field: "Gate", Reason: "needs the postgres or store backend: a memory gate in front of a memory store gains nothing"}
 		}
@@ -234,13 +236,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
-	switch {
-	case cfg.Backend != "":
-	case cfg.Store != nil || cfg.NewStoreFunc != nil:
-		cfg.Backend = BackendStore
-	default:
-		cfg.Backend = BackendMemory
-	}
+	cfg.Backend = cfg.inferredBackend()
 	if cfg.KeySecret.IsZero() && cfg.KeySecretFunc == nil && cfg.SecretEnv == "" {
 		cfg.SecretEnv = DefaultSecretEnv
 	}
@@ -251,6 +247,20 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.CleanupBatch = DefaultCleanupBatch
 	}
 	return cfg, nil
+}
+
+// inferredBackend is Backend, or when it is empty the backend the other
+// fields ask for: a host store, else a database, else memory.
+func (cfg Config) inferredBackend() Backend {
+	switch {
+	case cfg.Backend != "":
+		return cfg.Backend
+	case cfg.Store != nil || cfg.NewStoreFunc != nil:
+		return BackendStore
+	case !cfg.DatabaseURL.IsZero() || cfg.Pool != nil:
+		return BackendPostgres
+	}
+	return BackendMemory
 }
 
 // ErrInvalidConfig is matched by every [*ConfigError]. It is

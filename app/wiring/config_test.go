@@ -33,6 +33,13 @@ func TestConfigValidate(t *testing.T) {
 		{"postgres without URL or pool", wiring.Config{Backend: wiring.BackendPostgres}, "DatabaseURL"},
 		{"postgres with URL and pool", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
 		{"negative batch", wiring.Config{CleanupBatch: -1}, "CleanupBatch"},
+		// A database URL is never ignored: it selects the postgres backend,
+		// or is refused beside another one.
+		{"a URL alone selects postgres", wiring.Config{DatabaseURL: wiring.NewSecret("postgres://x"), Gate: &memory.Config{MaxKeys: 1}}, ""},
+		{"a pool alone selects postgres", wiring.Config{Pool: pool}, ""},
+		{"a URL and a pool, no backend", wiring.Config{DatabaseURL: wiring.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
+		{"a URL with the memory backend", wiring.Config{Backend: wiring.BackendMemory, DatabaseURL: wiring.NewSecret("postgres://x")}, "DatabaseURL"},
+		{"a pool with the memory backend", wiring.Config{Backend: wiring.BackendMemory, Pool: pool}, "DatabaseURL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,7 +59,7 @@
 //
 // [ConfigFromEnv] fills a Config from RUNLIMIT_* variables (the Env
 // constants list them: backend, database URL, migrate, memory and gate
-// sizing, PostgreSQL rows per shard, cleanup interval and batch, key
+// sizing, PostgreSQL rows per shard and schema, cleanup interval and batch, key
 // secret). Its errors are [*EnvError] values naming each unusable
 // variable, never its value.
 //

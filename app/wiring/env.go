@@ -9,6 +9,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/migrations"
 )
 
 // The environment variables [ConfigFromEnv] reads. Each one left unset, or
@@ -32,6 +33,9 @@ const (
 	EnvGateShards = "RUNLIMIT_GATE_SHARDS"
 	// EnvPostgresRowsPerShard is Config.Postgres.RowsPerShard.
 	EnvPostgresRowsPerShard = "RUNLIMIT_POSTGRES_ROWS_PER_SHARD"
+	// EnvPostgresSchema is Config.Postgres.Schema, the schema holding
+	// Runlimit's tables and functions (the command's --schema).
+	EnvPostgresSchema = "RUNLIMIT_POSTGRES_SCHEMA"
 	// EnvCleanupInterval is Config.CleanupInterval, a Go duration such as
 	// "30s"; a negative one such as "-1s" turns the loop off.
 	EnvCleanupInterval = "RUNLIMIT_CLEANUP_INTERVAL"
@@ -120,6 +124,14 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		bad(EnvGateShards, "is set without "+EnvGateMaxKeys)
 	}
 	whole(EnvPostgresRowsPerShard, &cfg.Postgres.RowsPerShard)
+	if v, ok := get(EnvPostgresSchema); ok {
+		// The schema's own error quotes it: a name is not a secret, but the
+		// rule here is that no error holds a value.
+		if err := migrations.CheckSchema(v); err != nil {
+			bad(EnvPostgresSchema, "is not a schema name Runlimit can use: 1 to 63 ASCII letters, digits and underscores, not starting with a digit or pg_")
+		}
+		cfg.Postgres.Schema = v
+	}
 	if v, ok := get(EnvCleanupInterval); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {

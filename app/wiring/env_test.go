@@ -31,6 +31,7 @@ func TestConfigFromEnvReadsEveryVariable(t *testing.T) {
 		"RUNLIMIT_GATE_MAX_KEYS":           "10000",
 		"RUNLIMIT_GATE_SHARDS":             "16",
 		"RUNLIMIT_POSTGRES_ROWS_PER_SHARD": "8192",
+		"RUNLIMIT_POSTGRES_SCHEMA":         "limits",
 		"RUNLIMIT_CLEANUP_INTERVAL":        "30s",
 		"RUNLIMIT_CLEANUP_BATCH":           "500",
 		"RUNLIMIT_KEY_SECRET":              testSecret,
@@ -42,6 +43,7 @@ func TestConfigFromEnvReadsEveryVariable(t *testing.T) {
 	require.Equal(t, memory.Config{MaxKeys: 50_000, Shards: 64}, cfg.Memory)
 	require.Equal(t, &memory.Config{MaxKeys: 10_000, Shards: 16}, cfg.Gate)
 	require.Equal(t, 8192, cfg.Postgres.RowsPerShard)
+	require.Equal(t, "limits", cfg.Postgres.Schema)
 	require.Equal(t, 30*time.Second, cfg.CleanupInterval)
 	require.Equal(t, 500, cfg.CleanupBatch)
 	require.Equal(t, testSecret, cfg.KeySecret.Reveal())
@@ -74,6 +76,7 @@ func TestConfigFromEnvNamesTheVariableNeverTheValue(t *testing.T) {
 		"RUNLIMIT_GATE_SHARDS":      "4",
 		"RUNLIMIT_CLEANUP_INTERVAL": "often-" + tell,
 		"RUNLIMIT_CLEANUP_BATCH":    "all-" + tell,
+		"RUNLIMIT_POSTGRES_SCHEMA":  "bad;" + tell,
 		"RUNLIMIT_KEY_SECRET":       tell, // too short
 	}
 	_, err := wiring.ConfigFromLookup(lookupOf(env))
@@ -89,7 +92,8 @@ func TestConfigFromEnvNamesTheVariableNeverTheValue(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{
 		"RUNLIMIT_BACKEND", "RUNLIMIT_MIGRATE", "RUNLIMIT_MEMORY_MAX_KEYS", "RUNLIMIT_MEMORY_SHARDS",
-		"RUNLIMIT_GATE_SHARDS", "RUNLIMIT_CLEANUP_INTERVAL", "RUNLIMIT_CLEANUP_BATCH", "RUNLIMIT_KEY_SECRET",
+		"RUNLIMIT_GATE_SHARDS", "RUNLIMIT_CLEANUP_INTERVAL", "RUNLIMIT_CLEANUP_BATCH", "RUNLIMIT_POSTGRES_SCHEMA",
+		"RUNLIMIT_KEY_SECRET",
 	}, named)
 }
 

@@ -60,3 +60,22 @@ func TestOpenUsesTheConfiguredSchema(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM limits.runlimit_fixed_windows").Scan(&rows))
 	require.Equal(t, 1, rows)
 }
+
+// A Config with a database URL and no backend runs on that database: the
+// URL is never ignored in favour of the memory default.
+func TestOpenWithOnlyADatabaseURLUsesPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	r, err := wiring.Open(context.Background(), wiring.Config{
+		DatabaseURL: wiring.NewSecret(db.URL), SecretEnv: setEnv(t, testSecret), CleanupInterval: -1,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	p := loginPolicy(t, "auth.inferred")
+	d, err := r.Limiter().Check(context.Background(), domain.NewCheck(p, r.KeyHasher().KeyString(p, "user")))
+	require.NoError(t, err)
+	require.True(t, d.PermitsRequest())
+	var rows int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM public.runlimit_fixed_windows").Scan(&rows))
+	require.Equal(t, 1, rows, "the check was counted in the database")
+}
