@@ -29,7 +29,7 @@ func TestOnlyThisPackageLinksOpenTelemetry(t *testing.T) {
 			require.NotEqual(t, "github.com/runlimit/runlimit/adapters/otelrunlimit", dep, "%s links the adapter", pkg)
 		}
 	}
-	for _, pkg := range []string{"."} {
+	for _, pkg := range []string{".", "../../app/runlimitfx"} {
 		all := deps(t, pkg)
 		require.Contains(t, all, "go.opentelemetry.io/otel/metric", pkg)
 		require.Contains(t, all, "go.opentelemetry.io/otel/trace", pkg)
