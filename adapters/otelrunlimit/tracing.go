@@ -18,6 +18,10 @@ const (
 	SpanCleanup  = "runlimit.cleanup"   // a cleanup pass over one store
 )
 
+// internalSpan is the admissions' start option, built once: an option
+// made per call would cost an allocation.
+var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+
 // tracingObserver records a span per admission, and the admission metrics
 // when it has them. As an [app.ContextObserver] it starts the span before
 // the store, in the caller's trace, so that the store's own spans nest
@@ -37,7 +41,7 @@ func (o *tracingObserver) StartAdmission(ctx context.Context, e app.Event) conte
 	if e.CheckAll {
 		name = SpanCheckAll
 	}
-	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := o.tracer.Start(ctx, name, internalSpan...)
 	if span.IsRecording() {
 		policies := make([]string, e.Size)
 		for i := range policies {
