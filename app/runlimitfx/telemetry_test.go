@@ -157,3 +157,19 @@ func TestModuleWithoutProvidersObservesNothing(t *testing.T) {
 	require.True(t, check(t, limiter, hasher, loginPolicy(t, "auth.login"), "alice").PermitsRequest())
 	require.Len(t, events, 1)
 }
+
+// TestModuleStopsWatchingBorrowedStores: a borrowed host store stays open
+// after the application stops, and its headroom is no longer read.
+func TestModuleStopsWatchingBorrowedStores(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetry(t)
+	store := newHostStore(t)
+	fxApp := fxtest.New(t, runlimitfx.Module, tel.supply,
+		fx.Supply(wiring.Config{Store: store, KeySecret: wiring.NewSecret(testSecret)}),
+		fx.Invoke(func(*wiring.Runtime) {})).RequireStart()
+	require.Contains(t, tel.collect(t), "runlimit.store.headroom{runlimit.store=store} 100")
+	fxApp.RequireStop()
+	_, err := store.Stats(context.Background())
+	require.NoError(t, err, "the borrowed store still answers")
+	require.Empty(t, tel.collect(t), "but it is no longer read")
+}
