@@ -200,8 +200,9 @@ func TestPoisonedShardsAreLoggedOncePerShard(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	ticks := make(chan time.Time)
+	done := make(passDone, 4)
 	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(), CleanupObserver: done,
 	}, ticks)
 	require.NoError(t, err)
 	p := loginPolicy(t, "auth.login")
@@ -213,12 +214,15 @@ func TestPoisonedShardsAreLoggedOncePerShard(t *testing.T) {
 		_, err := r.Limiter().Check(ctx, domain.NewCheck(p, key))
 		require.ErrorIs(t, err, memory.ErrPoisoned)
 	}
-	tick(t, ticks)
-	tick(t, ticks)
+	// Every pass is over before the clock is armed again: a pass reads it.
+	for range 2 {
+		tick(t, ticks)
+		done.wait(t)
+	}
+	record := `level=ERROR msg="runlimit: memory store shard poisoned by a panic; its checks fail closed until it is recovered" store=store shard=0 poisoned_shards=1`
+	require.Equal(t, 1, strings.Count(logs.String(), record), "the cleanup loop found it: %s", logs.String())
 	require.NoError(t, r.Ready(ctx), "a poisoned shard does not make the runtime unready")
 	require.NoError(t, r.Ready(ctx))
-
-	record := `level=ERROR msg="runlimit: memory store shard poisoned by a panic; its checks fail closed until it is recovered" store=store shard=0 poisoned_shards=1`
 	out := logs.String()
 	require.Equal(t, 1, strings.Count(out, record), out)
 	require.NotContains(t, out, "cleanup failed", "the poisoning is no news at each pass")
@@ -233,6 +237,22 @@ func TestPoisonedShardsAreLoggedOncePerShard(t *testing.T) {
 	require.Equal(t, 2, strings.Count(out, record), "poisoned again, logged again: %s", out)
 	sk := key.Bytes()
 	requireNoLeak(t, out, []byte(testSecret), []byte(subject), sk[:])
+}
+
+// passDone is a CleanupObserver that signals the end of each pass.
+type passDone chan struct{}
+
+func (d passDone) StartCleanup(ctx context.Context, _ string) context.Context { return ctx }
+func (d passDone) EndCleanup(context.Context, string, int, error)             { d <- struct{}{} }
+
+// wait waits for the end of a pass.
+func (d passDone) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-d:
+	case <-time.After(stuck):
+		t.Fatalf("no cleanup pass ended within %v", stuck)
+	}
 }
 
 // TestStatsFuncsNameEveryReportingStore: the Runtime hands out the Stats
