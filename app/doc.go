@@ -36,4 +36,11 @@
 // admission allocates nothing more. An observer that panics cannot change
 // an admission: the panic is recovered, the caller gets the store's
 // answer, and LimiterConfig.Logger records it without key material.
+//
+// An observer that needs the request's context, such as a tracer whose
+// span the store's database calls should nest under, implements
+// [ContextObserver]: it is called before the store too, and the store runs
+// with the context it returns. Only such an observer makes the limiter do
+// anything before the store. The OpenTelemetry observer of
+// [github.com/runlimit/runlimit/adapters/otelrunlimit] is one.
 package app

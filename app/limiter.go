@@ -67,9 +67,12 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
 	}
 	if cfg.Observer != nil {
-		// The observer sits between the engine and the store, so that a
-		// limiter without one runs exactly the unobserved path.
-		store = observe(store, cfg.Observer, cfg.Name, cfg.Logger)
+		// The observer sits between the engine and an engine over the
+		// store, so that a limiter without one runs exactly the unobserved
+		// path.
+		raw := new(engine)
+		raw.init(store, cfg.MaxBatchSize)
+		store = observe(raw, cfg.Observer, cfg.Name, cfg.Logger)
 	}
 	e := new(engine)
 	e.init(store, cfg.MaxBatchSize)

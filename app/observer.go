@@ -82,6 +82,9 @@ type Event struct {
 	Limiter string
 	// Size is the number of checks admitted together: 1 for Check.
 	Size int
+	// CheckAll is true for an admission by CheckAll, a batch even of one,
+	// and false for one by Check.
+	CheckAll bool
 	// Outcome is the admission's outcome, the batch's for CheckAll
 	// (domain.ShadowDenied included). Zero when Err is set.
 	Outcome domain.Outcome
@@ -228,33 +231,89 @@ func (e Event) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// observe wraps store so that every admission through it is reported to o.
-// The wrapper has a single-check path exactly when store has one, so the
-// limiter takes the same path with or without an observer. The limiter
+// observe returns a store that applies admissions as raw does and reports
+// every one of them to o. Its single-check path is raw's ([engine.single],
+// or a batch of one on a store without one), so the limiter over it takes
+// the path it takes without an observer, and every Check reaches
+// AdmitCheck and every CheckAll Admit: the event says which. The limiter
 // validates input before it reaches the wrapper, so invalid input is never
 // observed.
-func observe(store ports.Store, o Observer, name string, logger *slog.Logger) ports.Store {
+func observe(raw *engine, o Observer, name string, logger *slog.Logger) ports.Store {
 	observers := []Observer{o}
 	if j, ok := o.(joinedObservers); ok {
 		observers = j
 	}
-	s := observedStore{inner: store, observers: observers, name: name, logger: logger}
-	if single, ok := store.(ports.CheckAdmitter); ok {
-		return observedAdmitter{observedStore: s, single: single}
+	s := &observedStore{raw: raw, observers: observers, name: name, logger: logger}
+	for i, o := range observers {
+		if co, ok := o.(ContextObserver); ok {
+			if s.contextual == nil {
+				s.contextual = make([]ContextObserver, len(observers))
+			}
+			s.contextual[i] = co
+		}
 	}
 	return s
 }
 
 type observedStore struct {
-	inner     ports.Store
+	raw       *engine // the engine over the store, unobserved
 	observers []Observer
-	name      string
-	logger    *slog.Logger // nil: slog.Default()
+	// contextual holds, by the index of each observer, the observer as a
+	// ContextObserver when it is one. Nil when none is: the admission then
+	// pays nothing before the store.
+	contextual []ContextObserver
+	name       string
+	logger     *slog.Logger // nil: slog.Default()
 }
 
-// notify hands e to each observer in turn.
-func (s observedStore) notify(ctx context.Context, e *Event) {
-	for _, o := range s.observers {
+// maxStackObservers is how many observers an admission keeps the
+// contexts of on the stack; more cost an allocation.
+const maxStackObservers = 4
+
+// begin hands e to each context observer in turn, before the store,
+// stores the context each one returns in ctxs by its index (nil when it
+// panicked: it then sees nothing more of this admission) and returns the
+// context the store is to be called with.
+func (s *observedStore) begin(ctx context.Context, e *Event, ctxs []context.Context) context.Context {
+	for i, co := range s.contextual {
+		if co != nil {
+			ctx = s.startOne(ctx, co, e, &ctxs[i])
+		}
+	}
+	return ctx
+}
+
+// startOne calls co.StartAdmission. A panic is recovered and logged, and
+// the admission goes on with ctx: an observer must not keep a request from
+// its decision.
+func (s *observedStore) startOne(ctx context.Context, co ContextObserver, e *Event, out *context.Context) (next context.Context) {
+	next = ctx
+	defer func() {
+		if v := recover(); v != nil {
+			next = ctx
+			s.logPanic(ctx, e, v)
+		}
+	}()
+	if c := co.StartAdmission(ctx, *e); c != nil {
+		next = c
+	}
+	*out = next
+	return next
+}
+
+// notify hands e to each observer in turn: EndAdmission with its own
+// context to a context observer whose StartAdmission returned, and
+// ObserveAdmission to any other.
+func (s *observedStore) notify(ctx context.Context, e *Event, ctxs []context.Context) {
+	for i, o := range s.observers {
+		if ctxs != nil {
+			if co := s.contextual[i]; co != nil {
+				if ctxs[i] != nil {
+					s.endOne(ctx, ctxs[i], co, e)
+				}
+				continue
+			}
+		}
 		s.notifyOne(ctx, o, e)
 	}
 }
@@ -264,7 +323,7 @@ func (s observedStore) notify(ctx context.Context, e *Event) {
 // a panic in the caller, nor keep the next observer from its event: the
 // panic is recovered and logged, and the caller gets what the store
 // answered.
-func (s observedStore) notifyOne(ctx context.Context, o Observer, e *Event) {
+func (s *observedStore) notifyOne(ctx context.Context, o Observer, e *Event) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.logPanic(ctx, e, v)
@@ -273,19 +332,35 @@ func (s observedStore) notifyOne(ctx context.Context, o Observer, e *Event) {
 	o.ObserveAdmission(*e)
 }
 
+// endOne is notifyOne for a context observer: it calls EndAdmission with
+// the context its StartAdmission returned, and logs a panic with the
+// caller's.
+func (s *observedStore) endOne(ctx, own context.Context, co ContextObserver, e *Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.logPanic(ctx, e, v)
+		}
+	}()
+	co.EndAdmission(own, *e)
+}
+
 // logPanic reports an observer's panic at error level. It logs the panic
 // value's type, and its text only for an error of package runtime (an
 // index out of range, a nil dereference), which holds no caller data:
 // any other value may be built from a subject or a key. No stack is
-// logged, as a stack's argument words can hold key bytes.
-func (s observedStore) logPanic(ctx context.Context, e *Event, v any) {
+// logged, as a stack's argument words can hold key bytes. A panic before
+// the store answered has the outcome "pending".
+func (s *observedStore) logPanic(ctx context.Context, e *Event, v any) {
 	logger := s.logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	outcome := e.Outcome.String()
-	if e.Err != nil {
+	switch {
+	case e.Err != nil:
 		outcome = "error"
+	case e.Outcome == 0:
+		outcome = "pending"
 	}
 	attrs := []slog.Attr{
 		slog.String("limiter", e.Limiter),
@@ -317,10 +392,22 @@ func runtimeErrorText(v any) (string, bool) {
 	return re.Error(), true
 }
 
-func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
+// Admit applies a CheckAll's batch and reports it.
+func (s *observedStore) Admit(ctx context.Context, b *domain.Batch) error {
+	e := Event{Limiter: s.name, Size: b.Len(), Index: -1, CheckAll: true, batch: b}
+	caller := ctx
+	var ctxs []context.Context
+	if s.contextual != nil {
+		var stack [maxStackObservers]context.Context
+		ctxs = stack[:]
+		if len(s.observers) > len(stack) {
+			ctxs = make([]context.Context, len(s.observers))
+		}
+		ctx = s.begin(ctx, &e, ctxs)
+	}
 	start := time.Now()
-	err := s.inner.Admit(ctx, b)
-	e := Event{Limiter: s.name, Size: b.Len(), Index: -1, Duration: time.Since(start), Err: err, batch: b}
+	err := s.raw.store.Admit(ctx, b)
+	e.Duration, e.Err = time.Since(start), err
 	if err == nil {
 		// A store that answered without error left a decided batch; should
 		// it not have, the engine reports that error to the caller, and
@@ -333,25 +420,41 @@ func (s observedStore) Admit(ctx context.Context, b *domain.Batch) error {
 			e.Index, e.Reason = i, den.Reason()
 		}
 	}
-	s.notify(ctx, &e)
+	s.notify(caller, &e, ctxs)
 	return err
 }
 
-type observedAdmitter struct {
-	observedStore
-	single ports.CheckAdmitter
-}
-
-func (s observedAdmitter) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
+// AdmitCheck applies a Check's check, through the store's single-check
+// path or as a batch of one, and reports it.
+func (s *observedStore) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	e := Event{Limiter: s.name, Size: 1, Index: -1, check: check}
+	caller := ctx
+	var ctxs []context.Context
+	if s.contextual != nil {
+		var stack [maxStackObservers]context.Context
+		ctxs = stack[:]
+		if len(s.observers) > len(stack) {
+			ctxs = make([]context.Context, len(s.observers))
+		}
+		ctx = s.begin(ctx, &e, ctxs)
+	}
 	start := time.Now()
-	d, err := s.single.AdmitCheck(ctx, check)
-	e := Event{Limiter: s.name, Size: 1, Index: -1, Duration: time.Since(start), Err: err, check: check, decision: d}
+	var (
+		d   domain.Decision
+		err error
+	)
+	if s.raw.single != nil {
+		d, err = s.raw.single.AdmitCheck(ctx, check)
+	} else {
+		d, err = s.raw.checkBatch(ctx, check)
+	}
+	e.Duration, e.Err, e.decision = time.Since(start), err, d
 	if err == nil {
 		e.Outcome = d.Outcome()
 		if den, ok := d.Denial(); ok {
 			e.Index, e.Reason = 0, den.Reason()
 		}
 	}
-	s.notify(ctx, &e)
+	s.notify(caller, &e, ctxs)
 	return d, err
 }

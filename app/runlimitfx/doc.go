@@ -34,7 +34,18 @@
 //     the Runtime open and close it;
 //   - a *slog.Logger for the Runtime's records, when Config.Logger is nil;
 //   - [app.Observer] values in the group "runlimit.observers"
-//     ([ObserversGroup]), each handed every admission.
+//     ([ObserversGroup]), each handed every admission;
+//   - a metric.MeterProvider and a trace.TracerProvider of OpenTelemetry,
+//     which record Runlimit's metrics (admissions by policy and outcome,
+//     latency, errors, each store's headroom, cleanup runs) and spans
+//     (one per admission and per cleanup pass): see
+//     [github.com/runlimit/runlimit/adapters/otelrunlimit].
+//
+// Without a provider in the graph, the module falls back to the global
+// ones (otel.GetMeterProvider, otel.GetTracerProvider) when the host has
+// set them before the module's constructor runs, as OpenTelemetry's setup
+// guides do at the top of main. Otherwise, or with no-op providers, it
+// installs no observer at all: the limiters run the unobserved path.
 //
 // An observer joins the group like this:
 //

@@ -2,11 +2,15 @@ package runlimitfx
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
+	"github.com/runlimit/runlimit/adapters/otelrunlimit"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
@@ -51,6 +55,16 @@ type Params struct {
 	// after Config.Observer. Provide them into the group
 	// "runlimit.observers" ([ObserversGroup]).
 	Observers []app.Observer `group:"runlimit.observers"`
+	// MeterProvider records Runlimit's metrics: admissions by policy and
+	// outcome, latency, errors, each store's headroom and the cleanup
+	// loop's work (see the otelrunlimit adapter). Optional: without one,
+	// the global provider if the host set it before the module's
+	// constructor ran, and otherwise none.
+	MeterProvider metric.MeterProvider `optional:"true"`
+	// TracerProvider records a span per admission and per cleanup pass.
+	// Optional: without one, the global provider if the host set it
+	// before the module's constructor ran, and otherwise none.
+	TracerProvider trace.TracerProvider `optional:"true"`
 }
 
 // Result is what [New] provides.
@@ -89,12 +103,23 @@ func New(p Params) (Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = p.Logger
 	}
-	cfg.Observer = app.JoinObservers(append([]app.Observer{cfg.Observer}, p.Observers...)...)
+	// Without a provider in the graph or set globally, the telemetry has
+	// no observer and the limiters run unobserved.
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider})
+	if err != nil {
+		return Result{}, err
+	}
+	observers := []app.Observer{tel.Observer(), cfg.Observer}
+	if tel.Observer() != nil {
+		cfg.CleanupObserver = joinCleanupObservers(tel, cfg.CleanupObserver)
+	}
+	cfg.Observer = app.JoinObservers(append(observers, p.Observers...)...)
 	r, err := wiring.New(context.Background(), cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	p.Lifecycle.Append(fx.Hook{OnStart: r.Start, OnStop: r.Close})
+	h := &hooks{runtime: r, telemetry: tel}
+	p.Lifecycle.Append(fx.Hook{OnStart: h.start, OnStop: h.stop})
 	return Result{
 		Runtime:     r,
 		Limiter:     r.Limiter(),
@@ -102,4 +127,37 @@ func New(p Params) (Result, error) {
 		KeyHasher:   r.KeyHasher(),
 		Ready:       r.Ready,
 	}, nil
+}
+
+// hooks run a Runtime with the application, and the gauges that watch its
+// stores while it runs.
+type hooks struct {
+	runtime   *wiring.Runtime
+	telemetry *otelrunlimit.Telemetry
+	unwatch   []func()
+}
+
+// start starts the Runtime, then watches its stores' headroom.
+func (h *hooks) start(ctx context.Context) error {
+	if err := h.runtime.Start(ctx); err != nil {
+		return err
+	}
+	for name, stats := range h.runtime.StatsFuncs() {
+		stop, err := h.telemetry.WatchStore(name, stats)
+		if err != nil {
+			// fx runs no OnStop for a hook whose OnStart failed.
+			return errors.Join(err, h.stop(context.WithoutCancel(ctx)))
+		}
+		h.unwatch = append(h.unwatch, stop)
+	}
+	return nil
+}
+
+// stop stops watching the stores, then closes the Runtime.
+func (h *hooks) stop(ctx context.Context) error {
+	for _, stop := range h.unwatch {
+		stop()
+	}
+	h.unwatch = nil
+	return h.runtime.Close(ctx)
 }

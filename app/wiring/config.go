@@ -125,6 +125,11 @@ type Config struct {
 	// backend ("memory" or "postgres"). Default nil.
 	Observer app.Observer
 
+	// CleanupObserver, when set, sees every pass of the cleanup loop over
+	// each store, before and after it: for cleanup spans and counters,
+	// such as those of the otelrunlimit adapter. Default nil.
+	CleanupObserver CleanupObserver
+
 	// CleanupErrorFunc, when set, receives every error of the cleanup loop,
 	// a [*CleanupError], from the loop's goroutine; the loop carries on at
 	// its next tick. It must not block for long. Default nil: errors are
@@ -133,10 +138,12 @@ type Config struct {
 
 	// Logger receives the Runtime's records: start and stop and the schema
 	// migrated at info level, each cleanup pass at debug level, cleanup
-	// failures (without CleanupErrorFunc) at warning level, a failed start
-	// and an observer's panic at error level. No record holds a key, a
-	// subject, the key secret or the database password. Default nil:
-	// [slog.Default] at the time of each record.
+	// failures (without CleanupErrorFunc) at warning level, a failed start,
+	// an observer's panic and each memory shard poisoned by a panic (once
+	// per shard, when the cleanup loop or a readiness check finds it) at
+	// error level. No record holds a key, a subject, the key secret or the
+	// database password. Default nil: [slog.Default] at the time of each
+	// record.
 	Logger *slog.Logger
 }
 

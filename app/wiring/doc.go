@@ -68,7 +68,18 @@
 // [Runtime.Ready] answers a readiness probe: nil while the Runtime runs and
 // every store that reports stats answers (for PostgreSQL, the database
 // answers and the schema is there). Config.Logger (default
-// [slog.Default]) receives start and stop, the schema migrated, each
-// cleanup pass (debug) and its failures (warning, unless
-// Config.CleanupErrorFunc takes them), never a key, a subject or a secret.
+// [slog.Default]) receives start and stop and the schema migrated (info),
+// each cleanup pass (debug) and its failures (warning, unless
+// Config.CleanupErrorFunc takes them), a failed start, an observer's panic
+// and each memory shard poisoned by a panic (error, once per shard, when
+// the cleanup loop or a readiness check finds it), never a key, a subject
+// or a secret.
+//
+// # Telemetry
+//
+// Config.Observer sees every admission of the limiter and the gate, and
+// Config.CleanupObserver every cleanup pass; [Runtime.StatsFuncs] hands
+// out each store's occupancy for headroom gauges. The OpenTelemetry
+// adapter, [github.com/runlimit/runlimit/adapters/otelrunlimit], fills all
+// three; the runlimitfx module wires it from the fx graph.
 package wiring

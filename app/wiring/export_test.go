@@ -36,6 +36,8 @@ func StartCleanupLoop(ticks <-chan time.Time, batch int, onError func(error), cl
 		named[i] = cleaner{name: "c" + string(rune('0'+i)), Cleaner: c}
 	}
 	stopped := make(chan struct{})
-	l := startCleanupLoop(ticks, func() { close(stopped) }, named, batch, onError, slog.Default)
+	l := startCleanupLoop(ticks, func() { close(stopped) }, cleanupRun{
+		cleaners: named, batch: batch, onError: onError, logger: slog.Default,
+	})
 	return l.stop, stopped
 }

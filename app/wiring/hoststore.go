@@ -9,9 +9,8 @@ import (
 )
 
 // hostStore returns the host's store of [BackendStore] and signs it up for
-// what it can do: the cleanup loop if it is a [ports.Cleaner], readiness
-// checks if it is a [ports.StatsReporter], and Close if the Runtime opened
-// it through Config.NewStoreFunc and it is a [ports.Closer]. A store from
+// what it can do (see addStore), and for Close if the Runtime opened it
+// through Config.NewStoreFunc and it is a [ports.Closer]. A store from
 // Config.Store is borrowed and never closed.
 func (r *runtimeState) hostStore(ctx context.Context) (ports.Store, error) {
 	store, field := r.cfg.Store, "Store"
@@ -29,13 +28,25 @@ func (r *runtimeState) hostStore(ctx context.Context) (ports.Store, error) {
 	if isNil(store) {
 		return nil, &ConfigError{Field: field, Reason: "holds no store (nil)"}
 	}
+	r.addStore(string(BackendStore), store)
+	return store, nil
+}
+
+// addStore signs store up, under name, for what it can do: the cleanup
+// loop if it is a [ports.Cleaner], readiness checks and Runtime.Stats if
+// it is a [ports.StatsReporter], and a watch on its poisoned shards if it
+// reports them, as a memory store does.
+func (r *runtimeState) addStore(name string, store ports.Store) {
+	poison := newPoisonWatch(name, store)
+	if poison != nil {
+		r.poison = append(r.poison, poison)
+	}
 	if c, ok := store.(ports.Cleaner); ok {
-		r.cleaners = append(r.cleaners, cleaner{name: string(BackendStore), Cleaner: c})
+		r.cleaners = append(r.cleaners, cleaner{name: name, Cleaner: c, poison: poison})
 	}
 	if sr, ok := store.(ports.StatsReporter); ok {
-		r.reporters = append(r.reporters, reporter{name: string(BackendStore), StatsReporter: sr})
+		r.reporters = append(r.reporters, reporter{name: name, StatsReporter: sr})
 	}
-	return store, nil
 }
 
 // isNil reports whether store is nil or holds a nil pointer, map, slice,

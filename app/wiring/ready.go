@@ -72,12 +72,29 @@ func (r *Runtime) Ready(ctx context.Context) error {
 	return st.storesReady(ctx)
 }
 
-// storesReady asks every store that reports stats for them.
+// storesReady asks every store that reports stats for them, and logs the
+// shards poisoned since the last look.
 func (r *runtimeState) storesReady(ctx context.Context) error {
+	for _, w := range r.poison {
+		w.check(ctx, r.logger())
+	}
 	for _, rep := range r.reporters {
 		if _, err := rep.Stats(ctx); err != nil {
 			return &NotReadyError{Store: rep.name, Err: err}
 		}
 	}
 	return nil
+}
+
+// StatsFuncs returns the Stats method of each of r's stores that reports
+// its occupancy (a [ports.StatsReporter]), by the store's name: "gate",
+// "memory", "postgres" or "store". Headroom gauges read them, such as
+// those the otelrunlimit adapter registers. The map is r's answer to keep.
+func (r *Runtime) StatsFuncs() map[string]func(context.Context) (ports.Stats, error) {
+	st := r.state()
+	out := make(map[string]func(context.Context) (ports.Stats, error), len(st.reporters))
+	for _, rep := range st.reporters {
+		out[rep.name] = rep.Stats
+	}
+	return out
 }

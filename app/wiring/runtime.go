@@ -57,6 +57,8 @@ type runtimeState struct {
 	cleaners []cleaner
 	// reporters are the stores whose Stats prove them ready.
 	reporters []reporter
+	// poison watches the stores that report poisoned shards.
+	poison []*poisonWatch
 	// pg is the PostgreSQL store, whose schema start applies when asked.
 	pg *postgres.Store
 	// pool is the store's pool; ownPool says the Runtime opened it.
@@ -154,8 +156,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			return storeConfigError("Gate", err)
 		}
 		r.closers = append(r.closers, gate)
-		r.cleaners = append(r.cleaners, cleaner{name: "gate", Cleaner: gate})
-		r.reporters = append(r.reporters, reporter{name: "gate", StatsReporter: gate})
+		r.addStore("gate", gate)
 		if r.gate, err = app.NewLimiter(gate, app.LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate", Logger: cfg.Logger}); err != nil {
 			return err
 		}
@@ -173,8 +174,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 		}
 		store, maxBatch = s, cfg.Memory.MaxBatchSize
 		r.closers = append(r.closers, s)
-		r.cleaners = append(r.cleaners, cleaner{name: "memory", Cleaner: s})
-		r.reporters = append(r.reporters, reporter{name: "memory", StatsReporter: s})
+		r.addStore("memory", s)
 	case BackendPostgres:
 		pool := cfg.Pool
 		if pool == nil {
@@ -196,10 +196,9 @@ func (r *runtimeState) build(ctx context.Context) error {
 		}
 		store, maxBatch, r.pg = s, s.Config().MaxBatchSize, s
 		r.closers = append(r.closers, s)
-		r.cleaners = append(r.cleaners, cleaner{name: "postgres", Cleaner: s})
 		// Stats reads the capacity ledger: it proves the database answers
 		// and the schema is there.
-		r.reporters = append(r.reporters, reporter{name: "postgres", StatsReporter: s})
+		r.addStore("postgres", s)
 	case BackendStore:
 		s, err := r.hostStore(ctx)
 		if err != nil {
@@ -255,7 +254,10 @@ func (r *runtimeState) start(ctx context.Context) error {
 	}
 	if r.cfg.CleanupInterval > 0 {
 		ticks, stop := r.newTicker(r.cfg.CleanupInterval)
-		r.loop = startCleanupLoop(ticks, stop, r.cleaners, r.cfg.CleanupBatch, r.cfg.CleanupErrorFunc, r.logger)
+		r.loop = startCleanupLoop(ticks, stop, cleanupRun{
+			cleaners: r.cleaners, batch: r.cfg.CleanupBatch, onError: r.cfg.CleanupErrorFunc,
+			observer: r.cfg.CleanupObserver, logger: r.logger,
+		})
 	}
 	r.started = true
 	r.phase.Store(phaseStarted)

@@ -1,0 +1,48 @@
+package otelrunlimit
+
+import (
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/runlimit/runlimit/app"
+)
+
+// DefaultStatsInterval is [Config.StatsInterval] when it is zero.
+const DefaultStatsInterval = 10 * time.Second
+
+// Config says where [New] records: the providers of metrics and spans, and
+// how often a store's occupancy may be read.
+type Config struct {
+	// MeterProvider records the metrics. Default nil: the global provider
+	// (otel.GetMeterProvider) if the host has set one by the time New is
+	// called, and otherwise none: no metrics are recorded and admissions
+	// pay nothing for them. A no-op provider records none either.
+	MeterProvider metric.MeterProvider
+	// TracerProvider records a span per admission and per cleanup pass.
+	// Default nil: the global provider (otel.GetTracerProvider) if the
+	// host has set one by the time New is called, and otherwise none. A
+	// no-op provider records none either.
+	TracerProvider trace.TracerProvider
+	// StatsInterval is the least time between two reads of a watched
+	// store's occupancy: a collection within it reports the last reading,
+	// however often the exporter collects. At least 0. Default 10 seconds
+	// ([DefaultStatsInterval]).
+	StatsInterval time.Duration
+}
+
+// withDefaults validates cfg and fills in its defaults, the global
+// providers included.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.StatsInterval < 0 {
+		return cfg, fmt.Errorf("%w: otelrunlimit StatsInterval %v is negative", app.ErrInvalidConfig, cfg.StatsInterval)
+	}
+	if cfg.StatsInterval == 0 {
+		cfg.StatsInterval = DefaultStatsInterval
+	}
+	cfg.MeterProvider = meterProvider(cfg.MeterProvider)
+	cfg.TracerProvider = tracerProvider(cfg.TracerProvider)
+	return cfg, nil
+}

@@ -1,0 +1,100 @@
+package otelrunlimit
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// Telemetry turns a Runlimit deployment's events into OpenTelemetry
+// metrics and spans: admissions through [Telemetry.Observer], cleanup
+// passes as a wiring.CleanupObserver (its StartCleanup and EndCleanup
+// methods), and stores' headroom through [Telemetry.WatchStore]. It is
+// safe for concurrent use.
+type Telemetry struct {
+	metrics  *instruments // nil: no metrics
+	tracer   trace.Tracer // nil: no spans
+	interval time.Duration
+	// now reads the clock that bounds how often stores are read.
+	now      func() time.Time
+	observer app.Observer
+}
+
+// New returns the telemetry cfg describes. With neither a meter nor a
+// tracer provider (none given, none set globally, or no-op ones) it
+// records nothing, and [Telemetry.Observer] returns nil, so that a
+// limiter pays nothing.
+func New(cfg Config) (*Telemetry, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t := &Telemetry{interval: cfg.StatsInterval, now: time.Now}
+	if cfg.MeterProvider != nil {
+		if t.metrics, err = newInstruments(cfg.MeterProvider); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TracerProvider != nil {
+		t.tracer = cfg.TracerProvider.Tracer(ScopeName)
+	}
+	switch {
+	case t.tracer != nil:
+		t.observer = &tracingObserver{metrics: t.metrics, tracer: t.tracer}
+	case t.metrics != nil:
+		t.observer = &metricsObserver{metrics: t.metrics}
+	}
+	return t, nil
+}
+
+// NewObserver returns an observer that records the admission metrics with
+// mp, for a limiter built without the wiring:
+//
+//	observer, err := otelrunlimit.NewObserver(meterProvider)
+//	limiter, err := app.NewLimiter(store, app.LimiterConfig{Observer: observer, Name: "edge"})
+//
+// It returns nil when mp is a no-op (or nil and no global provider is
+// set). Use [New] for spans, cleanup metrics and store headroom too.
+func NewObserver(mp metric.MeterProvider) (app.Observer, error) {
+	t, err := New(Config{MeterProvider: mp})
+	if err != nil {
+		return nil, err
+	}
+	return t.Observer(), nil
+}
+
+// Observer returns the observer to set as app.LimiterConfig.Observer or
+// wiring.Config.Observer: it records the admission metrics, and with a
+// tracer a span per admission, which makes it an [app.ContextObserver].
+// Nil when t records nothing: a limiter then runs unobserved.
+func (t *Telemetry) Observer() app.Observer { return t.observer }
+
+// WatchStore reports the headroom of a store through the gauges
+// runlimit.store.headroom and runlimit.store.fullest_partition.headroom,
+// under the name store, until stop is called. stats is the store's Stats
+// method (a [ports.StatsReporter]'s, or one of wiring.Runtime.StatsFuncs);
+// it is called on the exporter's collections, at most once per
+// Config.StatsInterval, and a collection in between reports its last
+// answer. A collection whose Stats fails reports no headroom for that
+// store, and the others' as usual. Without metrics WatchStore does
+// nothing.
+func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.Stats, error)) (stop func(), err error) {
+	if t.metrics == nil {
+		return func() {}, nil
+	}
+	return t.metrics.watch(store, stats, t.interval, t.now)
+}
+
+// metricsObserver records the admission metrics of each event.
+type metricsObserver struct{ metrics *instruments }
+
+// ObserveAdmission records e. It has no context: the measurements carry
+// none, so no exemplar links them to a trace.
+func (o *metricsObserver) ObserveAdmission(e app.Event) {
+	o.metrics.record(context.Background(), &e)
+}
