@@ -1,7 +1,8 @@
 // Command loginservice is a small web service with a POST /login endpoint
 // behind Runlimit: a middleware counts the client network before the body
 // is read, and the handler counts the client and the identity as one batch
-// before it looks at the password. See README.md beside this file.
+// before it looks at the password. GET /metrics serves what Runlimit
+// counted, for Prometheus. See README.md beside this file.
 //
 //	go run ./examples/loginservice                     # quota in memory
 //	RUNLIMIT_DATABASE_URL=postgres://... RUNLIMIT_KEY_SECRET=... \
@@ -26,6 +27,7 @@ import (
 
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/examples/loginservice/login"
+	"github.com/runlimit/runlimit/examples/loginservice/promfx"
 )
 
 func main() {
@@ -60,11 +62,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 
 	app := fx.New(
 		login.Options(s.config, ln),
-		// Telemetry joins here, beside the service: a provider of a
-		// metric.MeterProvider (Prometheus exporter) and of a
-		// login.Route for GET /metrics in login.RoutesGroup, and the
-		// module that makes the runtime's observer from the meter
-		// provider (see README.md, "Telemetry").
+		// GET /metrics, and the meter provider that Runlimit's module
+		// records admissions, latency, headroom and cleanup into.
+		promfx.Module,
 		fx.WithLogger(func() fxevent.Logger {
 			l := &fxevent.SlogLogger{Logger: logger}
 			l.UseLogLevel(slog.LevelDebug) // fx's wiring steps are noise at info

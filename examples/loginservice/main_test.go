@@ -94,8 +94,9 @@ func TestParseSettings(t *testing.T) {
 	})
 }
 
-// TestRun: the command serves logins until its context ends, then stops
-// cleanly; its log says where it listens and never what a login sent.
+// TestRun: the command serves logins and its metrics until its context
+// ends, then stops cleanly; its log says where it listens, and neither
+// the log nor the metrics hold what a login sent.
 func TestRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -124,6 +125,19 @@ func TestRun(t *testing.T) {
 	require.Equal(t, "{\"status\":\"ok\"}\n", string(body))
 	require.Equal(t, `"login/identity";q=5;w=60, "login.trial/network";q=10;w=60, "login/client";q=20;w=60, "login.gate/network";q=60;w=60`,
 		resp.Header.Get(httplimit.HeaderRateLimitPolicy))
+
+	// The command serves the runtime's metrics beside /login.
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(metrics),
+		`runlimit_admissions_total{runlimit_limiter="memory",runlimit_outcome="allowed",runlimit_policy_id="login",runlimit_policy_scope="identity"} 1`+"\n")
+	for _, sent := range []string{login.DemoIdentity, login.DemoPassword, testSecret} {
+		require.NotContains(t, string(metrics), sent)
+	}
 
 	cancel()
 	require.NoError(t, <-done)

@@ -45,5 +45,7 @@
 // *wiring.Runtime (for its gate and limiter), the domain.KeyHasher and the
 // runlimitfx.ReadyFunc behind GET /healthz. Routes join the mux through
 // the value group [RoutesGroup], and the runtime's observers through
-// runlimitfx.ObserversGroup, so that telemetry is a provider away.
+// runlimitfx.ObserversGroup. The command adds GET /metrics that way: the
+// promfx module beside Options provides the route and the meter provider
+// that runlimitfx.Module records into.
 package login

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/examples/loginservice/login"
+	"github.com/runlimit/runlimit/examples/loginservice/promfx"
 	"github.com/runlimit/runlimit/internal/readme"
 )
 
@@ -21,11 +23,12 @@ import (
 var readmes = map[string]string{"example": "../README.md", "main": "../../../README.md"}
 
 // TestREADME replays every curl command of the READMEs' console blocks
-// as an HTTP request, in order, against a service started with the
-// command's defaults on the memory store (its clock does not move, as the
-// commands ran within a second), and requires the output the README shows:
-// the status line, every header but Date's value, and the body; or what
-// -w prints.
+// as an HTTP request, in order, against a service started as the command
+// starts it (login.Options and promfx.Module), with its defaults, on the
+// memory store (its clock does not move, as the commands ran within a
+// second), and requires the output the README shows: the status line,
+// every header but Date's value, and the body, or the body's lines that
+// a grep -E after it keeps; or what -w prints.
 func TestREADME(t *testing.T) {
 	t.Parallel()
 	sessions := 0
@@ -49,7 +52,7 @@ func replay(t *testing.T, block string) {
 	s := startOn(t, login.Config{Runtime: wiring.Config{
 		Memory:    memory.Config{Clock: clock},
 		KeySecret: wiring.NewSecret(testSecret),
-	}}, listen(t), clock, true)
+	}}, listen(t), clock, true, promfx.Module)
 	var cmd string
 	var out []string
 	flush := func() {
@@ -75,13 +78,16 @@ type curlCommand struct {
 	url      string
 	header   http.Header
 	data     []string
-	include  bool   // -i
-	writeOut string // -w, with -o /dev/null
-	from     string // --interface
+	include  bool           // -i
+	writeOut string         // -w, with -o /dev/null
+	from     string         // --interface
+	grep     *regexp.Regexp // | grep -E, on the body
 }
 
 // parseCurl reads a curl command line: single-quoted and plain words, and
-// the options -s, -i, -H, -d, -o /dev/null, -w and --interface.
+// the options -s, -i, -H, -d, -o /dev/null, -w and --interface, and a
+// pipe into grep -E with one pattern, which Go's regexp reads as grep
+// does for the patterns the READMEs use.
 func parseCurl(t *testing.T, line string) curlCommand {
 	t.Helper()
 	words := shellWords(t, line)
@@ -111,6 +117,12 @@ func parseCurl(t *testing.T, line string) curlCommand {
 			c.writeOut = next()
 		case "--interface":
 			c.from = next()
+		case "|":
+			rest := words[i+1:]
+			require.Len(t, rest, 3, "%s: | grep -E 'pattern'", line)
+			require.Equal(t, []string{"grep", "-E"}, rest[:2], "%s: | grep -E 'pattern'", line)
+			c.grep = regexp.MustCompile(rest[2])
+			i = len(words)
 		default:
 			require.False(t, strings.HasPrefix(w, "-"), "%s: option %s is not replayed", line, w)
 			require.Empty(t, c.url, "%s: one URL", line)
@@ -118,6 +130,7 @@ func parseCurl(t *testing.T, line string) curlCommand {
 		}
 	}
 	require.Equal(t, discard, c.writeOut != "", "%s: -w goes with -o /dev/null", line)
+	require.False(t, c.grep != nil && (c.include || discard), "%s: grep reads the body alone", line)
 	require.True(t, strings.HasPrefix(c.url, "127.0.0.1:8080/"), "%s: the service's default address", line)
 	return c
 }
@@ -177,6 +190,16 @@ func (s *service) replayCurl(line, want string) {
 		out := strings.ReplaceAll(c.writeOut, `\n`, "\n")
 		out = strings.ReplaceAll(out, "%{http_code}", fmt.Sprint(got.status))
 		require.Equal(t, want+"\n", out, "%s", line)
+		return
+	}
+	if c.grep != nil {
+		var kept []string
+		for _, l := range strings.Split(strings.TrimSuffix(got.body, "\n"), "\n") {
+			if c.grep.MatchString(l) {
+				kept = append(kept, l)
+			}
+		}
+		require.Equal(t, want, strings.Join(kept, "\n"), "%s", line)
 		return
 	}
 	if !c.include {
