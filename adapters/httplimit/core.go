@@ -175,7 +175,7 @@ func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer 
 	s.quotas = outer.appendQuotas(s.quotas[:0])
 	s.quotas = appendVerdictQuotas(s.quotas, c.limits, &rej.v)
 	sortQuotas(s.quotas)
-	rej.quotas, rej.fields = s.quotas, c.fields
+	rej.quotas, rej.fields, rej.limits = s.quotas, c.fields, c.limits
 	if rej.Reason == ReasonQuota || rej.Reason == ReasonCapacity {
 		_, denial, _ := rej.v.denied()
 		retry, ok := denial.RetryAfter()

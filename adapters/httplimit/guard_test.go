@@ -164,3 +164,74 @@ func TestGuardSubjectCount(t *testing.T) {
 	require.False(t, ok, "no middleware around")
 	require.True(t, strings.HasPrefix(w.Header().Get("RateLimit"), `"auth.login/identity";r=1;t=60`))
 }
+
+// Two Guards in one handler: passing the first one's result on with
+// NewContext makes the second report every limit checked so far, instead
+// of replacing the first one's fields.
+func TestGuardsChainThroughNewContext(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	m := f.middleware(t, httplimit.RemoteNetwork, limitOf(loginNetwork))
+	newGuard := func(p domain.Policy) *httplimit.Guard {
+		g, err := httplimit.NewGuard(httplimit.Config{Limiter: f.limiter, Hasher: f.hasher, Limits: []httplimit.Limit{limitOf(p)}})
+		require.NoError(t, err)
+		return g
+	}
+	client, identity := newGuard(loginClient), newGuard(loginIdentity)
+	var second httplimit.Result
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, ok := client.Admit(w, r, []byte("client"))
+		if !ok {
+			return
+		}
+		r = r.WithContext(httplimit.NewContext(r.Context(), res))
+		if second, ok = identity.Admit(w, r, []byte("alice")); !ok {
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	w := do(h, request("POST", "/login", "192.0.2.1:1", ""))
+	require.Equal(t, http.StatusNoContent, w.Code)
+	require.Equal(t, `"auth.login/identity";r=1;t=60, "auth.login/client";r=4;t=60, "auth.login/network";r=99;t=60`, w.Header().Get("RateLimit"))
+	outer, ok := second.Outer()
+	require.True(t, ok)
+	require.Equal(t, "auth.login/client", outer.Name(0), "the second guard's result chains the first one's")
+	outermost, ok := outer.Outer()
+	require.True(t, ok)
+	require.Equal(t, "auth.login/network", outermost.Name(0))
+}
+
+// A RejectFunc learns which limit denied, by name and policy.
+func TestRejectionNamesTheDenyingLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	type seen struct {
+		index  int
+		name   string
+		policy domain.Policy
+	}
+	var got []seen
+	g, err := httplimit.NewGuard(httplimit.Config{
+		Limiter: f.limiter, Hasher: f.hasher,
+		Limits: []httplimit.Limit{limitOf(loginClient), limitOf(loginIdentity)},
+		Reject: func(w http.ResponseWriter, r *http.Request, rej *httplimit.Rejection) {
+			i, _, ok := rej.Denied()
+			require.True(t, ok)
+			name, p, ok := rej.Limit(i)
+			require.True(t, ok)
+			_, _, ok = rej.Limit(2)
+			require.False(t, ok, "out of range")
+			got = append(got, seen{i, name, p})
+			httplimit.DefaultReject(w, r, rej)
+		},
+	})
+	require.NoError(t, err)
+	for range 3 {
+		w := newRecorder()
+		g.Admit(w, request("POST", "/", "192.0.2.1:1", ""), []byte("client"), []byte("alice"))
+	}
+	require.Len(t, got, 1, "the identity allows two, the third is denied")
+	require.Equal(t, 1, got[0].index)
+	require.Equal(t, "auth.login/identity", got[0].name)
+	require.True(t, got[0].policy.Equal(loginIdentity))
+}

@@ -57,6 +57,7 @@ type Rejection struct {
 	Err error
 
 	v        verdict
+	limits   []limit
 	quotas   []Quota
 	fields   FieldWriter
 	retry    int64
@@ -66,6 +67,16 @@ type Rejection struct {
 // Denied returns the index of the limit that denied the request and its
 // denial (ReasonQuota, ReasonCapacity).
 func (rej *Rejection) Denied() (index int, denial domain.Denial, ok bool) { return rej.v.denied() }
+
+// Limit returns the field name and policy of limit i of the refused batch,
+// such as the index [Rejection.Denied] returns, so that a RejectFunc can
+// log or count which limit denied. ok is false when i is out of range.
+func (rej *Rejection) Limit(i int) (name string, policy domain.Policy, ok bool) {
+	if i < 0 || i >= len(rej.limits) {
+		return "", domain.Policy{}, false
+	}
+	return rej.limits[i].name, rej.limits[i].policy, true
+}
 
 // Status returns the default status for the rejection: 429 Too Many
 // Requests for a denial, quota or storage capacity alike, and 503 Service

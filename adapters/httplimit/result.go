@@ -79,8 +79,27 @@ func (c *resultContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// NewContext returns a copy of ctx carrying res, so that a [Guard] called
+// with a request holding it reports res's limits beside its own in the
+// rate-limit fields, and chains res as its result's outer one. A handler
+// that checks two Guards in turn passes the first one's result on:
+//
+//	res, ok := first.Admit(w, r, client)
+//	if !ok {
+//		return
+//	}
+//	r = r.WithContext(httplimit.NewContext(r.Context(), res))
+//	if _, ok := second.Admit(w, r, identity); !ok {
+//		return
+//	}
+//
+// Without it, the second Guard's fields would replace the first one's.
+func NewContext(ctx context.Context, res Result) context.Context {
+	return &resultContext{Context: ctx, res: res}
+}
+
 // FromContext returns the result of the innermost [Middleware] that
-// admitted the request carrying ctx.
+// admitted the request carrying ctx, or the one [NewContext] put there.
 func FromContext(ctx context.Context) (Result, bool) {
 	if r := resultFrom(ctx); r != nil {
 		return *r, true
