@@ -81,12 +81,13 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	}
 	// A batch of one cannot overflow its shard: New never makes more
 	// shards than MaxKeys, so every shard holds at least one key.
-	k := b.Key(0)
-	h := k.Hash64()
-	i := s.shardAt(h)
-	sh := &s.shards[i]
-	checks := [1]planned{{hash: h, sh: sh, index: int32(i)}}
-	shards := [1]planShard{{sh: sh, index: i, keys: 1}}
+	var checks [1]planned
+	pc := &checks[0]
+	pc.key = b.Key(0)
+	pc.hash = pc.key.Hash64()
+	i := s.shardAt(pc.hash)
+	pc.sh, pc.index = &s.shards[i], int32(i)
+	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
 	if err := s.apply(ctx, &b, &plan{checks: checks[:], shards: shards[:]}); err != nil {
 		return domain.Decision{}, err
 	}
@@ -115,9 +116,11 @@ type plan struct {
 	shards []planShard // distinct shards, ascending: the lock order
 }
 
-// planned is one check's place: its key's digest, its shard, the position
-// of that shard in plan.shards, and the slot observe found.
+// planned is one check's place: its key (built once), the key's digest,
+// its shard, the position of that shard in plan.shards, and the slot
+// observe found.
 type planned struct {
+	key   domain.CounterKey
 	hash  uint64
 	sh    *shard
 	index int32
@@ -189,9 +192,8 @@ func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
 	}
 	for i := range checks {
 		pc := &checks[i]
-		k := b.Key(i)
 		ps := &locked[pc.at]
-		slot, claims := pc.sh.observe(b, i, &k, pc.hash, ps.pending)
+		slot, claims := pc.sh.observe(b, i, &pc.key, pc.hash, ps.pending)
 		if claims {
 			ps.pending++
 		}
@@ -205,8 +207,7 @@ func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
 				pc.sh.update(pc.slot, b.Next(i))
 				continue
 			}
-			k := b.Key(i)
-			pc.sh.add(&k, pc.hash, b.Next(i))
+			pc.sh.add(&pc.key, pc.hash, b.Next(i))
 		}
 	}
 	unlock(locked)
@@ -226,11 +227,12 @@ func (s *Store) prepare(p *plan, b *domain.Batch) error {
 	p.checks = resize(p.checks, n)
 	p.shards = p.shards[:0]
 	for i := range n {
-		k := b.Key(i)
-		h := k.Hash64()
-		si := s.shardAt(h)
-		p.checks[i] = planned{hash: h, sh: &s.shards[si], index: int32(si)}
-		p.shards = append(p.shards, planShard{sh: &s.shards[si], index: si})
+		pc := &p.checks[i]
+		pc.key = b.Key(i)
+		pc.hash = pc.key.Hash64()
+		si := s.shardAt(pc.hash)
+		pc.sh, pc.index = &s.shards[si], int32(si)
+		p.shards = append(p.shards, planShard{sh: pc.sh, index: si})
 	}
 	slices.SortFunc(p.shards, func(a, b planShard) int { return a.index - b.index })
 	p.shards = slices.CompactFunc(p.shards, func(a, b planShard) bool { return a.index == b.index })

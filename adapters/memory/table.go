@@ -69,7 +69,7 @@ func (t *table) find(k *domain.CounterKey, h uint64) (int32, bool) {
 		if c.ref == 0 {
 			return -1, false
 		}
-		if c.tag == tag && t.entries[c.ref-1].key.Equal(k) {
+		if c.tag == tag && t.entries[c.ref-1].key == *k {
 			return c.ref - 1, true
 		}
 	}
