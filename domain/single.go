@@ -14,7 +14,7 @@ package domain
 //	}
 //	d, _, err := b.DecisionOf(0)
 //
-// The batch keeps its one check, a 56-byte copy of c, and its state in
+// The batch keeps its one check, a 64-byte copy of c, and its state in
 // space of its own rather than in the slices a batch of several checks
 // grows, so a Batch declared as a local variable stays on the stack as long
 // as it goes only to code that does not keep it: passing it through an
