@@ -188,7 +188,9 @@ func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
 	// is either still present (renewed in place) or already removed (and
 	// its slot is free): both keep the slot accounting exact.
 	for i := range checks {
-		checks[i].sh.sweep(now, s.cleanup)
+		if sh := checks[i].sh; sh.due(now) {
+			sh.removeExpired(now, s.cleanup)
+		}
 	}
 	for i := range checks {
 		pc := &checks[i]

@@ -52,13 +52,10 @@ func (sh *shard) clamp(t domain.Instant) domain.Instant {
 	return t
 }
 
-// sweep spends the cleanup allowance of one check on the locked shard's
-// expired entries, oldest expiry first. The common case, nothing expired,
-// stays inline.
-func (sh *shard) sweep(now domain.Instant, allowance int) {
-	if len(sh.heap) > 0 && sh.heap[0].expires <= now {
-		sh.removeExpired(now, allowance)
-	}
+// due reports whether the locked shard holds an entry expired at now: the
+// common case, nothing to clean up, costs a check no call.
+func (sh *shard) due(now domain.Instant) bool {
+	return len(sh.heap) > 0 && sh.heap[0].expires <= now
 }
 
 // observe reads k, whose digest is h, for an admission, after cleanup, and
