@@ -94,12 +94,18 @@ func (s *Store) shardAt(h uint64) int {
 // per shard. The default clock is read directly rather than through the
 // interface: this is on every admission's path.
 func (s *Store) sample() domain.Instant {
+	var d time.Duration
 	if s.clock == nil {
-		// The monotonic clock never runs before origin, so the division
-		// truncates toward the earlier millisecond as InstantOf would.
-		return domain.Instant((monotonicNow() - s.origin) / 1e6 * 1e3)
+		// The monotonic clock never runs before origin.
+		d = time.Duration(monotonicNow() - s.origin)
+	} else {
+		d = s.clock.Now()
 	}
-	d := s.clock.Now()
+	if d >= 0 {
+		// Whole milliseconds as microseconds: one division, where
+		// InstantOf's general rounding takes three.
+		return domain.Instant(d / time.Millisecond * 1000)
+	}
 	return domain.InstantOf(d - d%time.Millisecond)
 }
 
