@@ -50,7 +50,7 @@
 //	store, err := memory.New(memory.Config{MaxKeys: 1_000, Clock: clock})
 //	clock.Advance(time.Minute)
 //
-// Reading the monotonic clock is about a quarter of a single check's cost.
+// Reading the monotonic clock is about a fifth of a single check's cost.
 // Services that can accept readings up to a millisecond (plus scheduling
 // delay) behind can use a [CoarseClock], advanced by a goroutine and read
 // from memory; see its documentation for what the lag means for windows.

@@ -2,9 +2,9 @@ package memory
 
 // index is a table's map from a key's 64-bit digest to its slot: open
 // addressing with linear probing over a power-of-two array of cells, at
-// most three quarters full. A cell holds the whole digest next to the slot,
-// so a probe rejects another key's cell without touching its entry, and a
-// hit costs one cache line of cells and one of entries. It holds no
+// most three quarters full. A cell holds part of the digest next to the
+// slot, so a probe rejects another key's cell without touching its entry,
+// and a hit costs one cache line of cells and the entry's own. It holds no
 // pointers, and nothing is ever left behind by a removal (no tombstones):
 // the cells after a removed one are shifted back into place.
 //
