@@ -50,12 +50,7 @@ func TestEvaluateCheckMatchesBatchOfOne(t *testing.T) {
 		other := domain.NewCheck(p, hasher.KeyString(p, "other"))
 		b, err := domain.NewBatch([]domain.Check{c}, 1)
 		require.NoError(t, err)
-		b.Observe(0, o)
-		batchCommit, err := b.Evaluate(now)
-		require.NoError(t, err)
-		batchDecision, ok, err := b.DecisionOf(0)
-		require.NoError(t, err)
-		require.True(t, ok)
+		batchCommit, batchDecision := driveOne(t, b, o, now)
 
 		// The same check as a batch of one in its own space, through a
 		// Batch that last held a batch of two, so that stale slices of a
@@ -66,12 +61,7 @@ func TestEvaluateCheckMatchesBatchOfOne(t *testing.T) {
 		require.NoError(t, single.Ready())
 		require.Equal(t, 1, single.Len())
 		require.Equal(t, c.CounterKey(), single.Key(0))
-		single.Observe(0, o)
-		singleCommit, err := single.Evaluate(now)
-		require.NoError(t, err)
-		singleDecision, ok, err := single.DecisionOf(0)
-		require.NoError(t, err)
-		require.True(t, ok)
+		singleCommit, singleDecision := driveOne(t, &single, o, now)
 
 		require.Equal(t, batchCommit, commit, "case %d: commit", i)
 		require.Equal(t, batchDecision, d, "case %d: decision", i)
@@ -87,6 +77,19 @@ func TestEvaluateCheckMatchesBatchOfOne(t *testing.T) {
 			require.Equal(t, b.Next(0), single.Next(0), "case %d: single persisted counter", i)
 		}
 	}
+}
+
+// driveOne observes o for the one check of b, evaluates at now and returns
+// whether to commit and the check's decision.
+func driveOne(t *testing.T, b *domain.Batch, o domain.Observation, now domain.Instant) (bool, domain.Decision) {
+	t.Helper()
+	b.Observe(0, o)
+	commit, err := b.Evaluate(now)
+	require.NoError(t, err)
+	d, ok, err := b.DecisionOf(0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return commit, d
 }
 
 func TestResetSingle(t *testing.T) {
