@@ -87,6 +87,14 @@ func (b *Batch) parts() ([]Check, []item) {
 	return b.checks, b.items
 }
 
+// itemAt returns the item of check i, wherever it lives.
+func (b *Batch) itemAt(i int) *item {
+	if b.single {
+		return &b.one.item[i]
+	}
+	return &b.items[i]
+}
+
 // item is what a store reported for one check, what it must persist and
 // the check's decision.
 type item struct {
@@ -216,8 +224,7 @@ func (b *Batch) Observe(i int, o Observation) {
 	if b.phase != phaseObserving {
 		return
 	}
-	_, items := b.parts()
-	it := &items[i]
+	it := b.itemAt(i)
 	it.obs = o
 	if !it.seen {
 		it.seen = true
@@ -239,17 +246,28 @@ func (b *Batch) Evaluate(now Instant) (commit bool, err error) {
 		return false, ErrBatchProtocol
 	}
 	b.phase = phaseEvaluated
+	if b.single {
+		return b.evaluateAt(0, &b.one.check[0], &b.one.item[0], now)
+	}
 	for i := range checks {
-		c := &checks[i]
-		it := &items[i]
-		if !it.obs.Counter.valid(c.def) {
-			b.phase = phaseInvalid
-			return false, &CorruptCounterError{Index: i}
+		if commit, err := b.evaluateAt(i, &checks[i], &items[i], now); !commit {
+			return false, err
 		}
-		if !evaluate(c, now, &it.obs, &it.next, &it.d) {
-			b.outcome, b.failed = it.d.outcome, i
-			return false, nil
-		}
+	}
+	return true, nil
+}
+
+// evaluateAt evaluates check i, c, whose observation is in it, as one step
+// of Evaluate: it reports whether the batch can still commit, and records
+// the outcome.
+func (b *Batch) evaluateAt(i int, c *Check, it *item, now Instant) (bool, error) {
+	if !it.obs.Counter.valid(c.def) {
+		b.phase = phaseInvalid
+		return false, &CorruptCounterError{Index: i}
+	}
+	if !evaluate(c, now, &it.obs, &it.next, &it.d) {
+		b.outcome, b.failed = it.d.outcome, i
+		return false, nil
 	}
 	b.outcome = Allowed
 	return true, nil
@@ -265,17 +283,13 @@ func (b *Batch) DecisionOf(i int) (d Decision, ok bool, err error) {
 	case b.phase != phaseEvaluated:
 		return Decision{}, false, ErrBatchProtocol
 	case b.outcome == Allowed || i == b.failed:
-		_, items := b.parts()
-		return items[i].d, true, nil
+		return b.itemAt(i).d, true, nil
 	}
 	return Decision{}, false, nil
 }
 
 // Next returns the state a committing store persists for check i.
-func (b *Batch) Next(i int) Counter {
-	_, items := b.parts()
-	return items[i].next
-}
+func (b *Batch) Next(i int) Counter { return b.itemAt(i).next }
 
 // Decision returns the evaluated result. Its allowed decisions share b's
 // memory until the next Reset.
