@@ -54,7 +54,7 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	p := s.plans.Get().(*plan)
 	err := s.prepare(p, b)
 	if err == nil {
-		err = s.apply(ctx, b, p)
+		err = apply(s, ctx, b, &p.checks, &p.shards)
 	}
 	// A plan an unwinding panic skips is left to the garbage collector.
 	s.plans.Put(p)
@@ -88,7 +88,7 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	i := s.shardAt(pc.hash)
 	pc.sh, pc.index = &s.shards[i], int32(i)
 	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
-	if err := s.apply(ctx, &b, &plan{checks: checks[:], shards: shards[:]}); err != nil {
+	if err := apply(s, ctx, &b, &checks, &shards); err != nil {
 		return domain.Decision{}, err
 	}
 	d, _, err := b.DecisionOf(0)
@@ -107,10 +107,10 @@ func usable(ctx context.Context, s *Store) error {
 	return nil
 }
 
-// plan is the scratch space of an admission: where each check goes and
-// which shards to lock. A single check plans on the stack; batches recycle
-// plans through Store.plans, so that no admission allocates in the steady
-// state.
+// plan is the scratch space of a batch's admission: where each check goes
+// and which shards to lock. Batches recycle plans through Store.plans, so
+// that no admission allocates in the steady state; a single check plans in
+// arrays of one on the stack.
 type plan struct {
 	checks []planned   // caller order
 	shards []planShard // distinct shards, ascending: the lock order
@@ -138,63 +138,74 @@ type planShard struct {
 	pending int
 }
 
+// plannedChecks and plannedShards are the two shapes a plan comes in:
+// arrays of one for a single check, planned on AdmitCheck's stack, and
+// slices for a batch. apply and its helpers are generic over them for one
+// reason: Go compiles a generic function once per shape, so the single
+// check gets its own build of the one flow in which every loop bound is
+// the constant 1, which measured about 5 ns faster per check than the same
+// code over slices. There is one flow, written once.
+type (
+	plannedChecks interface{ [1]planned | []planned }
+	plannedShards interface{ [1]planShard | []planShard }
+)
+
 // apply is the one admission flow, for Admit and AdmitCheck alike: it runs
-// the admission of b, a ready batch, as p planned it, from the context's
-// last word through the locks, the clock, cleanup, observation, evaluation
-// and the commit, to the unlock.
-func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
+// the admission of b, a ready batch, as checks and locked plan it (each
+// check's place, and the shards to lock in ascending order), from the
+// context's last word through the locks, the clock, cleanup, observation,
+// evaluation and the commit, to the unlock.
+func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *domain.Batch, checks *C, locked *S) error {
 	// The context is checked once the batch is known to be valid, so that
 	// a caller's mistake is reported as such even when ctx is done.
 	if err := ctx.Err(); err != nil {
 		return &OpError{Op: "admit", Err: err}
 	}
-	locked := p.shards
 	held := 0
 	defer func() {
 		if held > 0 {
-			s.poisonHeld(locked[:held])
+			poisonHeld(s, locked, held)
 		}
 	}()
 	var err error
-	for j := range locked {
-		sh := locked[j].sh
+	for j := 0; j < len(*locked); j++ {
+		sh := (*locked)[j].sh
 		sh.mu.Lock()
 		held++
 		if s.closed.Load() || sh.poisoned {
-			err = s.unusable("admit", locked[j].index)
+			err = s.unusable("admit", (*locked)[j].index)
 			break
 		}
 	}
 	if err != nil {
-		unlock(locked[:held])
+		unlock(locked, held)
 		held = 0
 		return err
 	}
 
-	checks := p.checks
 	// One clock sample for the batch, after every lock is held, raised to
 	// the latest time any of its shards has seen, and every shard raised to
 	// it: no shard, and so no key, ever sees time go backwards.
 	now := s.sample()
-	for j := range locked {
-		now = locked[j].sh.clamp(now)
+	for j := 0; j < len(*locked); j++ {
+		now = (*locked)[j].sh.clamp(now)
 	}
-	for j := 0; j < len(locked)-1; j++ {
+	for j := 0; j < len(*locked)-1; j++ {
 		// Each clamp raised its shard to the time so far; the last one saw
 		// the batch's time, the earlier ones catch up.
-		locked[j].sh.clamp(now)
+		(*locked)[j].sh.clamp(now)
 	}
 	// Cleanup runs before any key is observed, so a batch's own expired key
 	// is either still present (renewed in place) or already removed (and
 	// its slot is free): both keep the slot accounting exact.
-	for i := range checks {
-		if sh := checks[i].sh; sh.due(now) {
+	for i := 0; i < len(*checks); i++ {
+		if sh := (*checks)[i].sh; sh.due(now) {
 			sh.removeExpired(now, s.cleanup)
 		}
 	}
-	for i := range checks {
-		pc := &checks[i]
-		ps := &locked[pc.at]
+	for i := 0; i < len(*checks); i++ {
+		pc := &(*checks)[i]
+		ps := &(*locked)[pc.at]
 		slot, claims := pc.sh.observe(b, i, &pc.key, pc.hash, ps.pending)
 		if claims {
 			ps.pending++
@@ -203,8 +214,8 @@ func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
 	}
 	commit, err := b.Evaluate(now)
 	if commit {
-		for i := range checks {
-			pc := &checks[i]
+		for i := 0; i < len(*checks); i++ {
+			pc := &(*checks)[i]
 			if pc.slot >= 0 {
 				pc.sh.update(pc.slot, b.Next(i))
 				continue
@@ -212,7 +223,7 @@ func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
 			pc.sh.add(&pc.key, pc.hash, b.Next(i))
 		}
 	}
-	unlock(locked)
+	unlock(locked, len(*locked))
 	held = 0
 	if err != nil {
 		return &OpError{Op: "admit", Err: err}
@@ -254,18 +265,19 @@ func (s *Store) prepare(p *plan, b *domain.Batch) error {
 	return nil
 }
 
-// poisonHeld marks and unlocks the shards a panic is unwinding through:
-// any may be half-changed. The panic goes on.
-func (s *Store) poisonHeld(shards []planShard) {
-	for _, ps := range shards {
-		s.poison(ps.index)
-		ps.sh.mu.Unlock()
+// poisonHeld marks and unlocks the first n shards of locked, which a panic
+// is unwinding through: any may be half-changed. The panic goes on.
+func poisonHeld[S plannedShards](s *Store, locked *S, n int) {
+	for j := range n {
+		s.poison((*locked)[j].index)
+		(*locked)[j].sh.mu.Unlock()
 	}
 }
 
-func unlock(shards []planShard) {
-	for j := range shards {
-		shards[j].sh.mu.Unlock()
+// unlock unlocks the first n shards of locked.
+func unlock[S plannedShards](locked *S, n int) {
+	for j := range n {
+		(*locked)[j].sh.mu.Unlock()
 	}
 }
 
