@@ -224,7 +224,9 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 			pc.sh.add(&pc.key, pc.hash, b.Next(i))
 		}
 	}
-	unlock(locked, len(*locked))
+	for j := 0; j < len(*locked); j++ {
+		(*locked)[j].sh.mu.Unlock()
+	}
 	held = 0
 	if err != nil {
 		return &OpError{Op: "admit", Err: err}
