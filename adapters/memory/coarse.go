@@ -9,9 +9,9 @@ import (
 
 // CoarseClock is a [Clock] read from memory rather than from the operating
 // system: a background goroutine stores the monotonic time once a
-// millisecond, and Now is one atomic load. On the machines this project is
-// measured on, that takes about a quarter off a single check (a clock call
-// costs about 20 ns; see the README's performance section).
+// millisecond, and Now is one atomic load. On the machine this project is
+// measured on, that takes about a fifth off a single check (a clock call
+// costs about 25 ns there; see the README's performance section).
 //
 // The price is lag. A reading trails the process's monotonic clock by up to
 // a millisecond, plus however long the goroutine waits to be scheduled on a
