@@ -61,3 +61,28 @@ func TestBatchReuseDoesNotAllocate(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, run))
 	require.NoError(t, err)
 }
+
+// TestResetSingleOnTheStackDoesNotAllocate drives a whole batch of one
+// through a Batch declared as a local variable, as a store's single-check
+// path does: neither the batch nor the check may move to the heap.
+func TestResetSingleOnTheStackDoesNotAllocate(t *testing.T) {
+	f := setup(t)
+	c := f.check("a")
+	var err error
+	var d domain.Decision
+	run := func() {
+		var b domain.Batch
+		if err = b.ResetSingle(&c); err != nil {
+			return
+		}
+		b.Observe(0, domain.Observation{})
+		if _, err = b.Evaluate(ms(1)); err != nil {
+			return
+		}
+		d, _, err = b.DecisionOf(0)
+	}
+	run()
+	require.NoError(t, err)
+	require.Equal(t, domain.Allowed, d.Outcome())
+	require.Zero(t, testing.AllocsPerRun(100, run))
+}

@@ -57,19 +57,43 @@ const (
 // The limiter then reads the result with [Batch.Decision]. A Batch is reused
 // through [Batch.Reset] and is not safe for concurrent use.
 type Batch struct {
-	checks    []Check
-	obs       []Observation
-	seen      []bool
-	next      []Counter
+	checks []Check
+	items  []item
+	// decisions holds the allowed decisions in caller order once
+	// [Batch.Decision] asks for them: the admission path writes each
+	// check's decision beside its observation, without pointer writes
+	// (and their write barriers).
 	decisions []Decision
 	phase     batchPhase
-	observed  int
-	// The evaluated result. Allowed decisions live in decisions; they are
-	// joined into a BatchDecision only when asked for, which keeps pointer
-	// writes (and their write barriers) off the admission path.
+	// outcome is the evaluated result; failed is the failing check of a
+	// batch that was not allowed.
 	outcome Outcome
-	failed  int
-	denied  Decision // the failing check's decision
+	// single marks a batch of one check that lives in one rather than in
+	// checks and items ([Batch.ResetSingle]).
+	single   bool
+	observed int
+	failed   int
+	one      struct {
+		check [1]Check
+		item  [1]item
+	}
+}
+
+// parts returns the checks and their items, wherever they live.
+func (b *Batch) parts() ([]Check, []item) {
+	if b.single {
+		return b.one.check[:], b.one.item[:]
+	}
+	return b.checks, b.items
+}
+
+// item is what a store reported for one check, what it must persist and
+// the check's decision.
+type item struct {
+	obs  Observation
+	next Counter
+	d    Decision
+	seen bool
 }
 
 // NewBatch validates checks as a batch of at most maxSize checks (maxSize < 1
@@ -89,6 +113,7 @@ func NewBatch(checks []Check, maxSize int) (*Batch, error) {
 // already uses.
 func (b *Batch) Reset(checks []Check, maxSize int) error {
 	b.phase = phaseInvalid
+	b.single = false
 	if maxSize < 1 {
 		maxSize = DefaultMaxBatchSize
 	}
@@ -105,17 +130,17 @@ func (b *Batch) Reset(checks []Check, maxSize int) error {
 		if err := c.validate(); err != nil {
 			return &BatchError{Problem: BatchInvalidCheck, Size: n, Index: i, Err: err}
 		}
-		if c.policy.mode != b.checks[0].policy.mode {
+		if c.mode != b.checks[0].mode {
 			return &BatchError{Problem: BatchMixedModes, Size: n, Index: i, First: 0}
 		}
 		if j := b.indexOf(i); i > 0 && j >= 0 {
 			return &BatchError{Problem: BatchDuplicateKey, Size: n, Index: i, First: j}
 		}
 	}
-	b.obs = resize(b.obs, n)
-	b.seen = resize(b.seen, n)
-	clear(b.seen)
-	b.next = resize(b.next, n)
+	b.items = resize(b.items, n)
+	for i := range b.items {
+		b.items[i].seen = false
+	}
 	b.observed = 0
 	b.outcome = 0
 	b.phase = phaseObserving
@@ -126,9 +151,9 @@ func (b *Batch) Reset(checks []Check, maxSize int) error {
 // are small (32 by default), so a linear scan beats hashing and allocates
 // nothing.
 func (b *Batch) indexOf(i int) int {
-	k := &b.checks[i].counter
+	c := &b.checks[i]
 	for j := range i {
-		if b.checks[j].counter == *k {
+		if b.checks[j].sameCounter(c) {
 			return j
 		}
 	}
@@ -161,25 +186,41 @@ func (b *Batch) Ready() error {
 }
 
 // Len returns the number of checks.
-func (b *Batch) Len() int { return len(b.checks) }
+func (b *Batch) Len() int {
+	if b.single {
+		return 1
+	}
+	return len(b.checks)
+}
 
 // Check returns check i.
-func (b *Batch) Check(i int) Check { return b.checks[i] }
+func (b *Batch) Check(i int) Check {
+	checks, _ := b.parts()
+	return checks[i]
+}
 
 // Key returns the counter key of check i.
-func (b *Batch) Key(i int) CounterKey { return b.checks[i].counter }
+func (b *Batch) Key(i int) CounterKey {
+	checks, _ := b.parts()
+	return checks[i].counterKey()
+}
 
 // Mode returns the quota mode shared by every check.
-func (b *Batch) Mode() Mode { return b.checks[0].policy.mode }
+func (b *Batch) Mode() Mode {
+	checks, _ := b.parts()
+	return checks[0].mode
+}
 
 // Observe records what the store read for check i under its locks.
 func (b *Batch) Observe(i int, o Observation) {
 	if b.phase != phaseObserving {
 		return
 	}
-	b.obs[i] = o
-	if !b.seen[i] {
-		b.seen[i] = true
+	_, items := b.parts()
+	it := &items[i]
+	it.obs = o
+	if !it.seen {
+		it.seen = true
 		b.observed++
 	}
 }
@@ -192,22 +233,21 @@ func (b *Batch) Observe(i int, o Observation) {
 // It returns an error, and the store must persist nothing, when a stored
 // counter is corrupt or the protocol was not followed.
 func (b *Batch) Evaluate(now Instant) (commit bool, err error) {
-	if b.phase != phaseObserving || b.observed != len(b.checks) {
+	checks, items := b.parts()
+	if b.phase != phaseObserving || b.observed != len(checks) {
 		b.phase = phaseInvalid
 		return false, ErrBatchProtocol
 	}
 	b.phase = phaseEvaluated
-	b.decisions = resize(b.decisions, len(b.checks))
-	for i := range b.checks {
-		c := &b.checks[i]
-		o := &b.obs[i]
-		if !o.Counter.valid(c.policy.def) {
+	for i := range checks {
+		c := &checks[i]
+		it := &items[i]
+		if !it.obs.Counter.valid(c.def) {
 			b.phase = phaseInvalid
 			return false, &CorruptCounterError{Index: i}
 		}
-		d := &b.decisions[i]
-		if !evaluate(c, now, o, &b.next[i], d) {
-			b.outcome, b.failed, b.denied = d.outcome, i, *d
+		if !evaluate(c, now, &it.obs, &it.next, &it.d) {
+			b.outcome, b.failed = it.d.outcome, i
 			return false, nil
 		}
 	}
@@ -224,16 +264,18 @@ func (b *Batch) DecisionOf(i int) (d Decision, ok bool, err error) {
 	switch {
 	case b.phase != phaseEvaluated:
 		return Decision{}, false, ErrBatchProtocol
-	case b.outcome == Allowed:
-		return b.decisions[i], true, nil
-	case i == b.failed:
-		return b.denied, true, nil
+	case b.outcome == Allowed || i == b.failed:
+		_, items := b.parts()
+		return items[i].d, true, nil
 	}
 	return Decision{}, false, nil
 }
 
 // Next returns the state a committing store persists for check i.
-func (b *Batch) Next(i int) Counter { return b.next[i] }
+func (b *Batch) Next(i int) Counter {
+	_, items := b.parts()
+	return items[i].next
+}
 
 // Decision returns the evaluated result. Its allowed decisions share b's
 // memory until the next Reset.
@@ -241,10 +283,15 @@ func (b *Batch) Decision() (BatchDecision, error) {
 	if b.phase != phaseEvaluated {
 		return BatchDecision{}, ErrBatchProtocol
 	}
+	_, items := b.parts()
 	if b.outcome == Allowed {
-		return BatchDecision{outcome: Allowed, size: len(b.checks), decisions: b.decisions}, nil
+		b.decisions = resize(b.decisions, len(items))
+		for i := range items {
+			b.decisions[i] = items[i].d
+		}
+		return BatchDecision{outcome: Allowed, size: len(items), decisions: b.decisions}, nil
 	}
-	return BatchDecision{outcome: b.outcome, index: b.failed, size: len(b.checks), denial: b.denied.denialPart()}, nil
+	return BatchDecision{outcome: b.outcome, index: b.failed, size: len(items), denial: items[b.failed].d.denialPart()}, nil
 }
 
 // valid reports whether a stored counter can belong to policy p: nothing
@@ -267,7 +314,7 @@ func (c *Counter) valid(p *policyDef) bool {
 // checks, observations and decisions by value cost several times the rule
 // itself.
 func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision) bool {
-	p := c.policy.def
+	p := c.def
 	cur := &o.Counter
 	if cur.Active(now) {
 		// Time never runs backwards for a key: a store clock behind the
@@ -279,7 +326,7 @@ func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision)
 		left := cur.Expires.Sub(now)
 		if c.cost > p.limit-cur.Used {
 			*d = denied(QuotaExhausted, left, true)
-			if c.policy.mode == Shadow {
+			if c.mode == Shadow {
 				d.outcome = ShadowDenied
 			}
 			return false

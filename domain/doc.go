@@ -31,7 +31,10 @@
 //
 // A [Check] asks for a cost (1 by default) of a policy for one subject key.
 // A [Batch] groups checks that must all pass or all fail; stores drive it
-// through the protocol described on [Batch]. The result is a [Decision] per
+// through the protocol described on [Batch]. A store's single-check path
+// drives the same protocol on a batch of one made with [Batch.ResetSingle],
+// which needs neither a pooled batch nor an allocation, so that a store
+// writes its admission flow once. The result is a [Decision] per
 // check or a [BatchDecision]: allowed with an [Allowance], denied with a
 // [Denial] (quota exhausted or storage capacity), or shadow-denied when a
 // policy in [Shadow] mode would have denied. Over the limit is a decision,

@@ -538,6 +538,8 @@ func TestBatchDecisionsShareMemoryUntilCloned(t *testing.T) {
 	used := domain.Observation{Counter: domain.Counter{Used: 3, Start: 0, Expires: ms(1000)}}
 	_, err = observeAndEvaluate(t, b, ms(500), used, used)
 	require.NoError(t, err)
+	_, err = b.Decision()
+	require.NoError(t, err)
 
 	requireAllowed(t, cloned.Decisions()[0], 5, 4, time.Second)
 	requireAllowed(t, cloned.Decisions()[1], 5, 4, time.Second)

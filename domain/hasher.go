@@ -101,12 +101,15 @@ func keyedState(pad []byte) []byte {
 // Key derives the subject key of subject under policy p. Normalize subjects
 // (case, Unicode form, IP prefix) before calling: different bytes are
 // different subjects.
-func (h KeyHasher) Key(p Policy, subject []byte) SubjectKey { return derive(h, p, subject) }
+func (h KeyHasher) Key(p Policy, subject []byte) SubjectKey {
+	// The bytes are only read, and only while Key runs.
+	return h.derive(&p, unsafe.String(unsafe.SliceData(subject), len(subject)))
+}
 
 // KeyString is [KeyHasher.Key] for a subject held in a string.
-func (h KeyHasher) KeyString(p Policy, subject string) SubjectKey { return derive(h, p, subject) }
+func (h KeyHasher) KeyString(p Policy, subject string) SubjectKey { return h.derive(&p, subject) }
 
-func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
+func (h KeyHasher) derive(p *Policy, subject string) SubjectKey {
 	st := h.state()
 	if st == nil {
 		panic("runlimit: KeyHasher used without NewKeyHasher")
@@ -116,12 +119,13 @@ func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
 	// it in NewKeyHasher. Restoring instead of rebuilding the HMAC saves two
 	// block compressions and every allocation.
 	_ = s.innerU.UnmarshalBinary(st.inner)
-	b := append(s.buf[:0], subjectKeyDomain...)
-	b = append(b, 0)
-	b = append(b, p.ID().s...)
-	b = append(b, 0)
-	b = append(b, p.Scope().s...)
-	b = append(b, 0)
+	var b []byte
+	if p.def != nil {
+		b = append(s.buf[:0], p.def.keyPrefix...)
+	} else {
+		// The zero Policy's identifiers are empty.
+		b = append(s.buf[:0], subjectKeyDomain+"\x00\x00\x00"...)
+	}
 	// The subject goes through the scratch buffer rather than straight into
 	// the hash interface, so the caller's bytes never escape to the heap.
 	for len(subject) > 0 {
@@ -138,7 +142,7 @@ func derive[S ~string | ~[]byte](h KeyHasher, p Policy, subject S) SubjectKey {
 	_ = s.outerU.UnmarshalBinary(st.outer)
 	s.outer.Write(inner)
 	s.outer.Sum(s.sum[:0])
-	key := SubjectKey{masked: maskKey(s.sum), set: true}
+	key := SubjectKey{masked: maskKey(&s.sum), set: true}
 	st.scratch.Put(s)
 	return key
 }

@@ -29,10 +29,14 @@ func newKeyMask() (m [32]byte) {
 	return m
 }
 
-// maskKey applies or removes keyMask.
-func maskKey(b [32]byte) [32]byte {
-	subtle.XORBytes(b[:], b[:], keyMask[:])
-	return b
+// maskKey applies or removes keyMask. Four word XORs, unlike
+// subtle.XORBytes, need no call on the path of every derived key.
+func maskKey(b *[32]byte) (m [32]byte) {
+	le := binary.LittleEndian
+	for i := 0; i < 32; i += 8 {
+		le.PutUint64(m[i:], le.Uint64(b[i:])^le.Uint64(keyMask[i:]))
+	}
+	return m
 }
 
 // SubjectKey is the 32-byte HMAC of a normalized subject (an email, an
@@ -52,11 +56,11 @@ type SubjectKey struct {
 
 // SubjectKeyFromBytes rebuilds a subject key that a store read back from
 // storage. Applications derive keys with [KeyHasher.Key] instead.
-func SubjectKeyFromBytes(b [32]byte) SubjectKey { return SubjectKey{masked: maskKey(b), set: true} }
+func SubjectKeyFromBytes(b [32]byte) SubjectKey { return SubjectKey{masked: maskKey(&b), set: true} }
 
 // Bytes returns the key bytes for a storage adapter to persist. Never log
 // them.
-func (k SubjectKey) Bytes() [32]byte { return maskKey(k.masked) }
+func (k SubjectKey) Bytes() [32]byte { return maskKey(&k.masked) }
 
 // IsZero reports whether k is the zero value rather than a derived key.
 func (k SubjectKey) IsZero() bool { return !k.set }
@@ -77,7 +81,8 @@ const CounterKeySize = 64
 // followed by the subject key. Stores order keys byte-wise over these 64 bytes
 // with [CounterKey.Compare]; it never prints its bytes.
 type CounterKey struct {
-	b [CounterKeySize]byte // the fingerprint, then the subject key XOR keyMask
+	fp  Fingerprint
+	sub [32]byte // the subject key XOR keyMask
 }
 
 // NewCounterKey joins a fingerprint and a subject key.
@@ -90,43 +95,46 @@ func NewCounterKey(f Fingerprint, k SubjectKey) CounterKey {
 // join fills c in place; batches build their keys with it, without
 // temporaries, on every admission.
 func (c *CounterKey) join(f *Fingerprint, k *SubjectKey) {
-	copy(c.b[:32], f[:])
-	copy(c.b[32:], k.masked[:])
+	// Field assignments, unlike copy, compile to a few moves instead of a
+	// call.
+	c.fp = *f
+	c.sub = k.masked
 }
 
 // Fingerprint returns the first 32 bytes of the key.
-func (c CounterKey) Fingerprint() Fingerprint { return Fingerprint(c.b[:32]) }
+func (c CounterKey) Fingerprint() Fingerprint { return c.fp }
 
 // SubjectKey returns the last 32 bytes of the key.
-func (c CounterKey) SubjectKey() SubjectKey { return SubjectKey{masked: [32]byte(c.b[32:]), set: true} }
+func (c CounterKey) SubjectKey() SubjectKey { return SubjectKey{masked: c.sub, set: true} }
 
 // Hash64 returns a well-mixed 64-bit digest of the key for in-memory hash
 // tables and shard selection: a word of the fingerprint XOR a word of the
 // subject key, both already uniform. It is stable only within one process
 // (it reads the masked form) and must never be stored or sent.
 func (c *CounterKey) Hash64() uint64 {
-	return binary.LittleEndian.Uint64(c.b[0:8]) ^ binary.LittleEndian.Uint64(c.b[32:40])
+	return binary.LittleEndian.Uint64(c.fp[0:8]) ^ binary.LittleEndian.Uint64(c.sub[0:8])
 }
 
 // Bytes returns the key bytes for a storage adapter. Never log them.
 func (c CounterKey) Bytes() [CounterKeySize]byte {
-	b := c.b
-	subtle.XORBytes(b[32:], b[32:], keyMask[:])
+	var b [CounterKeySize]byte
+	copy(b[:32], c.fp[:])
+	subtle.XORBytes(b[32:], c.sub[:], keyMask[:])
 	return b
 }
 
 // Compare orders counter keys byte-wise; it returns -1, 0 or +1. Stores lock
 // keys in this order so that opposite-order batches cannot deadlock.
 func (c CounterKey) Compare(other CounterKey) int {
-	if n := bytes.Compare(c.b[:32], other.b[:32]); n != 0 {
+	if n := bytes.Compare(c.fp[:], other.fp[:]); n != 0 {
 		return n
 	}
 	// The mask maps equal bytes to equal bytes, so the first byte where the
 	// masked subject keys differ is the first byte where the keys differ;
 	// only that byte needs unmasking.
-	for i := 32; i < CounterKeySize; i++ {
-		if c.b[i] != other.b[i] {
-			return cmp.Compare(c.b[i]^keyMask[i-32], other.b[i]^keyMask[i-32])
+	for i := range c.sub {
+		if c.sub[i] != other.sub[i] {
+			return cmp.Compare(c.sub[i]^keyMask[i], other.sub[i]^keyMask[i])
 		}
 	}
 	return 0

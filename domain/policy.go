@@ -72,6 +72,11 @@ type policyDef struct {
 	limit       int64
 	window      time.Duration
 	fingerprint Fingerprint
+	// keyPrefix is what a subject key's MAC covers before the subject:
+	// "runlimit/subject-key/v1", 0x00, the policy id, 0x00, the scope id,
+	// 0x00. It is public, built once here for every key derived under the
+	// policy.
+	keyPrefix string
 }
 
 // NewPolicy validates a fixed-window policy in enforce mode. The limit is
@@ -100,6 +105,7 @@ func NewPolicy(id PolicyID, scope ScopeID, limit int64, window time.Duration) (P
 		limit:       limit,
 		window:      window,
 		fingerprint: fingerprintOf(id.s, scope.s, limit, window),
+		keyPrefix:   subjectKeyDomain + "\x00" + id.s + "\x00" + scope.s + "\x00",
 	}}, nil
 }
 

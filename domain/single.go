@@ -1,11 +1,49 @@
 package domain
 
+// ResetSingle validates c and makes b a batch of c alone, ready for a store
+// (see [Batch.Ready]). It is how a store's single-check path
+// (ports.CheckAdmitter) runs the very flow its Admit runs for a batch,
+// without a pooled batch or an allocation:
+//
+//	var b domain.Batch // on the stack
+//	if err := b.ResetSingle(&c); err != nil {
+//		return domain.Decision{}, err // c's own error
+//	}
+//	if err := s.admit(ctx, &b); err != nil { // the store's one flow
+//		return domain.Decision{}, err
+//	}
+//	d, _, err := b.DecisionOf(0)
+//
+// The batch keeps its one check, a 64-byte copy of c, and its state in
+// space of its own rather than in the slices a batch of several checks
+// grows, so a Batch declared as a local variable stays on the stack as long
+// as it goes only to code that does not keep it: passing it through an
+// interface, such as [ports.Store.Admit], moves it to the heap.
+//
+// It reports c's own error ([CheckError], matching [ErrInvalidInput]), not
+// a batch error about it. [Batch.Reset] turns b back into a batch of
+// several checks.
+func (b *Batch) ResetSingle(c *Check) error {
+	b.phase = phaseInvalid
+	if err := ValidateCheck(c); err != nil {
+		return err
+	}
+	b.single = true
+	b.one.check[0] = *c
+	b.one.item[0].seen = false
+	b.observed = 0
+	b.outcome = 0
+	b.phase = phaseObserving
+	return nil
+}
+
 // EvaluateCheck is the single-check form of the [Batch] protocol, for stores
 // that offer a fast path for one check (ports.CheckAdmitter): with the key's
 // lock held, observe its state into o, call EvaluateCheck at the store's
 // time, and persist *next only when commit is true. The decision is written
 // to *d. It applies exactly the rules [Batch.Evaluate] applies to a batch of
-// one.
+// one. Stores that drive one flow for both paths use [Batch.ResetSingle]
+// instead.
 //
 // It takes pointers because it runs on every admission: on the machines the
 // project measures, copying a check, an observation and a decision in and
@@ -17,7 +55,7 @@ func EvaluateCheck(c *Check, now Instant, o *Observation, next *Counter, d *Deci
 	if err := c.validate(); err != nil {
 		return false, err
 	}
-	if !o.Counter.valid(c.policy.def) {
+	if !o.Counter.valid(c.def) {
 		return false, &CorruptCounterError{Index: 0}
 	}
 	return evaluate(c, now, o, next, d), nil

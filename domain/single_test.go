@@ -47,6 +47,7 @@ func TestEvaluateCheckMatchesBatchOfOne(t *testing.T) {
 		commit, err := domain.EvaluateCheck(&c, now, &o, &next, &d)
 		require.NoError(t, err)
 
+		other := domain.NewCheck(p, hasher.KeyString(p, "other"))
 		b, err := domain.NewBatch([]domain.Check{c}, 1)
 		require.NoError(t, err)
 		b.Observe(0, o)
@@ -56,12 +57,97 @@ func TestEvaluateCheckMatchesBatchOfOne(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 
+		// The same check as a batch of one in its own space, through a
+		// Batch that last held a batch of two, so that stale slices of a
+		// larger batch cannot leak into it.
+		var single domain.Batch
+		require.NoError(t, single.Reset([]domain.Check{c, other}, 2))
+		require.NoError(t, single.ResetSingle(&c))
+		require.NoError(t, single.Ready())
+		require.Equal(t, 1, single.Len())
+		require.Equal(t, c.CounterKey(), single.Key(0))
+		single.Observe(0, o)
+		singleCommit, err := single.Evaluate(now)
+		require.NoError(t, err)
+		singleDecision, ok, err := single.DecisionOf(0)
+		require.NoError(t, err)
+		require.True(t, ok)
+
 		require.Equal(t, batchCommit, commit, "case %d: commit", i)
 		require.Equal(t, batchDecision, d, "case %d: decision", i)
+		require.Equal(t, batchCommit, singleCommit, "case %d: single commit", i)
+		require.Equal(t, batchDecision, singleDecision, "case %d: single decision", i)
+		bd, err := b.Decision()
+		require.NoError(t, err)
+		sd, err := single.Decision()
+		require.NoError(t, err)
+		require.Equal(t, bd, sd, "case %d: batch decision", i)
 		if commit {
 			require.Equal(t, b.Next(0), next, "case %d: persisted counter", i)
+			require.Equal(t, b.Next(0), single.Next(0), "case %d: single persisted counter", i)
 		}
 	}
+}
+
+func TestResetSingle(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+
+	t.Run("invalid check", func(t *testing.T) {
+		t.Parallel()
+		var b domain.Batch
+		zero := domain.Check{}
+		err := b.ResetSingle(&zero)
+		var ce *domain.CheckError
+		require.ErrorAs(t, err, &ce, "a lone check reports its own error")
+		require.ErrorIs(t, err, domain.ErrInvalidInput)
+		require.ErrorIs(t, b.Ready(), domain.ErrInvalidInput, "a failed reset leaves nothing to drive")
+		require.ErrorAs(t, b.ResetSingle(nil), &ce)
+	})
+	t.Run("keeps its own copy", func(t *testing.T) {
+		t.Parallel()
+		c := f.check("a")
+		var b domain.Batch
+		require.NoError(t, b.ResetSingle(&c))
+		c = f.check("b")
+		require.Equal(t, f.check("a").CounterKey(), b.Key(0))
+		require.Equal(t, f.check("a").CounterKey(), b.Check(0).CounterKey())
+	})
+	t.Run("protocol", func(t *testing.T) {
+		t.Parallel()
+		c := f.check("a")
+		var b domain.Batch
+		require.NoError(t, b.ResetSingle(&c))
+		_, err := b.Evaluate(ms(1))
+		require.ErrorIs(t, err, domain.ErrBatchProtocol, "evaluated before observing")
+
+		require.NoError(t, b.ResetSingle(&c))
+		b.Observe(0, domain.Observation{})
+		require.ErrorIs(t, b.Ready(), domain.ErrBatchProtocol, "a batch a store began is not ready")
+		commit, err := b.Evaluate(ms(1))
+		require.NoError(t, err)
+		require.True(t, commit)
+		_, err = b.Evaluate(ms(1))
+		require.ErrorIs(t, err, domain.ErrBatchProtocol, "evaluated twice")
+	})
+	t.Run("back to a batch of several", func(t *testing.T) {
+		t.Parallel()
+		c := f.check("a")
+		var b domain.Batch
+		require.NoError(t, b.ResetSingle(&c))
+		require.NoError(t, b.Reset([]domain.Check{f.check("b"), f.check("c")}, 0))
+		require.Equal(t, 2, b.Len())
+		require.Equal(t, f.check("c").CounterKey(), b.Key(1))
+		for i := range 2 {
+			b.Observe(i, domain.Observation{})
+		}
+		commit, err := b.Evaluate(ms(1))
+		require.NoError(t, err)
+		require.True(t, commit)
+		bd, err := b.Decision()
+		require.NoError(t, err)
+		require.Len(t, bd.Decisions(), 2)
+	})
 }
 
 func TestEvaluateCheckRejectsInvalidInputAndCorruptState(t *testing.T) {

@@ -98,9 +98,10 @@ func (s Stats) MinHeadroom() int64 {
 
 // CheckAdmitter is implemented by stores with a faster path for a single
 // check. AdmitCheck must behave exactly as Admit does for a batch holding
-// only check: lock its key, observe it, evaluate with
-// [domain.EvaluateCheck] at the store's clock, and persist the new counter
-// only on commit. Limiters use it for single checks; the conformance suite
+// only check: lock its key, observe it, evaluate at the store's clock, and
+// persist the new counter only on commit. A store that runs both through
+// one flow makes the check a batch of one with [domain.Batch.ResetSingle];
+// [domain.EvaluateCheck] evaluates a lone check without a batch. Limiters use it for single checks; the conformance suite
 // runs single checks through it and batches through Admit.
 type CheckAdmitter interface {
 	AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error)

@@ -45,25 +45,26 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 		}
 		return &OpError{Op: "admit", Err: err}
 	}
-	if ctx == nil {
-		return &OpError{Op: "admit", Err: ports.ErrNilContext}
+	if err := usable(ctx, s); err != nil {
+		return err
 	}
-	if s == nil {
-		return &OpError{Op: "admit", Err: ErrClosed}
-	}
-	n := b.Len()
-	if n > s.maxBatch {
+	if n := b.Len(); n > s.maxBatch {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}
 	}
-	// Single checks from app.Limiter take AdmitCheck; a batch of one is
-	// rare enough to share the general path.
 	p := s.plans.Get().(*plan)
-	defer s.plans.Put(p)
-	return s.admitMany(ctx, b, p)
+	err := s.prepare(p, b)
+	if err == nil {
+		err = s.apply(ctx, b, p)
+	}
+	// A plan an unwinding panic skips is left to the garbage collector.
+	s.plans.Put(p)
+	return err
 }
 
-// AdmitCheck applies a single check, exactly as Admit applies a batch of
-// one, without a [domain.Batch] ([ports.CheckAdmitter]): it is the path
+// AdmitCheck applies a single check exactly as Admit applies a batch of
+// one, through the same flow: the check becomes a batch of one on the
+// stack ([domain.Batch.ResetSingle]), planned on the stack, that costs
+// neither a pooled batch nor an allocation ([ports.CheckAdmitter]). It is the path
 // app.Limiter's Check takes, and the one the single-check benchmarks
 // measure.
 //
@@ -71,177 +72,147 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 // ([ports.ErrNilContext]) are reported before anything else, whatever state
 // the store or ctx is in, and before any lock or clock read.
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
-	if err := domain.ValidateCheck(&c); err != nil {
+	var b domain.Batch
+	if err := b.ResetSingle(&c); err != nil {
 		return domain.Decision{}, err
 	}
+	if err := usable(ctx, s); err != nil {
+		return domain.Decision{}, err
+	}
+	// A batch of one cannot overflow its shard: New never makes more
+	// shards than MaxKeys, so every shard holds at least one key.
+	var checks [1]planned
+	pc := &checks[0]
+	pc.key = b.Key(0)
+	pc.hash = pc.key.Hash64()
+	i := s.shardAt(pc.hash)
+	pc.sh, pc.index = &s.shards[i], int32(i)
+	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
+	if err := s.apply(ctx, &b, &plan{checks: checks[:], shards: shards[:]}); err != nil {
+		return domain.Decision{}, err
+	}
+	d, _, err := b.DecisionOf(0)
+	return d, err
+}
+
+// usable reports a nil ctx, a caller's mistake, and then a nil store, which
+// holds nothing and fails closed.
+func usable(ctx context.Context, s *Store) error {
 	if ctx == nil {
-		return domain.Decision{}, &OpError{Op: "admit", Err: ports.ErrNilContext}
+		return &OpError{Op: "admit", Err: ports.ErrNilContext}
 	}
 	if s == nil {
-		return domain.Decision{}, &OpError{Op: "admit", Err: ErrClosed}
+		return &OpError{Op: "admit", Err: ErrClosed}
 	}
-	if err := ctx.Err(); err != nil {
-		return domain.Decision{}, &OpError{Op: "admit", Err: err}
-	}
-	key := c.CounterKey()
-	i := s.shardOf(key)
-	sh := &s.shards[i]
-	sh.mu.Lock()
-	locked := true
-	defer func() {
-		// Still locked here means a panic is unwinding: the shard may be
-		// half-changed, so it fails closed from now on. The panic goes on.
-		if locked {
-			s.poison(i)
-			sh.mu.Unlock()
-		}
-	}()
-	if s.closed.Load() || sh.poisoned {
-		locked = false
-		sh.mu.Unlock()
-		return domain.Decision{}, s.unusable("admit", i)
-	}
-	now := s.nowOn(sh)
-	var (
-		o    domain.Observation
-		next domain.Counter
-		d    domain.Decision
-	)
-	slot := sh.observeOne(&key, now, s.cleanup, &o)
-	commit, err := domain.EvaluateCheck(&c, now, &o, &next, &d)
-	if commit {
-		sh.store(key, slot, next)
-	}
-	locked = false
-	sh.mu.Unlock()
-	if err != nil {
-		// The check was validated above: this is a corrupt counter.
-		return domain.Decision{}, &OpError{Op: "admit", Err: err}
-	}
-	return d, nil
+	return nil
 }
 
-// nowOn samples the clock for the locked shard sh: truncated to whole
-// milliseconds and never earlier than the latest time sh has seen.
-func (s *Store) nowOn(sh *shard) domain.Instant {
-	now := max(s.sample(), sh.last)
-	sh.last = now
-	return now
-}
-
-// observeOne prepares the locked shard for a single check on k at now: it
-// spends the cleanup allowance on expired entries, oldest first, then reads
-// k into o and returns its slot (-1 when absent). The common cases (nothing
-// expired, k present) stay inline.
-func (sh *shard) observeOne(k *domain.CounterKey, now domain.Instant, cleanup int, o *domain.Observation) int32 {
-	if len(sh.heap) > 0 && sh.heap[0].expires <= now {
-		sh.removeExpired(now, cleanup)
-	}
-	if slot, present := sh.lookup(k); present {
-		o.Counter = sh.entries[slot].counter
-		return slot
-	}
-	slot, obs, _ := sh.observe(*k, 0)
-	*o = obs
-	return slot
-}
-
-// plan is the scratch space of a multi-check admission, recycled through
-// Store.plans so that batches allocate nothing in the steady state.
+// plan is the scratch space of an admission: where each check goes and
+// which shards to lock. A single check plans on the stack; batches recycle
+// plans through Store.plans, so that no admission allocates in the steady
+// state.
 type plan struct {
-	shard   []int   // shard of check i
-	at      []int   // position of check i's shard in order
-	slot    []int32 // slot of check i, -1 when absent
-	order   []int   // distinct shards, ascending: the lock order
-	keys    []int   // checks on order[j]
-	pending []int   // new keys claimed on order[j] so far
+	checks []planned   // caller order
+	shards []planShard // distinct shards, ascending: the lock order
 }
 
-func (s *Store) admitMany(ctx context.Context, b *domain.Batch, p *plan) error {
-	n := b.Len()
-	p.shard = resize(p.shard, n)
-	for i := range n {
-		p.shard[i] = s.shardOf(b.Key(i))
-	}
-	p.order = append(p.order[:0], p.shard...)
-	slices.Sort(p.order)
-	p.order = slices.Compact(p.order)
-	p.at = resize(p.at, n)
-	p.slot = resize(p.slot, n)
-	p.keys = resize(p.keys, len(p.order))
-	p.pending = resize(p.pending, len(p.order))
-	clear(p.keys)
-	clear(p.pending)
-	for i, si := range p.shard {
-		j, _ := slices.BinarySearch(p.order, si)
-		p.at[i] = j
-		p.keys[j]++
-	}
-	// A validated batch has distinct keys, so the checks on a shard are the
-	// keys it must hold at once if the batch is allowed.
-	for j, si := range p.order {
-		if c := s.shards[si].capacity; p.keys[j] > c {
-			return &ShardOverflowError{Shard: si, Count: p.keys[j], Capacity: c}
-		}
-	}
+// planned is one check's place: its key (built once), the key's digest,
+// its shard, the position of that shard in plan.shards, and the slot
+// observe found.
+type planned struct {
+	key   domain.CounterKey
+	hash  uint64
+	sh    *shard
+	index int32
+	at    int32
+	slot  int32
+}
+
+// planShard is one shard an admission locks: its index, how many of the
+// batch's keys it holds, and how many new keys earlier checks have claimed
+// on it.
+type planShard struct {
+	sh      *shard
+	index   int
+	keys    int
+	pending int
+}
+
+// apply is the one admission flow, for Admit and AdmitCheck alike: it runs
+// the admission of b, a ready batch, as p planned it, from the context's
+// last word through the locks, the clock, cleanup, observation, evaluation
+// and the commit, to the unlock.
+func (s *Store) apply(ctx context.Context, b *domain.Batch, p *plan) error {
 	// The context is checked once the batch is known to be valid, so that
 	// a caller's mistake is reported as such even when ctx is done.
 	if err := ctx.Err(); err != nil {
 		return &OpError{Op: "admit", Err: err}
 	}
-
+	locked := p.shards
 	held := 0
 	defer func() {
-		// A panic unwinding through held shards poisons all of them: any
-		// may be half-changed. The panic goes on.
-		for _, si := range p.order[:held] {
-			s.poison(si)
-			s.shards[si].mu.Unlock()
+		if held > 0 {
+			s.poisonHeld(locked[:held])
 		}
 	}()
-	for _, si := range p.order {
-		sh := &s.shards[si]
+	var err error
+	for j := range locked {
+		sh := locked[j].sh
 		sh.mu.Lock()
 		held++
 		if s.closed.Load() || sh.poisoned {
-			s.unlock(p.order[:held])
-			held = 0
-			return s.unusable("admit", si)
+			err = s.unusable("admit", locked[j].index)
+			break
 		}
 	}
-
-	// One clock sample for the batch, raised to the latest time any of its
-	// shards has seen, and every shard raised to it: no shard, and so no
-	// key, ever sees time go backwards.
-	now := s.sample()
-	for _, si := range p.order {
-		now = max(now, s.shards[si].last)
+	if err != nil {
+		unlock(locked[:held])
+		held = 0
+		return err
 	}
-	for _, si := range p.order {
-		s.shards[si].last = now
+
+	checks := p.checks
+	// One clock sample for the batch, after every lock is held, raised to
+	// the latest time any of its shards has seen, and every shard raised to
+	// it: no shard, and so no key, ever sees time go backwards.
+	now := s.sample()
+	for j := range locked {
+		now = locked[j].sh.clamp(now)
+	}
+	for j := 0; j < len(locked)-1; j++ {
+		// Each clamp raised its shard to the time so far; the last one saw
+		// the batch's time, the earlier ones catch up.
+		locked[j].sh.clamp(now)
 	}
 	// Cleanup runs before any key is observed, so a batch's own expired key
 	// is either still present (renewed in place) or already removed (and
 	// its slot is free): both keep the slot accounting exact.
-	for _, si := range p.shard {
-		s.shards[si].removeExpired(now, s.cleanup)
-	}
-	for i, si := range p.shard {
-		j := p.at[i]
-		slot, o, claims := s.shards[si].observe(b.Key(i), p.pending[j])
-		if claims {
-			p.pending[j]++
+	for i := range checks {
+		if sh := checks[i].sh; sh.due(now) {
+			sh.removeExpired(now, s.cleanup)
 		}
-		p.slot[i] = slot
-		b.Observe(i, o)
+	}
+	for i := range checks {
+		pc := &checks[i]
+		ps := &locked[pc.at]
+		slot, claims := pc.sh.observe(b, i, &pc.key, pc.hash, ps.pending)
+		if claims {
+			ps.pending++
+		}
+		pc.slot = slot
 	}
 	commit, err := b.Evaluate(now)
 	if commit {
-		for i, si := range p.shard {
-			s.shards[si].store(b.Key(i), p.slot[i], b.Next(i))
+		for i := range checks {
+			pc := &checks[i]
+			if pc.slot >= 0 {
+				pc.sh.update(pc.slot, b.Next(i))
+				continue
+			}
+			pc.sh.add(&pc.key, pc.hash, b.Next(i))
 		}
 	}
-	s.unlock(p.order)
+	unlock(locked)
 	held = 0
 	if err != nil {
 		return &OpError{Op: "admit", Err: err}
@@ -249,9 +220,52 @@ func (s *Store) admitMany(ctx context.Context, b *domain.Batch, p *plan) error {
 	return nil
 }
 
-func (s *Store) unlock(order []int) {
-	for _, si := range order {
-		s.shards[si].mu.Unlock()
+// prepare fills p for a batch of several checks: each check's digest and
+// shard, and the distinct shards in ascending order. It reports a
+// [ShardOverflowError] for a batch that puts more keys on a shard than the
+// shard can ever hold.
+func (s *Store) prepare(p *plan, b *domain.Batch) error {
+	n := b.Len()
+	p.checks = resize(p.checks, n)
+	p.shards = p.shards[:0]
+	for i := range n {
+		pc := &p.checks[i]
+		pc.key = b.Key(i)
+		pc.hash = pc.key.Hash64()
+		si := s.shardAt(pc.hash)
+		pc.sh, pc.index = &s.shards[si], int32(si)
+		p.shards = append(p.shards, planShard{sh: pc.sh, index: si})
+	}
+	slices.SortFunc(p.shards, func(a, b planShard) int { return a.index - b.index })
+	p.shards = slices.CompactFunc(p.shards, func(a, b planShard) bool { return a.index == b.index })
+	for i := range p.checks {
+		pc := &p.checks[i]
+		j, _ := slices.BinarySearchFunc(p.shards, int(pc.index), func(ps planShard, si int) int { return ps.index - si })
+		pc.at = int32(j)
+		p.shards[j].keys++
+	}
+	// A validated batch has distinct keys, so the checks on a shard are the
+	// keys it must hold at once if the batch is allowed.
+	for _, ps := range p.shards {
+		if c := ps.sh.capacity; ps.keys > c {
+			return &ShardOverflowError{Shard: ps.index, Count: ps.keys, Capacity: c}
+		}
+	}
+	return nil
+}
+
+// poisonHeld marks and unlocks the shards a panic is unwinding through:
+// any may be half-changed. The panic goes on.
+func (s *Store) poisonHeld(shards []planShard) {
+	for _, ps := range shards {
+		s.poison(ps.index)
+		ps.sh.mu.Unlock()
+	}
+}
+
+func unlock(shards []planShard) {
+	for j := range shards {
+		shards[j].sh.mu.Unlock()
 	}
 }
 

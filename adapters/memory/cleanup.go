@@ -57,9 +57,7 @@ func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error)
 			return removed, &OpError{Op: "cleanup", Err: ErrClosed}
 		}
 		if !sh.poisoned {
-			now := max(sample, sh.last)
-			sh.last = now
-			removed += sh.removeExpired(now, maxEntries-removed)
+			removed += sh.removeExpired(sh.clamp(sample), maxEntries-removed)
 		}
 		sh.mu.Unlock()
 	}

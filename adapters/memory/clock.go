@@ -3,6 +3,7 @@ package memory
 import (
 	"sync/atomic"
 	"time"
+	_ "unsafe" // for go:linkname
 )
 
 // Clock is an injectable monotonic clock: Now returns the time elapsed since
@@ -14,11 +15,22 @@ import (
 // remembers the latest time it has seen and never goes below it.
 //
 // Without a Clock, a store uses the process's monotonic clock, measured from
-// the moment it was built (time.Since on a time.Time that carries a
-// monotonic reading, which never follows wall-clock steps).
+// the moment it was built: the clock time.Since reads for a time.Time that
+// carries a monotonic reading, which never follows wall-clock steps.
 type Clock interface {
 	Now() time.Duration
 }
+
+// monotonicNow returns the runtime's monotonic clock in nanoseconds: the
+// reading time.Now carries as its monotonic part and time.Since subtracts,
+// without the wall-clock reading time.Now also takes or the arithmetic of a
+// time.Time. The runtime keeps this name reachable for the packages that
+// read the clock this way. One difference from time.Since: inside a
+// testing/synctest bubble it still reads real time, so tests there inject
+// a Clock.
+//
+//go:linkname monotonicNow runtime.nanotime
+func monotonicNow() int64
 
 // ManualClock is a [Clock] that moves only when told, for tests and demos.
 // It starts at zero and is safe for concurrent use.

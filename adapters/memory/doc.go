@@ -59,7 +59,10 @@
 //
 // A batch locks the shards of its keys in ascending shard order, so batches
 // naming the same keys in any order cannot deadlock, and stores its counters
-// only if every check is allowed. New keys of a batch take the free slots of
+// only if every check is allowed. A single check ([Store.AdmitCheck]) is a
+// batch of one on the stack ([domain.Batch.ResetSingle]) and runs the same
+// flow as [Store.Admit]: one lock-and-poison guard, one clock floor, one
+// cleanup, one commit rule. New keys of a batch take the free slots of
 // their shard in caller order. A batch with more keys on one shard than that
 // shard can ever hold is rejected before any lock with a
 // [*ShardOverflowError], which matches [domain.ErrInvalidInput].

@@ -24,7 +24,7 @@ type Store struct {
 	// clock is the configured Clock, or nil for the process's monotonic
 	// clock measured from origin.
 	clock    Clock
-	origin   time.Time
+	origin   int64 // monotonicNow when New ran
 	maxKeys  int
 	cleanup  int
 	maxBatch int
@@ -56,7 +56,7 @@ func New(cfg Config) (*Store, error) {
 	s := &Store{
 		shards:   make([]shard, cfg.Shards),
 		clock:    cfg.Clock,
-		origin:   time.Now(),
+		origin:   monotonicNow(),
 		maxKeys:  cfg.MaxKeys,
 		cleanup:  cfg.CleanupPerCheck,
 		maxBatch: cfg.MaxBatchSize,
@@ -78,24 +78,28 @@ func New(cfg Config) (*Store, error) {
 // uniform: the key's digest mixes one word of each half, spreading both the
 // subjects of one policy and the policies of one subject. The multiply-high
 // maps the digest onto the shard count without a division.
-func (s *Store) shardOf(k domain.CounterKey) int {
+func (s *Store) shardOf(k domain.CounterKey) int { return s.shardAt(k.Hash64()) }
+
+// shardAt is shardOf for a key whose digest h is known. The index of a
+// shard reads the digest's low bits, so the two stay independent.
+func (s *Store) shardAt(h uint64) int {
 	if len(s.shards) == 1 {
 		return 0
 	}
-	hi, _ := bits.Mul64(k.Hash64(), uint64(len(s.shards)))
+	hi, _ := bits.Mul64(h, uint64(len(s.shards)))
 	return int(hi)
 }
 
 // sample reads the clock, truncated to whole milliseconds. Callers clamp it
-// per shard. The default clock is called directly rather than through the
+// per shard. The default clock is read directly rather than through the
 // interface: this is on every admission's path.
 func (s *Store) sample() domain.Instant {
-	var d time.Duration
 	if s.clock == nil {
-		d = time.Since(s.origin)
-	} else {
-		d = s.clock.Now()
+		// The monotonic clock never runs before origin, so the division
+		// truncates toward the earlier millisecond as InstantOf would.
+		return domain.Instant((monotonicNow() - s.origin) / 1e6 * 1e3)
 	}
+	d := s.clock.Now()
 	return domain.InstantOf(d - d%time.Millisecond)
 }
 

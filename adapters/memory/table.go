@@ -8,36 +8,29 @@ import (
 
 // maxIndexHint bounds the size hint a shard's index is created with, so a
 // store sized for millions of keys does not allocate them all up front; the
-// map grows on demand up to the shard's capacity.
+// index grows on demand up to the shard's capacity.
 const maxIndexHint = 1024
 
 // table is one shard's storage, built without pointers that the garbage
-// collector would have to follow: a map from a key's 64-bit digest to a slot
-// number (with an overflow map for the rare key whose digest another stored
-// key already holds),
-// the slots themselves, a free list of vacated slots, and a min-heap of
-// (expiry, slot) pairs that finds the oldest expiry for cleanup. Every
-// stored entry is in both the index and the heap; each entry remembers its
-// heap position so a renewed window can be re-sifted in place.
+// collector would have to follow: an open-addressing index from a key's
+// 64-bit digest to a slot number ([index]), the slots themselves, a free
+// list of vacated slots, and a min-heap of (expiry, slot) pairs that finds
+// the oldest expiry for cleanup. Every stored entry is in both the index
+// and the heap; each entry remembers its heap position so a renewed window
+// can be re-sifted in place.
 //
 // A table does not enforce capacity and does no locking: its shard does.
 type table struct {
-	// index maps CounterKey.Hash64 to a slot: hashing and comparing 8 bytes
-	// instead of 64 is most of the cost of a lookup. Each hit is confirmed
-	// against the full key stored in the slot.
-	index map[uint64]int32 // created on the first insert
-	// overflow holds the keys whose digest was already indexed for another
-	// key when they were inserted. Digests are uniform, so it is almost
-	// always nil, and a key is in index or in overflow, never both.
-	overflow map[domain.CounterKey]int32
-	entries  []entry    // grows on demand, never beyond the shard's capacity
-	free     []int32    // vacated slots, reused before entries grows
-	heap     []heapNode // min-heap by expiry
-	hint     int        // initial size of index
+	index   index      // created on the first insert
+	entries []entry    // grows on demand, never beyond the shard's capacity
+	free    []int32    // vacated slots, reused before entries grows
+	heap    []heapNode // min-heap by expiry
+	hint    int        // initial size of index
 }
 
-// entry is one stored counter. The key is kept so that cleanup, which finds
-// entries through the heap, can delete them from the index.
+// entry is one stored counter. The key is kept so that a lookup can confirm
+// a digest's match, and so that cleanup, which finds entries through the
+// heap, can delete them from the index.
 type entry struct {
 	key     domain.CounterKey
 	counter domain.Counter
@@ -56,41 +49,38 @@ func newTable(capacity int) table {
 }
 
 // len returns the number of stored entries, expired ones included.
-func (t *table) len() int { return len(t.index) + len(t.overflow) }
+func (t *table) len() int { return t.index.count }
 
 // lookup returns the slot of k.
-func (t *table) lookup(k *domain.CounterKey) (int32, bool) {
-	if slot, ok := t.index[k.Hash64()]; ok && t.entries[slot].key == *k {
-		return slot, true
-	}
-	if len(t.overflow) > 0 {
-		slot, ok := t.overflow[*k]
-		return slot, ok
-	}
-	return -1, false
-}
+func (t *table) lookup(k *domain.CounterKey) (int32, bool) { return t.find(k, k.Hash64()) }
 
-// indexed reports whether digest h is in the index.
-func (t *table) indexed(h uint64) bool {
-	_, ok := t.index[h]
-	return ok
-}
-
-// indexedAt reports whether digest h is in the index, for slot.
-func (t *table) indexedAt(h uint64, slot int32) bool {
-	s, ok := t.index[h]
-	return ok && s == slot
+// find returns the slot of k, whose digest is h. Cells are compared by
+// their part of the digest first, and a match is confirmed against the key
+// in its slot, so keys whose digests collide stay apart.
+func (t *table) find(k *domain.CounterKey, h uint64) (int32, bool) {
+	x := &t.index
+	if len(x.cells) == 0 {
+		return -1, false
+	}
+	mask := uint64(len(x.cells) - 1)
+	tag := uint32(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		c := x.cells[i]
+		if c.ref == 0 {
+			return -1, false
+		}
+		if c.tag == tag && t.entries[c.ref-1].key == *k {
+			return c.ref - 1, true
+		}
+	}
 }
 
 // counter returns the counter stored in slot.
 func (t *table) counter(slot int32) domain.Counter { return t.entries[slot].counter }
 
-// insert stores a new entry. The caller has checked that its shard has a
-// free slot and that k is absent.
-func (t *table) insert(k domain.CounterKey, c domain.Counter) {
-	if t.index == nil {
-		t.index = make(map[uint64]int32, t.hint)
-	}
+// insert stores a new entry for k, whose digest is h. The caller has
+// checked that its shard has a free slot and that k is absent.
+func (t *table) insert(k *domain.CounterKey, h uint64, c domain.Counter) {
 	var slot int32
 	if n := len(t.free); n > 0 {
 		slot = t.free[n-1]
@@ -100,21 +90,17 @@ func (t *table) insert(k domain.CounterKey, c domain.Counter) {
 		t.entries = growEntries(t.entries)
 	}
 	pos := len(t.heap)
-	t.entries[slot] = entry{key: k, counter: c, heapPos: int32(pos)}
-	if h := k.Hash64(); !t.indexed(h) {
-		t.index[h] = slot
-	} else {
-		if t.overflow == nil {
-			t.overflow = make(map[domain.CounterKey]int32)
-		}
-		t.overflow[k] = slot
-	}
+	t.entries[slot] = entry{key: *k, counter: c, heapPos: int32(pos)}
+	t.index.add(h, slot, t.hint)
 	t.heap = append(t.heap, heapNode{expires: c.Expires, slot: slot})
 	t.up(pos)
 }
 
 // update replaces the counter in slot. A renewed window moves its expiry,
 // so the entry is re-sifted; an active window keeps it and costs nothing.
+//
+// c comes by value, in registers: copying a counter the domain has just
+// written field by field with wider moves would wait on those writes.
 func (t *table) update(slot int32, c domain.Counter) {
 	e := &t.entries[slot]
 	moved := e.counter.Expires != c.Expires
@@ -142,11 +128,7 @@ func (t *table) removeExpired(now domain.Instant, limit int) int {
 	for n < limit && len(t.heap) > 0 && t.heap[0].expires <= now {
 		slot := t.popMin()
 		e := &t.entries[slot]
-		if h := e.key.Hash64(); t.indexedAt(h, slot) {
-			delete(t.index, h)
-		} else {
-			delete(t.overflow, e.key)
-		}
+		t.index.remove(e.key.Hash64(), slot)
 		*e = entry{} // leave no key bytes behind in a vacant slot
 		t.free = append(t.free, slot)
 		n++

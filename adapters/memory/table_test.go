@@ -2,7 +2,9 @@ package memory
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -24,23 +26,33 @@ func checkTable(t *table) error {
 		return fmt.Errorf("%d indexed + %d free slots != %d slots", t.len(), len(t.free), len(t.entries))
 	}
 	slots := make(map[int32]domain.CounterKey, t.len())
-	for h, slot := range t.index {
+	used := 0
+	for _, c := range t.index.cells {
+		if c.ref == 0 {
+			continue
+		}
+		used++
+		slot := c.ref - 1
 		if slot < 0 || int(slot) >= len(t.entries) {
 			return fmt.Errorf("slot %d out of range", slot)
 		}
-		if k := t.entries[slot].key; k.Hash64() != h {
+		if _, dup := slots[slot]; dup {
+			return fmt.Errorf("slot %d is indexed twice", slot)
+		}
+		k := t.entries[slot].key
+		if c.tag != uint32(k.Hash64()) {
 			return fmt.Errorf("slot %d is indexed under another key's digest", slot)
 		}
-		slots[slot] = t.entries[slot].key
-	}
-	for k, slot := range t.overflow {
-		if slot < 0 || int(slot) >= len(t.entries) {
-			return fmt.Errorf("overflow slot %d out of range", slot)
-		}
-		if _, dup := slots[slot]; dup {
-			return fmt.Errorf("slot %d is both indexed and in overflow", slot)
+		if found, ok := t.lookup(&k); !ok || found != slot {
+			return fmt.Errorf("slot %d cannot be reached from its digest's home", slot)
 		}
 		slots[slot] = k
+	}
+	if used != t.index.count {
+		return fmt.Errorf("%d cells in use, the index counts %d", used, t.index.count)
+	}
+	if n := len(t.index.cells); n > 0 && (n&(n-1) != 0 || used*4 > n*3) {
+		return fmt.Errorf("%d cells in use of %d: not a power of two or over three quarters full", used, n)
 	}
 	for slot, k := range slots {
 		e := t.entries[slot]
@@ -92,7 +104,7 @@ func TestTableKeepsItsInvariantsAndRemovesOldestFirst(t *testing.T) {
 					k := testKey(next)
 					next++
 					exp := domain.Instant(rng.IntN(1000) + 1)
-					tb.insert(k, domain.Counter{Used: 1, Start: exp - 1, Expires: exp})
+					tb.insert(&k, k.Hash64(), domain.Counter{Used: 1, Start: exp - 1, Expires: exp})
 					want[k] = exp
 				case op < 7 && len(want) > 0:
 					k := testKey(next - 1 - rng.IntN(min(next, 8)))
@@ -208,25 +220,25 @@ func TestTableDigestCollisionsKeepKeysApart(t *testing.T) {
 	require.Equal(t, a.Hash64(), b.Hash64(), "the fixture must collide")
 
 	tb := newTable(4)
-	tb.insert(a, domain.Counter{Used: 1, Start: 0, Expires: 10})
+	tb.insert(&a, a.Hash64(), domain.Counter{Used: 1, Start: 0, Expires: 10})
 	_, ok := tb.lookup(&b)
 	require.False(t, ok, "a key must not be found through another key's digest")
-	tb.insert(b, domain.Counter{Used: 2, Start: 0, Expires: 20})
+	tb.insert(&b, b.Hash64(), domain.Counter{Used: 2, Start: 0, Expires: 20})
 	require.NoError(t, checkTable(&tb))
 	require.Equal(t, 2, tb.len())
 	require.Equal(t, int64(1), tb.counter(must(tb.lookup(&a))).Used)
 	require.Equal(t, int64(2), tb.counter(must(tb.lookup(&b))).Used)
 
-	// a, the indexed one, expires first: b must stay reachable through the
-	// overflow map once a's digest leaves the index.
+	// a, the first indexed, expires first: b, placed after it in a's probe
+	// run, must stay reachable once a's cell is emptied.
 	require.Equal(t, 1, tb.removeExpired(10, 8))
 	require.NoError(t, checkTable(&tb))
 	_, ok = tb.lookup(&a)
 	require.False(t, ok)
 	require.Equal(t, int64(2), tb.counter(must(tb.lookup(&b))).Used)
 
-	// A re-inserted a takes the free digest again.
-	tb.insert(a, domain.Counter{Used: 3, Start: 10, Expires: 30})
+	// A re-inserted a is indexed again beside b.
+	tb.insert(&a, a.Hash64(), domain.Counter{Used: 3, Start: 10, Expires: 30})
 	require.NoError(t, checkTable(&tb))
 	require.Equal(t, int64(3), tb.counter(must(tb.lookup(&a))).Used)
 	require.Equal(t, 2, tb.removeExpired(30, 8))
@@ -255,5 +267,62 @@ func TestGrowEntriesPadsEveryArray(t *testing.T) {
 	}
 	for i, e := range entries {
 		require.Equal(t, int64(i+1), e.counter.Used, "growing keeps every entry")
+	}
+}
+
+// homeKey returns a distinct counter key for each i whose digest has the
+// same low 32 bits as every other key of i's parity: even keys share the
+// first cell as their home, odd keys the last, whatever the index's size.
+// Lookups, inserts and removals walk long probe runs, and the odd keys' run
+// wraps around the end of the array into the even keys' run.
+func homeKey(i int) domain.CounterKey {
+	// Keys are masked in memory, and digests read the masked bytes: the
+	// zero key's digest is the mask's own low word.
+	zero := domain.NewCounterKey(domain.Fingerprint{}, domain.SubjectKeyFromBytes([32]byte{}))
+	want := uint32(0)
+	if i%2 == 1 {
+		want = math.MaxUint32
+	}
+	var s [32]byte
+	binary.LittleEndian.PutUint32(s[:4], want^uint32(zero.Hash64()))
+	var f domain.Fingerprint
+	f[5], f[6] = byte(i), byte(i>>8)
+	return domain.NewCounterKey(f, domain.SubjectKeyFromBytes(s))
+}
+
+func TestTableIndexKeepsKeysSharingAHomeReachable(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 2))
+			k1, k3 := homeKey(1), homeKey(3)
+			require.NotEqual(t, k1, k3)
+			require.Equal(t, uint32(math.MaxUint32), uint32(k1.Hash64()), "the fixture must share the last home")
+			require.Equal(t, uint32(k1.Hash64()), uint32(k3.Hash64()), "the fixture must share a home")
+			tb := newTable(4)
+			present := map[int]bool{}
+			for step := range 600 {
+				i := rng.IntN(40)
+				k := homeKey(i)
+				if present[i] {
+					// Expire exactly this key: renew it to the earliest
+					// expiry and remove one entry at that time.
+					slot := must(tb.lookup(&k))
+					tb.update(slot, domain.Counter{Used: 1, Start: -2, Expires: -1})
+					require.Equal(t, 1, tb.removeExpired(-1, 1), "step %d", step)
+					delete(present, i)
+				} else {
+					tb.insert(&k, k.Hash64(), domain.Counter{Used: 1, Start: 0, Expires: domain.Instant(step + 1)})
+					present[i] = true
+				}
+				require.NoError(t, checkTable(&tb), "step %d", step)
+				for j := range 40 {
+					kj := homeKey(j)
+					_, ok := tb.lookup(&kj)
+					require.Equal(t, present[j], ok, "step %d, key %d", step, j)
+				}
+			}
+		})
 	}
 }
