@@ -5,14 +5,16 @@ import (
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgerror"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Errors of a PostgreSQL [Store]. Each comes wrapped in a typed error that
 // says whether quota may have been consumed ([CheckError]) or rows removed
 // ([MaintenanceError]).
 var (
-	// ErrClosed: the store was closed.
-	ErrClosed = ownError("runlimit: postgres store is closed")
+	// ErrClosed: the store was closed. It is [ports.ErrClosed], the
+	// contract every store shares.
+	ErrClosed = ports.ErrClosed
 	// ErrNilPool: New was given no pool.
 	ErrNilPool = ownError("runlimit: postgres store needs a pool")
 	// ErrTimeout is matched by an error whose operation ran out of time: a
@@ -20,9 +22,9 @@ var (
 	// the operation's budget.
 	ErrTimeout = ownError("runlimit: postgres store operation timed out")
 	// ErrNegativeMax: CleanupExpired was asked to remove a negative number
-	// of rows. A [MaintenanceError] holding it matches
+	// of rows. It is [ports.ErrNegativeMax], which matches
 	// [domain.ErrInvalidInput].
-	ErrNegativeMax = ownError("runlimit: cleanup maximum is negative")
+	ErrNegativeMax = ports.ErrNegativeMax
 	// ErrLedger: the capacity ledger does not have a row for every shard;
 	// the schema is missing or damaged.
 	ErrLedger = ownError("runlimit: postgres capacity ledger is incomplete")
@@ -138,17 +140,8 @@ func (e *MaintenanceError) Error() string {
 // Unwrap returns the cause.
 func (e *MaintenanceError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrTimeout] and the operation timed out, or
-// [domain.ErrInvalidInput] and the error is [ErrNegativeMax].
-func (e *MaintenanceError) Is(target error) bool {
-	switch target {
-	case ErrTimeout:
-		return e.Timeout
-	case domain.ErrInvalidInput:
-		return e.Err == ErrNegativeMax
-	}
-	return false
-}
+// Is reports whether target is [ErrTimeout] and the operation timed out.
+func (e *MaintenanceError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
 
 // MayHaveRemovedRows reports e.MayHaveRemoved.
 func (e *MaintenanceError) MayHaveRemovedRows() bool { return e.MayHaveRemoved }
