@@ -22,7 +22,7 @@ import (
 // rejected first, before the store's state, the context or the pool are
 // looked at. A denial is a decision, read from the batch; Admit then
 // returns nil even if the rollback failed (the connection is closed instead
-// of pooled). An error is a [*CheckError] (or a structural error matching
+// of pooled). An error is a [*AdmissionError] (or a structural error matching
 // [domain.ErrInvalidInput]) and always fails closed.
 func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 	if err := batch.Ready(); err != nil {
@@ -38,11 +38,11 @@ func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 	}
 	if s.closed.Load() {
 		s.admissions.Put(a)
-		return &CheckError{Op: OpAdmit, Err: ErrClosed}
+		return &AdmissionError{Op: OpAdmit, Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {
 		s.admissions.Put(a)
-		return &CheckError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
+		return &AdmissionError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
 	}
 	conn, err := s.acquire(ctx)
 	if err != nil {
@@ -234,11 +234,11 @@ func (a *admission) admitBatch(ss *session, st *connState, rowsPerShard int) err
 func (a *admission) evaluate(now domain.Instant, rowsPerShard int) (bool, error) {
 	b := a.batch
 	if err := a.observe(b, rowsPerShard); err != nil {
-		return false, &CheckError{Op: OpLock, Err: err}
+		return false, &AdmissionError{Op: OpLock, Err: err}
 	}
 	commit, err := b.Evaluate(now)
 	if err != nil {
-		return false, &CheckError{Op: OpEvaluate, Err: err}
+		return false, &AdmissionError{Op: OpEvaluate, Err: err}
 	}
 	if commit {
 		a.gatherWrites(b)

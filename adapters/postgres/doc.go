@@ -96,7 +96,7 @@
 // A caller's deadline or cancellation never costs the pool its connection.
 // The wire work runs under the store's budget, which the caller cannot end,
 // in a goroutine of its own when the caller's context has a deadline. Such
-// a caller gets its answer at its deadline, a [*CheckError] that consumed
+// a caller gets its answer at its deadline, a [*AdmissionError] that consumed
 // nothing unless COMMIT had been sent; a caller whose context is cancelled
 // without a deadline gets it once the server has stopped, a moment later.
 // The store lets the round trip finish, asks the server to cancel the
@@ -108,7 +108,7 @@
 // budget too, even when the caller that asked for it has gone, so deadlines
 // shorter than a connection takes to get ready cannot keep the pool cold.
 //
-// Errors fail closed. A [*CheckError] says whether the batch may
+// Errors fail closed. A [*AdmissionError] says whether the batch may
 // nevertheless have been committed: only when the failure struck once COMMIT
 // had been sent (a commit error, a commit timeout, a connection lost during
 // the second round trip, a caller that gave up during it). Ask through

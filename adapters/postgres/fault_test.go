@@ -15,11 +15,11 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// requireCheckError asserts err is a *CheckError at step op that says
+// requireAdmissionError asserts err is a *AdmissionError at step op that says
 // whether quota may have been consumed, through the port's predicate too.
-func requireCheckError(t *testing.T, err error, op string, mayHaveConsumed bool) *postgres.CheckError {
+func requireAdmissionError(t *testing.T, err error, op string, mayHaveConsumed bool) *postgres.AdmissionError {
 	t.Helper()
-	var ce *postgres.CheckError
+	var ce *postgres.AdmissionError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, op, ce.Op)
 	require.Equal(t, mayHaveConsumed, ce.MayHaveConsumed)
@@ -84,7 +84,7 @@ func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 	tx := f.hold(t)
 	lockRow(t, tx, c)
 	_, err := tryAdmit(context.Background(), store, c)
-	ce := requireCheckError(t, err, postgres.OpLock, false)
+	ce := requireAdmissionError(t, err, postgres.OpLock, false)
 	require.True(t, ce.Timeout)
 	require.ErrorIs(t, err, postgres.ErrTimeout)
 	require.Zero(t, pool.Stat().AcquiredConns())
@@ -109,7 +109,7 @@ func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 
 	w.stallNext(1)
 	_, err := tryAdmit(context.Background(), store, fresh)
-	ce := requireCheckError(t, err, postgres.OpLock, false)
+	ce := requireAdmissionError(t, err, postgres.OpLock, false)
 	require.True(t, ce.Timeout)
 	require.Zero(t, pool.Stat().AcquiredConns())
 	require.Zero(t, pool.Stat().TotalConns(), "the stalled connection must be closed")
@@ -133,7 +133,7 @@ func TestAdmitCommitTimeoutMayHaveConsumed(t *testing.T) {
 
 	w.stallNext(2)
 	_, err := tryAdmit(context.Background(), store, c)
-	ce := requireCheckError(t, err, postgres.OpCommit, true)
+	ce := requireAdmissionError(t, err, postgres.OpCommit, true)
 	require.True(t, ce.Timeout)
 	require.Zero(t, pool.Stat().TotalConns(), "a commit timeout closes the connection")
 
@@ -178,7 +178,7 @@ func TestAdmitFailingTriggerStoresNothing(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = tryAdmit(ctx, f.store, stored, fresh)
-	ce := requireCheckError(t, err, postgres.OpWrite, false)
+	ce := requireAdmissionError(t, err, postgres.OpWrite, false)
 	require.False(t, ce.Timeout)
 	require.NotContains(t, err.Error(), "\\x", "no key bytes in the error text")
 	_, ok := f.stored(t, fresh)
@@ -207,7 +207,7 @@ func TestAdmitCommitErrorMayHaveConsumed(t *testing.T) {
 	c := f.check(p, "c")
 
 	_, err = tryAdmit(ctx, f.store, c)
-	requireCheckError(t, err, postgres.OpCommit, true)
+	requireAdmissionError(t, err, postgres.OpCommit, true)
 	require.Zero(t, f.db.Pool.Stat().AcquiredConns())
 }
 
@@ -220,7 +220,7 @@ func TestAdmitAcquireTimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = tryAdmit(context.Background(), store, f.check(p, "c"))
-	ce := requireCheckError(t, err, postgres.OpAcquire, false)
+	ce := requireAdmissionError(t, err, postgres.OpAcquire, false)
 	require.True(t, ce.Timeout)
 	busy.Release()
 	requireAllowed(t, admit(t, store, f.check(p, "c")))
@@ -238,7 +238,7 @@ func TestAdmitCorruptCounterFailsClosed(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = tryAdmit(context.Background(), f.store, c)
-	requireCheckError(t, err, postgres.OpEvaluate, false)
+	requireAdmissionError(t, err, postgres.OpEvaluate, false)
 	require.ErrorIs(t, err, domain.ErrCorruptCounter)
 	got, _ := f.stored(t, c)
 	require.Equal(t, int64(99), got.Used)
@@ -258,7 +258,7 @@ func TestAdmitFailsClosedWhenSchemaIsMissing(t *testing.T) {
 	_, err = tryAdmit(context.Background(), store, f.check(policy(t, "schema", 1, time.Hour), "c"))
 	// The connection cannot be made ready: its statements name objects
 	// that do not exist, the lock function first.
-	requireCheckError(t, err, postgres.OpAcquire, false)
+	requireAdmissionError(t, err, postgres.OpAcquire, false)
 	var dbErr *postgres.DatabaseError
 	require.ErrorAs(t, err, &dbErr)
 	require.Equal(t, "42883", dbErr.Code) // undefined_function
@@ -275,7 +275,7 @@ func TestAdmitAfterCloseFailsClosed(t *testing.T) {
 	require.NoError(t, f.store.Close())
 
 	_, err := tryAdmit(context.Background(), f.store, f.check(p, "c"))
-	requireCheckError(t, err, postgres.OpAdmit, false)
+	requireAdmissionError(t, err, postgres.OpAdmit, false)
 	require.ErrorIs(t, err, postgres.ErrClosed)
 	_, err = f.store.CleanupExpired(context.Background(), 10)
 	require.ErrorIs(t, err, postgres.ErrClosed)
@@ -291,7 +291,7 @@ func TestAdmitWithDoneContextTouchesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := tryAdmit(ctx, f.store, f.check(policy(t, "done", 5, time.Hour), "c"))
-	requireCheckError(t, err, postgres.OpAdmit, false)
+	requireAdmissionError(t, err, postgres.OpAdmit, false)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, f.db.Pool.Stat().AcquireCount(), "a done context must not even take a connection")
 }

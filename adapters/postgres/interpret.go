@@ -72,8 +72,8 @@ func sanitize(err error) error {
 }
 
 // interpretError translates an error met at step op of an admission into a
-// [CheckError], the only error type Admit returns for a backend failure.
-func interpretError(op string, err error) *CheckError {
+// [AdmissionError], the only error type Admit returns for a backend failure.
+func interpretError(op string, err error) *AdmissionError {
 	st := stageOpen
 	switch op {
 	case OpWrite:
@@ -81,11 +81,11 @@ func interpretError(op string, err error) *CheckError {
 	case OpCommit:
 		st = stageCommit
 	}
-	if ce, ok := err.(*CheckError); ok {
+	if ce, ok := err.(*AdmissionError); ok {
 		return ce
 	}
 	safe := sanitize(err)
-	return &CheckError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveConsumed: mayHaveCommitted(st, err)}
+	return &AdmissionError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveConsumed: mayHaveCommitted(st, err)}
 }
 
 // interpretMaintenanceError translates an error of a cleanup or stats read

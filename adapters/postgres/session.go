@@ -345,7 +345,7 @@ func discard(conn *pgxpool.Conn) {
 // leftError is the error of an admission whose caller gave up: its
 // context's error, timed out or cancelled, at the step the work had reached,
 // consumed only if COMMIT had been sent.
-func leftError(caller context.Context, o outcome) *CheckError {
+func leftError(caller context.Context, o outcome) *AdmissionError {
 	err := caller.Err()
-	return &CheckError{Op: o.step, MayHaveConsumed: o.committing, Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
+	return &AdmissionError{Op: o.step, MayHaveConsumed: o.committing, Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
 }

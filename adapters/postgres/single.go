@@ -26,10 +26,10 @@ func (s *Store) AdmitCheck(ctx context.Context, check domain.Check) (domain.Deci
 		return domain.Decision{}, err
 	}
 	if s.closed.Load() {
-		return domain.Decision{}, &CheckError{Op: OpAdmit, Err: ErrClosed}
+		return domain.Decision{}, &AdmissionError{Op: OpAdmit, Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {
-		return domain.Decision{}, &CheckError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
+		return domain.Decision{}, &AdmissionError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
 	}
 	conn, err := s.acquire(ctx)
 	if err != nil {
@@ -52,7 +52,7 @@ func (o *single) admitCheck(ss *session, st *connState, c *domain.Check, rowsPer
 	)
 	commit, err := domain.EvaluateCheck(c, now, &o.obs, &next, &d)
 	if err != nil {
-		return domain.Decision{}, &CheckError{Op: OpEvaluate, Err: err}
+		return domain.Decision{}, &AdmissionError{Op: OpEvaluate, Err: err}
 	}
 	if !commit {
 		// The session rolls back, or closes the connection; the denial
@@ -81,7 +81,7 @@ func (o *single) admitBatchOfOne(ss *session, st *connState, b *domain.Batch, ro
 	if err != nil || !commit {
 		ss.release()
 		if err != nil {
-			return &CheckError{Op: OpEvaluate, Err: err}
+			return &AdmissionError{Op: OpEvaluate, Err: err}
 		}
 		return nil
 	}

@@ -131,7 +131,7 @@ func TestAdmitCheckFailsClosed(t *testing.T) {
 		require.NoError(t, err)
 
 		_, err = f.store.AdmitCheck(context.Background(), c)
-		requireCheckError(t, err, postgres.OpEvaluate, false)
+		requireAdmissionError(t, err, postgres.OpEvaluate, false)
 		require.ErrorIs(t, err, domain.ErrCorruptCounter)
 		got, _ := f.stored(t, c)
 		require.Equal(t, int64(99), got.Used)
@@ -142,7 +142,7 @@ func TestAdmitCheckFailsClosed(t *testing.T) {
 		f := setup(t, postgres.Config{})
 		require.NoError(t, f.store.Close())
 		_, err := f.store.AdmitCheck(context.Background(), f.check(policy(t, "single.closed", 5, time.Hour), "c"))
-		requireCheckError(t, err, postgres.OpAdmit, false)
+		requireAdmissionError(t, err, postgres.OpAdmit, false)
 		require.ErrorIs(t, err, postgres.ErrClosed)
 	})
 	t.Run("done context", func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestAdmitCheckFailsClosed(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := f.store.AdmitCheck(ctx, f.check(policy(t, "single.done", 5, time.Hour), "c"))
-		requireCheckError(t, err, postgres.OpAdmit, false)
+		requireAdmissionError(t, err, postgres.OpAdmit, false)
 		require.ErrorIs(t, err, context.Canceled)
 		require.Zero(t, f.db.Pool.Stat().AcquireCount())
 	})
@@ -164,7 +164,7 @@ func TestAdmitCheckFailsClosed(t *testing.T) {
 		tx := f.hold(t)
 		lockRow(t, tx, c)
 		_, err := store.AdmitCheck(context.Background(), c)
-		ce := requireCheckError(t, err, postgres.OpLock, false)
+		ce := requireAdmissionError(t, err, postgres.OpLock, false)
 		require.True(t, ce.Timeout)
 		require.Zero(t, pool.Stat().AcquiredConns())
 		require.NoError(t, tx.Rollback(context.Background()))
@@ -181,7 +181,7 @@ func TestAdmitCheckFailsClosed(t *testing.T) {
 
 		w.stallNext(2)
 		_, err := store.AdmitCheck(context.Background(), c)
-		ce := requireCheckError(t, err, postgres.OpCommit, true)
+		ce := requireAdmissionError(t, err, postgres.OpCommit, true)
 		require.True(t, ce.Timeout)
 		require.Zero(t, pool.Stat().TotalConns(), "a commit timeout closes the connection")
 		require.Eventually(t, func() bool {
@@ -200,7 +200,7 @@ func TestAdmitCheckFailsClosed(t *testing.T) {
 		require.NoError(t, err)
 		c := f.check(policy(t, "single.trigger", 5, time.Hour), "c")
 		_, err = f.store.AdmitCheck(context.Background(), c)
-		requireCheckError(t, err, postgres.OpWrite, false)
+		requireAdmissionError(t, err, postgres.OpWrite, false)
 		require.NotContains(t, err.Error(), "\\x", "no key bytes in the error text")
 		_, ok := f.stored(t, c)
 		require.False(t, ok)
