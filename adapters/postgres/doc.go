@@ -39,14 +39,15 @@
 //  2. The domain evaluates the batch at that time. If it is allowed: the
 //     updates, the inserts and COMMIT. If not: ROLLBACK.
 //
-// A single check, the common case, whether it comes through
-// [Store.AdmitCheck] (the path app.Limiter.Check takes) or as a batch of
-// one, makes the same two round trips with fewer statements: round trip 1
-// is BEGIN and one call of the function runlimit_lock_counter (migrations
-// 003 and 004), which takes the settings, the advisory lock, the row lock,
-// the ledger lock of a new key and the clock sample in that order, each
-// step a statement of its own inside the server; round trip 2 is one UPDATE
-// or INSERT and COMMIT.
+// [Store.AdmitCheck] (the path app.Limiter.Check takes) runs the very same
+// flow: the check becomes a batch of one (domain.Batch.ResetSingle), so
+// the protocol, its error attribution, the evaluation and the finish are
+// written once. A batch of one, the common case, sends fewer statements in
+// the same two round trips: round trip 1 is BEGIN and one call of the
+// function runlimit_lock_counter, which takes the settings, the advisory
+// lock, the row lock, the ledger lock of a new key and the clock sample in
+// that order, each step a statement of its own inside the server; round
+// trip 2 is one UPDATE or INSERT and COMMIT.
 //
 // A connection new to the store is made ready before it serves anyone: one
 // pipelined round trip prepares every statement (under names starting with

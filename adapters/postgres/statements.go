@@ -95,11 +95,13 @@ const (
 	sqlRollback = "ROLLBACK"
 )
 
-// The single-check path (single.go). Round trip 1 is BEGIN and one call of
-// runlimit_lock_counter (migrations 003 and 004), which takes the settings,
+// The statements of a batch of one check, whether it came through Admit
+// or AdmitCheck (admit.go runs both through one flow). Round trip 1 is
+// BEGIN and one call of runlimit_lock_counter, which takes the settings,
 // the advisory lock, the row lock, the ledger lock of a new key and the
 // clock sample in the protocol's order, statement after statement inside
-// the server; round trip 2 is one UPDATE or INSERT and COMMIT.
+// the server; round trip 2 is one UPDATE or INSERT and COMMIT. Scalar
+// statements cost the server a fraction of the array ones below.
 const (
 	// sqlLockOne calls the function in the select list rather than in FROM:
 	// its answer comes back as one composite value, without the function
@@ -112,12 +114,12 @@ SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = 
 WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea`
 
 	sqlInsertOne = `INSERT INTO {windows}
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-VALUES ($1::text, $2::text, $3::bytea, $4::bytea, $5::timestamptz, $6::timestamptz, $7::bigint)`
+    (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
+VALUES ($1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::text, $7::text)`
 )
 
-// The protocol for a batch of two or more checks (admit.go). Round trip 1
-// sends, pipelined:
+// The statements of a batch of two or more checks. Round trip 1 sends,
+// pipelined:
 //
 //	BEGIN; settings and advisory locks; row locks, ledger locks and the
 //	clock sample
@@ -220,11 +222,11 @@ WHERE w.config_fingerprint = n.fp AND w.subject_key = n.sk`
 	// trigger counts them against their shards, whose ledger rows are
 	// already locked.
 	sqlInsertMany = `INSERT INTO {windows}
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),
-                         pg_catalog.unnest($3::bytea[]), pg_catalog.unnest($4::bytea[]),
-                         pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::timestamptz[]),
-                         pg_catalog.unnest($7::bigint[]))`
+    (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
+SELECT * FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]),
+                         pg_catalog.unnest($3::bigint[]), pg_catalog.unnest($4::timestamptz[]),
+                         pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::text[]),
+                         pg_catalog.unnest($7::text[]))`
 )
 
 // Maintenance (cleanup.go, stats.go).
