@@ -13,9 +13,8 @@ import (
 )
 
 // The counter table refuses every row that breaks its rules, whoever writes
-// it: the storage key rules on insert (by the ledger's insert trigger), the
-// window rules on insert and update (by the table's CHECK), and any change
-// of a storage key.
+// it, each with the name of the constraint it breaks, and any change of a
+// storage key.
 func TestCounterRulesHoldForEveryWriter(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
@@ -31,23 +30,24 @@ func TestCounterRulesHoldForEveryWriter(t *testing.T) {
 	}
 	valid := row{"p", "s", 32, 32, "2030-01-01", "2030-01-02", 1}
 	for _, tc := range []struct {
-		name   string
-		change func(*row)
+		name       string
+		change     func(*row)
+		constraint string
 	}{
-		{"empty policy id", func(r *row) { r.policy = "" }},
-		{"policy id over 128 bytes", func(r *row) { r.policy = longID() }},
-		{"empty scope id", func(r *row) { r.scope = "" }},
-		{"scope id over 128 bytes", func(r *row) { r.scope = longID() }},
-		{"short fingerprint", func(r *row) { r.fpLen = 31 }},
-		{"long subject key", func(r *row) { r.skLen = 33 }},
-		{"window ending at its start", func(r *row) { r.expires = r.start }},
-		{"infinite window", func(r *row) { r.expires = "infinity" }},
-		{"nothing used", func(r *row) { r.used = 0 }},
+		{"empty policy id", func(r *row) { r.policy = "" }, "runlimit_fixed_windows_policy_id_size"},
+		{"policy id over 128 bytes", func(r *row) { r.policy = longID() }, "runlimit_fixed_windows_policy_id_size"},
+		{"empty scope id", func(r *row) { r.scope = "" }, "runlimit_fixed_windows_scope_id_size"},
+		{"scope id over 128 bytes", func(r *row) { r.scope = longID() }, "runlimit_fixed_windows_scope_id_size"},
+		{"short fingerprint", func(r *row) { r.fpLen = 31 }, "runlimit_fixed_windows_fingerprint_size"},
+		{"long subject key", func(r *row) { r.skLen = 33 }, "runlimit_fixed_windows_subject_key_size"},
+		{"window ending at its start", func(r *row) { r.expires = r.start }, "runlimit_fixed_windows_valid_window"},
+		{"window ending before its start", func(r *row) { r.expires = "2029-12-31" }, "runlimit_fixed_windows_valid_window"},
+		{"nothing used", func(r *row) { r.used = 0 }, "runlimit_fixed_windows_positive_usage"},
 	} {
 		r := valid
 		tc.change(&r)
 		_, err := db.Pool.Exec(ctx, insert, r.policy, r.scope, r.fpLen, r.skLen, r.start, r.expires, r.used)
-		requireSQLState(t, err, "23514", tc.name)
+		requireConstraint(t, err, "23514", tc.constraint, tc.name)
 	}
 	var count int64
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM runlimit_fixed_windows").Scan(&count))
@@ -58,13 +58,23 @@ func TestCounterRulesHoldForEveryWriter(t *testing.T) {
 	_, err := db.Pool.Exec(ctx, insert, valid.policy, valid.scope, valid.fpLen, valid.skLen, valid.start, valid.expires, valid.used)
 	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET used = 0")
-	requireSQLState(t, err, "23514", "update to nothing used")
+	requireConstraint(t, err, "23514", "runlimit_fixed_windows_positive_usage", "update to nothing used")
 	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET window_expires_at = window_started_at")
-	requireSQLState(t, err, "23514", "update to an empty window")
-	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET subject_key = decode(repeat('03', 32), 'hex')")
-	requireSQLState(t, err, "23001", "update of a storage key") // restrict_violation
+	requireConstraint(t, err, "23514", "runlimit_fixed_windows_valid_window", "update to an empty window")
+	for _, column := range []string{"config_fingerprint", "subject_key"} {
+		_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET "+column+" = decode(repeat('03', 32), 'hex')")
+		requireConstraint(t, err, "23514", "runlimit_fixed_windows_immutable_storage_key", "update of "+column)
+	}
 	_, err = db.Pool.Exec(ctx, "UPDATE runlimit_fixed_windows SET used = 2")
 	require.NoError(t, err)
+}
+
+func requireConstraint(t *testing.T, err error, code, constraint, what string) {
+	t.Helper()
+	requireSQLState(t, err, code, what)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, constraint, pgErr.ConstraintName, what)
 }
 
 func longID() string {

@@ -194,17 +194,17 @@ ORDER BY l.id`
     ORDER BY w.config_fingerprint, w.subject_key
     FOR UPDATE OF w),
 ledger AS MATERIALIZED (
-    SELECT c.shard, c.rows
+    SELECT c.capacity_shard, c.row_count
     FROM {ledger} AS c
-    WHERE c.shard = ANY (ARRAY(
+    WHERE c.capacity_shard = ANY (ARRAY(
         SELECT n.shard
         FROM pg_catalog.unnest($3::smallint[]) WITH ORDINALITY AS n(shard, i)
         WHERE NOT EXISTS (SELECT FROM locked WHERE locked.i = n.i)))
-    ORDER BY c.shard
+    ORDER BY c.capacity_shard
     FOR UPDATE OF c)
 SELECT 0::smallint, i, used, window_started_at, window_expires_at FROM locked
 UNION ALL
-SELECT 1::smallint, shard::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
+SELECT 1::smallint, capacity_shard::bigint, row_count, NULL::timestamptz, NULL::timestamptz FROM ledger
 UNION ALL
 SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
 
@@ -257,7 +257,7 @@ WHERE ctid = ANY (ARRAY(
     LIMIT $1::bigint
     FOR UPDATE SKIP LOCKED))`
 
-	sqlLedger = `SELECT shard, rows FROM {ledger} ORDER BY shard`
+	sqlLedger = `SELECT capacity_shard, row_count FROM {ledger} ORDER BY capacity_shard`
 
 	sqlSizes = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
        COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)
