@@ -166,7 +166,7 @@ func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
 		f := setup(t, postgres.Config{})
-		store, pool := f.newStore(t, postgres.Config{OperationTimeout: 200 * time.Millisecond}, named("row-lock"))
+		store, pool := f.newStore(t, postgres.Config{OperationTimeout: time.Second}, named("row-lock"))
 		checks := e.checks(f, policy(t, "held", 5, time.Hour), "held")
 		e.allow(t, store, checks)
 
@@ -190,7 +190,7 @@ func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
 		f := setup(t, postgres.Config{})
-		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 200 * time.Millisecond})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
 		p := policy(t, "stall.read", 5, time.Hour)
 		warm, fresh := e.checks(f, p, "warm"), e.checks(f, p, "fresh")
 		e.allow(t, store, warm)
@@ -216,7 +216,7 @@ func TestAdmitCommitTimeoutMayHaveConsumed(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
 		f := setup(t, postgres.Config{})
-		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 300 * time.Millisecond})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
 		checks := e.checks(f, policy(t, "stall.commit", 5, time.Hour), "c")
 		e.allow(t, store, checks)
 		e.allow(t, store, checks)
@@ -244,7 +244,7 @@ func TestAdmitDenialSurvivesFailedRollback(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
 		f := setup(t, postgres.Config{})
-		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 300 * time.Millisecond})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
 		checks := e.checks(f, policy(t, "stall.rollback", 1, time.Hour), "c")
 		e.allow(t, store, checks)
 		want := verdict{outcome: domain.Denied, index: 0, reason: domain.QuotaExhausted}
