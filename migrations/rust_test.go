@@ -273,9 +273,25 @@ func TestPopulatedVersion4KeepsEveryCount(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM runlimit_fixed_windows WHERE window_expires_at <= now()").Scan(&expired))
 	require.Positive(t, expired)
 
+	// A replica of the previous release, its single-check statement
+	// prepared on its connection, keeps admitting through the migration.
+	previous := connect(t, db)
+	const lockCall = `SELECT ("public".runlimit_lock_counter($1::bigint, $2::bytea, $3::bytea, $4::smallint, $5::text, $6::text)).shard_rows`
+	_, err = previous.Prepare(ctx, "previous_lock_one", lockCall)
+	require.NoError(t, err)
+	absent := func() int64 {
+		var rows int64
+		require.NoError(t, pgx.BeginFunc(ctx, previous, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, "previous_lock_one", int64(7), make([]byte, 32), make([]byte, 32), int16(0), "1s", "1s").Scan(&rows)
+		}))
+		return rows
+	}
+	require.Equal(t, before[0], absent())
+
 	require.NoError(t, migrations.MigratePool(ctx, db.Pool, ""))
 	require.Equal(t, latest(t), version(t, conn, migrations.VersionTable))
 	require.Equal(t, before, ledgerCounts(t, conn, "public"), "every shard keeps its count")
+	require.Equal(t, before[0], absent(), "the previous release's prepared lock call reads the new ledger")
 	gotCount, gotDigest := contents(t, conn, "public")
 	require.Equal(t, count, gotCount)
 	require.Equal(t, digest, gotDigest, "every counter is unchanged")

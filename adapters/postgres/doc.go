@@ -173,8 +173,12 @@
 //
 // # Schema compatibility
 //
-// The table layout, fingerprints, subject keys, shard function and advisory
-// lock ids are byte-compatible with Runlimit for Rust: services in both
-// languages sharing one secret and one database count on the same rows and
-// wait on the same locks.
+// Fingerprints, subject keys, the shard function and advisory lock ids are
+// byte-compatible with Runlimit for Rust, and the schema is Runlimit's
+// name for name (tables, columns, the generated capacity_shard column,
+// constraints, index, and the SQLSTATEs its triggers raise): services in
+// both languages sharing one secret and one database count on the same rows
+// and wait on the same locks. The store also serves a schema a Rust service
+// created, once [github.com/runlimit/runlimit/migrations.Migrate] has
+// adopted it; that package says in which order a mixed deployment migrates.
 package postgres
