@@ -61,9 +61,13 @@ ALTER INDEX {{.schema}}.runlimit_fixed_windows_expires_idx RENAME TO runlimit_fi
 -- The ledger's triggers, on the new columns. Each locks the ledger rows it
 -- changes in ascending shard order before changing them, the order the store
 -- locks them in too, so two writers never wait on each other's ledger rows in
--- a cycle. A shard without a ledger row is a foreign key violation (the
--- foreign key reports it first; the check here holds even without it); a
--- count pushed past the hard maximum or below zero fails the ledger's own
+-- a cycle. The lock is FOR NO KEY UPDATE, the lock the count's UPDATE takes
+-- anyway: FOR UPDATE would also wait for the FOR KEY SHARE locks that the
+-- foreign key's checks of other inserts hold on the same ledger row, and two
+-- inserts into one shard that both checked their key before either counted
+-- would deadlock. A shard without a ledger row is a foreign key violation
+-- (the foreign key reports it first; the check here holds even without it);
+-- a count pushed past the hard maximum or below zero fails the ledger's own
 -- CHECK, which names itself. The functions run as their owner, with a
 -- pinned search_path, and name the ledger in full; unqualified names below
 -- are variables, columns and the transition tables.
@@ -76,7 +80,7 @@ BEGIN
     FROM {{.schema}}.runlimit_capacity_shards AS c
     WHERE c.capacity_shard IN (SELECT n.capacity_shard FROM runlimit_inserted AS n)
     ORDER BY c.capacity_shard
-    FOR UPDATE;
+    FOR NO KEY UPDATE;
     GET DIAGNOSTICS locked = ROW_COUNT;
     IF locked <> (SELECT count(DISTINCT n.capacity_shard) FROM runlimit_inserted AS n) THEN
         RAISE EXCEPTION 'runlimit: the capacity ledger has no row for the shard of a new counter'
@@ -100,7 +104,7 @@ BEGIN
     FROM {{.schema}}.runlimit_capacity_shards AS c
     WHERE c.capacity_shard IN (SELECT o.capacity_shard FROM runlimit_deleted AS o)
     ORDER BY c.capacity_shard
-    FOR UPDATE;
+    FOR NO KEY UPDATE;
     GET DIAGNOSTICS locked = ROW_COUNT;
     IF locked <> (SELECT count(DISTINCT o.capacity_shard) FROM runlimit_deleted AS o) THEN
         RAISE EXCEPTION 'runlimit: the capacity ledger has no row for the shard of a deleted counter'

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
@@ -90,4 +91,57 @@ func requireSQLState(t *testing.T, err error, code, what string) {
 	var pgErr *pgconn.PgError
 	require.True(t, errors.As(err, &pgErr), "%s: want a server error, got %v", what, err)
 	require.Equal(t, code, pgErr.Code, "%s: %v", what, err)
+}
+
+// Inserts into one shard by writers that take no ledger lock first, as a
+// host's own SQL may, never deadlock on the ledger row: each insert's
+// foreign key check holds a FOR KEY SHARE lock on it, which the count's
+// lock must not wait for. Two transactions here hold that lock first, as
+// two inserts that both checked their key before either counted do.
+func TestInsertsIntoOneShardNeverDeadlock(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	ctx := context.Background()
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, ""))
+	var txs [2]pgx.Tx
+	for i := range txs {
+		tx, err := db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+		_, err = tx.Exec(ctx, "SELECT FROM runlimit_capacity_shards WHERE capacity_shard = 3 FOR KEY SHARE")
+		require.NoError(t, err)
+		txs[i] = tx
+	}
+	// Fingerprints starting 0x01 and subject keys starting 0x02: shard 3.
+	type result struct {
+		tx  int
+		err error
+	}
+	results := make(chan result, len(txs))
+	for i, tx := range txs {
+		go func() {
+			_, err := tx.Exec(ctx, `INSERT INTO runlimit_fixed_windows VALUES ('p', 's',
+				decode('01' || repeat(lpad(to_hex($1::int), 2, '0'), 31), 'hex'), decode(repeat('02', 32), 'hex'),
+				now(), now() + interval '1 minute', 1)`, i)
+			results <- result{i, err}
+		}()
+	}
+	// One insert counts its row while the other waits for it; once the
+	// first commits, the other counts its own.
+	first := <-results
+	require.NoError(t, first.err)
+	select {
+	case second := <-results:
+		require.Fail(t, "both inserts finished while both transactions were open", "%v", second.err)
+	default:
+	}
+	require.NoError(t, txs[first.tx].Commit(ctx))
+	second := <-results
+	require.NoError(t, second.err)
+	require.NoError(t, txs[second.tx].Commit(ctx))
+	var ledger, rows int64
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT row_count, (SELECT count(*) FROM runlimit_fixed_windows)
+		FROM runlimit_capacity_shards WHERE capacity_shard = 3`).Scan(&ledger, &rows))
+	require.Equal(t, int64(2), rows)
+	require.Equal(t, rows, ledger)
 }
