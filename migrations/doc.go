@@ -94,7 +94,10 @@
 // signature); their batches, stats and newly opened connections fail
 // closed, without consuming quota, until they are replaced. Replicas of
 // earlier releases, which call the five-argument lock function step 5
-// drops, must be stopped before migrating.
+// drops, must be stopped before migrating. Step 5 is one-way: its down step
+// refuses (feature_not_supported), so take a backup before it if you may
+// need version 4 again. Step 6 reverts to it, dropping only this library's
+// own objects.
 //
 // # Errors
 //

@@ -124,9 +124,8 @@ func latest(t *testing.T) int32 {
 var wantSchema = schema{
 	Tables: []string{"runlimit_capacity_shards", "runlimit_fixed_windows", "runlimit_schema_version"},
 	Functions: []string{
-		"runlimit_capacity_count_deleted", "runlimit_capacity_count_inserted",
-		"runlimit_capacity_count_truncated", "runlimit_forbid_key_update",
-		"runlimit_lock_counter",
+		"runlimit_capacity_count", "runlimit_capacity_count_truncated",
+		"runlimit_forbid_key_update", "runlimit_lock_counter",
 	},
 	Triggers: []string{
 		"runlimit_capacity_delete", "runlimit_capacity_insert",
@@ -305,6 +304,9 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	require.Equal(t, stepNames, names)
 }
 
+// Down steps lead back as far as Runlimit's names: the step after them
+// drops only this library's own objects, and the renaming step refuses, with
+// a clear error and nothing changed. Below it, the steps still revert.
 func TestDownStepsRevertAndReapply(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
@@ -319,24 +321,39 @@ func TestDownStepsRevertAndReapply(t *testing.T) {
 	_, err = conn.Exec(ctx, `INSERT INTO runlimit_fixed_windows VALUES
 		('p', 's', decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), now(), now() + interval '1 hour', 3)`)
 	require.NoError(t, err)
-	// Down to 4 leaves a schema the previous release can use, its row and
-	// count kept: its lock functions read the old ledger columns.
-	require.NoError(t, m.MigrateTo(ctx, 4))
+
+	require.NoError(t, m.MigrateTo(ctx, migrations.RustSchemaVersion))
+	requireRunlimitSchema(t, conn, "public")
+	want := wantSchema
+	want.Functions = []string{"runlimit_capacity_count", "runlimit_forbid_key_update"}
+	want.Triggers = []string{"runlimit_capacity_delete", "runlimit_capacity_insert", "runlimit_fixed_windows_immutable_storage_key"}
+	require.Equal(t, want, readSchema(t, conn, "public"))
+	at5 := definitions(t, conn, "public")
+	err = m.MigrateTo(ctx, migrations.RustSchemaVersion-1)
+	requireSQLState(t, err, "0A000", "reverting Runlimit's names") // feature_not_supported
+	require.Contains(t, err.Error(), "restore a backup")
+	require.Equal(t, at5, definitions(t, conn, "public"), "nothing changed")
+	require.Equal(t, int32(migrations.RustSchemaVersion), version(t, conn, migrations.VersionTable))
 	var rows int64
-	require.NoError(t, conn.QueryRow(ctx, "SELECT rows FROM runlimit_capacity_shards WHERE shard = 3").Scan(&rows))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT row_count FROM runlimit_capacity_shards WHERE capacity_shard = 3").Scan(&rows))
 	require.Equal(t, int64(1), rows)
-	for _, call := range []string{
-		`SELECT (runlimit_lock_counter(1, decode(repeat('05', 32), 'hex'), decode(repeat('06', 32), 'hex'), 3::smallint, '1s', '1s')).shard_rows`,
-		`SELECT (runlimit_lock_counter(1, decode(repeat('05', 32), 'hex'), decode(repeat('06', 32), 'hex'), 3::smallint, '1s')).shard_rows`,
-	} {
-		require.NoError(t, conn.QueryRow(ctx, call).Scan(&rows))
-		require.Equal(t, int64(1), rows, call)
-	}
-	require.NoError(t, m.MigrateTo(ctx, 0))
-	require.Equal(t, schema{Tables: []string{"runlimit_schema_version"}, Functions: []string{}, Triggers: []string{}}, readSchema(t, conn, "public"))
-	require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), ""))
-	require.Equal(t, wantSchema, readSchema(t, conn, "public"))
+
+	require.NoError(t, m.Migrate(ctx))
 	require.Equal(t, fresh, definitions(t, conn, "public"))
+
+	// Below the renaming step, the steps revert: a database at version 4
+	// goes back to nothing and up again.
+	old := pgtest.NewEmpty(t)
+	oldConn := connect(t, old)
+	m, err = migrate.NewMigrator(ctx, oldConn, migrations.VersionTable)
+	require.NoError(t, err)
+	m.Data["schema"] = `"public"`
+	require.NoError(t, m.LoadMigrations(migrations.FS()))
+	require.NoError(t, m.MigrateTo(ctx, 4))
+	require.NoError(t, m.MigrateTo(ctx, 0))
+	require.Equal(t, schema{Tables: []string{"runlimit_schema_version"}, Functions: []string{}, Triggers: []string{}}, readSchema(t, oldConn, "public"))
+	require.NoError(t, migrations.Migrate(ctx, config(t, old.URL), ""))
+	require.Equal(t, fresh, definitions(t, oldConn, "public"))
 }
 
 // A database migrated by the previous release (its three steps, written

@@ -22,13 +22,13 @@ ALTER TABLE runlimit_fixed_windows
     ADD CONSTRAINT runlimit_fixed_windows_capacity_shard_fkey
         FOREIGN KEY (capacity_shard) REFERENCES runlimit_capacity_shards (capacity_shard);
 
-CREATE FUNCTION runlimit_ledger_after_insert() RETURNS trigger
+CREATE FUNCTION runlimit_ledger_adjust() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
 DECLARE
     wanted smallint[];
     held smallint[];
 BEGIN
-    SELECT array_agg(DISTINCT r.capacity_shard ORDER BY r.capacity_shard) INTO wanted FROM added_rows AS r;
+    SELECT array_agg(DISTINCT r.capacity_shard ORDER BY r.capacity_shard) INTO wanted FROM changed_rows AS r;
     EXECUTE format(
         'SELECT array_agg(l.capacity_shard ORDER BY l.capacity_shard) FROM (
              SELECT capacity_shard FROM %I.runlimit_capacity_shards
@@ -38,34 +38,10 @@ BEGIN
         RAISE EXCEPTION 'capacity ledger row missing' USING ERRCODE = 'foreign_key_violation';
     END IF;
     EXECUTE format(
-        'UPDATE %I.runlimit_capacity_shards AS c SET row_count = c.row_count + d.n
-         FROM (SELECT capacity_shard, count(*) AS n FROM added_rows GROUP BY capacity_shard) AS d
+        'UPDATE %I.runlimit_capacity_shards AS c SET row_count = c.row_count %s d.n
+         FROM (SELECT capacity_shard, count(*) AS n FROM changed_rows GROUP BY capacity_shard) AS d
          WHERE c.capacity_shard = d.capacity_shard',
-        TG_TABLE_SCHEMA);
-    RETURN NULL;
-END
-$body$;
-
-CREATE FUNCTION runlimit_ledger_after_delete() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
-DECLARE
-    wanted smallint[];
-    held smallint[];
-BEGIN
-    SELECT array_agg(DISTINCT r.capacity_shard ORDER BY r.capacity_shard) INTO wanted FROM removed_rows AS r;
-    EXECUTE format(
-        'SELECT array_agg(l.capacity_shard ORDER BY l.capacity_shard) FROM (
-             SELECT capacity_shard FROM %I.runlimit_capacity_shards
-             WHERE capacity_shard = ANY ($1) ORDER BY capacity_shard FOR UPDATE) AS l',
-        TG_TABLE_SCHEMA) INTO held USING wanted;
-    IF held IS DISTINCT FROM wanted THEN
-        RAISE EXCEPTION 'capacity ledger row missing' USING ERRCODE = 'foreign_key_violation';
-    END IF;
-    EXECUTE format(
-        'UPDATE %I.runlimit_capacity_shards AS c SET row_count = c.row_count - d.n
-         FROM (SELECT capacity_shard, count(*) AS n FROM removed_rows GROUP BY capacity_shard) AS d
-         WHERE c.capacity_shard = d.capacity_shard',
-        TG_TABLE_SCHEMA);
+        TG_TABLE_SCHEMA, CASE TG_OP WHEN 'INSERT' THEN '+' ELSE '-' END);
     RETURN NULL;
 END
 $body$;
@@ -83,8 +59,8 @@ END
 $body$;
 
 CREATE TRIGGER runlimit_ledger_insert AFTER INSERT ON runlimit_fixed_windows
-    REFERENCING NEW TABLE AS added_rows FOR EACH STATEMENT EXECUTE FUNCTION runlimit_ledger_after_insert();
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION runlimit_ledger_adjust();
 CREATE TRIGGER runlimit_ledger_delete AFTER DELETE ON runlimit_fixed_windows
-    REFERENCING OLD TABLE AS removed_rows FOR EACH STATEMENT EXECUTE FUNCTION runlimit_ledger_after_delete();
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION runlimit_ledger_adjust();
 CREATE TRIGGER runlimit_storage_key_immutable BEFORE UPDATE ON runlimit_fixed_windows
     FOR EACH ROW EXECUTE FUNCTION runlimit_reject_storage_key_change();
