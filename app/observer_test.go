@@ -235,7 +235,7 @@ func TestEventEncodings(t *testing.T) {
 		"event.policies=auth.login/client,auth.login/identity event.outcome=denied event.index=1 event.reason=quota "+
 		"event.duration="+events[1].event.Duration.String()+"\n", events[1].logged)
 	require.Equal(t, "level=INFO msg=admission event.limiter=edge event.size=1 event.policies=auth.login/identity "+
-		`event.error="runlimit: memory store admit: runlimit: memory store is closed" event.may_have_consumed_quota=false `+
+		`event.error="runlimit: memory store admit: runlimit: store is closed" event.may_have_consumed_quota=false `+
 		"event.duration="+events[2].event.Duration.String()+"\n", events[2].logged)
 }
 

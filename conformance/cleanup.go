@@ -7,11 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // cleanupScenario checks [ports.Cleaner] on stores that offer it: cleanup
 // removes expired counters, at most as many as asked each call, never an
-// active one, and nothing when asked for zero or a negative number.
+// active one, and nothing when asked for zero or a negative number (then
+// with [ports.ErrNegativeMax]).
 // (capacity/new_key_fits_after_cleanup checks that it frees their slots.)
 func cleanupScenario() scenario {
 	return scenario{name: "cleanup", cases: []testCase{
@@ -109,7 +111,7 @@ func testCleanupBoundary(t *testing.T, f *fixture) {
 }
 
 func testCleanupZeroOrNegative(t *testing.T, f *fixture) {
-	const g = "cleanup: CleanupExpired(0) removes nothing; a negative max is an error and removes nothing"
+	const g = "cleanup: CleanupExpired(0) removes nothing; a negative max is ports.ErrNegativeMax and removes nothing"
 	cleanup := f.requireCleaner()
 	p := f.policy(1, time.Minute)
 	ks := f.keys(3)
@@ -123,6 +125,9 @@ func testCleanupZeroOrNegative(t *testing.T, f *fixture) {
 	for _, max := range []int{-1, -1 << 31} {
 		n, err := cleanup(max)
 		require.Error(t, err, "%s: CleanupExpired(%d) must report the invalid maximum", g, max)
+		require.ErrorIs(t, err, ports.ErrNegativeMax, "%s: CleanupExpired(%d) must report ports.ErrNegativeMax", g, max)
+		require.ErrorIs(t, err, domain.ErrInvalidInput, "%s: a negative maximum is the caller's mistake", g)
+		require.False(t, ports.MayHaveConsumedQuota(err), "%s: the error must say nothing was consumed", g)
 		require.Zero(t, n, "%s: CleanupExpired(%d) removed %d", g, max, n)
 	}
 	require.Equal(t, len(ks), f.cleanAll(cleanup, 10, g), "%s: every expired counter was still there to remove", g)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,8 +15,9 @@ import (
 )
 
 // closeScenario checks [ports.Closer] on stores that offer it: after Close,
-// a check fails closed, with an error that consumed nothing and names no
-// key, on both paths.
+// a check fails closed on both paths, and cleanup and stats fail too, each
+// with an error matching [ports.ErrClosed] that consumed nothing and names
+// no key.
 func closeScenario() scenario {
 	return scenario{name: "close", cases: []testCase{
 		{name: "closed_store_fails_closed", single: true, run: testClosedStoreFailsClosed},
@@ -40,6 +42,32 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 	bd, err := f.limiter.CheckAll(f.ctx, []domain.Check{f.check(p, f.key()), f.check(p, k)})
 	f.log.add("batch via Admit → error: %v", err)
 	requireFailedClosed(t, err, k, g+" (a batch)", describeBatch(bd))
+	if cleanup, ok := f.cleaner(); ok {
+		n, err := cleanup(1)
+		requireFailedClosed(t, err, k, g+" (CleanupExpired)", fmt.Sprintf("%d removed", n))
+		require.Zero(t, n, "%s: CleanupExpired on a closed store removed %d", g, n)
+		// A caller's mistake is reported as such, whatever the store's
+		// state.
+		_, err = cleanup(-1)
+		require.ErrorIs(t, err, ports.ErrNegativeMax, "%s: CleanupExpired(-1) on a closed store", g)
+	}
+	if sr, ok := f.inst.Store.(ports.StatsReporter); ok {
+		f.rep.called(StatsReporter)
+		s, err := guardStats(f, sr)
+		requireFailedClosed(t, err, k, g+" (Stats)", fmt.Sprintf("%+v", s))
+	}
+}
+
+// guardStats calls Stats as the suite calls every store method: a panic
+// comes back as an error.
+func guardStats(f *fixture, sr ports.StatsReporter) (ports.Stats, error) {
+	var s ports.Stats
+	err := guard(func() (err error) {
+		s, err = sr.Stats(f.ctx)
+		return err
+	})
+	f.log.add("Stats → %+v, error: %v", s, err)
+	return s, err
 }
 
 func requireFailedClosed(t *testing.T, err error, k domain.SubjectKey, g, got string) {
@@ -48,6 +76,7 @@ func requireFailedClosed(t *testing.T, err error, k domain.SubjectKey, g, got st
 	var pe *panicError
 	require.False(t, errors.As(err, &pe), "%s: a closed store must return an error, not panic: %v", g, err)
 	require.False(t, ports.MayHaveConsumedQuota(err), "%s: the error must say nothing was consumed: %v", g, err)
+	require.ErrorIs(t, err, ports.ErrClosed, "%s: the error must match ports.ErrClosed", g)
 	// An error message may reach logs: it must not carry the key.
 	b := k.Bytes()
 	msg := err.Error()

@@ -51,6 +51,54 @@
 // whose schema was vendored: its version table would say nothing is
 // applied.
 //
+// # Sharing a database with Rust services
+//
+// From version 5 on, the schema is Runlimit's own, name for name: the
+// tables, columns, the generated capacity_shard column, every constraint,
+// the expiry index and the SQLSTATEs its triggers raise are those a Rust
+// Runlimit service creates, and keys and advisory lock ids are the same
+// bytes, so services in both languages can share one schema and one quota.
+// Their migration histories are not shared: a Rust service records its
+// steps in sqlx's _sqlx_migrations, with checksums of its own SQL that this
+// package cannot produce, and this package records its version in
+// [VersionTable]. A mixed deployment therefore migrates in this order:
+//
+//  1. Let a Rust service (or its migrator) create the schema first, with
+//     the schema as the first entry of its search_path. Its
+//     _sqlx_migrations then records versions 20260723000000,
+//     20260725000000 and 20260726000000 ([RustVersions]).
+//  2. Then run [Migrate] (or runlimit migrate) on that schema. It
+//     recognises the three rows ([RustMigrated]) and adopts the schema: it
+//     creates [VersionTable] at [RustSchemaVersion], re-creating nothing and
+//     leaving _sqlx_migrations alone, and adds only this library's own
+//     objects (the lock function runlimit_lock_counter and the truncate
+//     trigger), whose names no Rust migration uses. The Rust migrator stays
+//     content: every row it wrote is still there, and nothing it created
+//     changed.
+//
+// A schema created by this package first has no _sqlx_migrations rows, and
+// a Rust migrator would try to create the tables again and fail. Run such
+// Rust services with their migrations disabled (the schema is already the
+// one they expect), or start the schema from step 1. A _sqlx_migrations
+// holding some of Runlimit's rows but not all is a Rust migration that did
+// not finish: Migrate refuses it ([ErrRustIncomplete]). Rust migrations
+// after these three are not recognised; check a later Rust release against
+// this package before sharing its schema.
+//
+// # Upgrading to version 6
+//
+// Step 5 renames columns, constraints and the index, and replaces the
+// triggers, under an exclusive lock on both tables, keeping every row and
+// every count. Replicas of the previous release keep admitting single
+// checks while the new release rolls out (the lock function keeps their
+// signature); their batches, stats and newly opened connections fail
+// closed, without consuming quota, until they are replaced. Replicas of
+// earlier releases, which call the five-argument lock function step 5
+// drops, must be stopped before migrating. Step 5 is one-way: its down step
+// refuses (feature_not_supported), so take a backup before it if you may
+// need version 4 again. Step 6 reverts to it, dropping only this library's
+// own objects.
+//
 // # Errors
 //
 // No error of this package holds a password, a connection config or the

@@ -103,7 +103,7 @@ func TestEveryFunctionPinsItsSearchPath(t *testing.T) {
 		return f, r.Scan(&f.name, &f.trigger, &f.definer, &f.settings)
 	})
 	require.NoError(t, err)
-	require.Len(t, functions, 6) // four trigger functions, two forms of the lock function
+	require.Len(t, functions, 4) // three trigger functions and the lock function
 	for _, f := range functions {
 		require.Equal(t, []string{"search_path=pg_catalog, pg_temp"}, f.settings, f.name)
 		require.Equal(t, f.trigger, f.definer, "%s: trigger functions, and only they, are SECURITY DEFINER", f.name)

@@ -94,8 +94,10 @@ func load(m *migrate.Migrator, schema string) error {
 // functions stand in for the ones tern calls, running with the migrating
 // role's rights. It creates schema when it does not exist, and refuses one
 // owned by any role but the migrating role, a role it is a member of, the
-// database owner or a superuser ([ErrUntrustedSchema]). Its errors never
-// hold the password or the connection config.
+// database owner or a superuser ([ErrUntrustedSchema]). A schema a Rust
+// Runlimit service migrated ([RustMigrated]) is adopted: Migrate records it
+// at [RustSchemaVersion], re-creating nothing, and applies the later steps.
+// Its errors never hold the password or the connection config.
 func Migrate(ctx context.Context, config *pgx.ConnConfig, schema string) error {
 	schema, err := resolve(schema)
 	if err != nil {
@@ -115,6 +117,9 @@ func Migrate(ctx context.Context, config *pgx.ConnConfig, schema string) error {
 		_ = conn.Close(closeCtx)
 	}()
 	if err := ensureSchema(ctx, conn, schema); err != nil {
+		return err
+	}
+	if _, err := adopt(ctx, conn, schema); err != nil {
 		return err
 	}
 	versionTable := pgx.Identifier{schema, VersionTable}.Sanitize()

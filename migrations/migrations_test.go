@@ -124,13 +124,12 @@ func latest(t *testing.T) int32 {
 var wantSchema = schema{
 	Tables: []string{"runlimit_capacity_shards", "runlimit_fixed_windows", "runlimit_schema_version"},
 	Functions: []string{
-		"runlimit_capacity_count_deleted", "runlimit_capacity_count_inserted",
-		"runlimit_capacity_count_truncated", "runlimit_forbid_key_update",
-		"runlimit_lock_counter",
+		"runlimit_capacity_count", "runlimit_capacity_count_truncated",
+		"runlimit_forbid_key_update", "runlimit_lock_counter",
 	},
 	Triggers: []string{
 		"runlimit_capacity_delete", "runlimit_capacity_insert",
-		"runlimit_capacity_truncate", "runlimit_fixed_windows_immutable_keys",
+		"runlimit_capacity_truncate", "runlimit_fixed_windows_immutable_storage_key",
 	},
 	Shards: 256,
 }
@@ -163,7 +162,7 @@ func TestMigrateIntoItsOwnSchema(t *testing.T) {
 		('p', 's', decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), now(), now() + interval '1 minute', 3)`)
 	require.NoError(t, err)
 	var ledger int64
-	require.NoError(t, conn.QueryRow(ctx, `SELECT rows FROM "Rate_Limits".runlimit_capacity_shards WHERE shard = 3`).Scan(&ledger))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT row_count FROM "Rate_Limits".runlimit_capacity_shards WHERE capacity_shard = 3`).Scan(&ledger))
 	require.Equal(t, int64(1), ledger)
 
 	// Two schemas live side by side in one database.
@@ -209,7 +208,7 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 	var used, ledger int64
 	require.NoError(t, conn.QueryRow(ctx, "SELECT used FROM runlimit_fixed_windows").Scan(&used))
 	require.Equal(t, int64(3), used)
-	require.NoError(t, conn.QueryRow(ctx, "SELECT rows FROM runlimit_capacity_shards WHERE shard = 3").Scan(&ledger))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT row_count FROM runlimit_capacity_shards WHERE capacity_shard = 3").Scan(&ledger))
 	require.Equal(t, int64(1), ledger)
 }
 
@@ -260,7 +259,7 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	t.Parallel()
 	steps, err := migrations.SQL("vendored")
 	require.NoError(t, err)
-	require.Len(t, steps, 4)
+	require.Len(t, steps, 6)
 	for i, st := range steps {
 		require.Equal(t, int32(i+1), st.Version)
 		require.NotEmpty(t, st.Up)
@@ -273,6 +272,8 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	require.Contains(t, steps[1].Up, `CREATE TABLE "vendored".runlimit_capacity_shards`)
 	require.Contains(t, steps[2].Up, `CREATE FUNCTION "vendored".runlimit_lock_counter`)
 	require.Contains(t, steps[3].Up, `FROM "vendored".runlimit_fixed_windows AS w`)
+	require.Contains(t, steps[4].Up, `ALTER TABLE "vendored".runlimit_capacity_shards RENAME COLUMN shard TO capacity_shard`)
+	require.Contains(t, steps[5].Up, `CREATE OR REPLACE FUNCTION "vendored".runlimit_lock_counter`)
 	defaults, err := migrations.SQL("")
 	require.NoError(t, err)
 	require.Contains(t, defaults[0].Up, `CREATE TABLE "public".runlimit_fixed_windows`)
@@ -296,9 +297,16 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	// FS holds the same files tern loads.
 	names, err := migrate.FindMigrations(migrations.FS())
 	require.NoError(t, err)
-	require.Equal(t, []string{steps[0].Name, steps[1].Name, steps[2].Name, steps[3].Name}, names)
+	var stepNames []string
+	for _, st := range steps {
+		stepNames = append(stepNames, st.Name)
+	}
+	require.Equal(t, stepNames, names)
 }
 
+// Down steps lead back as far as Runlimit's names: the step after them
+// drops only this library's own objects, and the renaming step refuses, with
+// a clear error and nothing changed. Below it, the steps still revert.
 func TestDownStepsRevertAndReapply(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
@@ -310,16 +318,42 @@ func TestDownStepsRevertAndReapply(t *testing.T) {
 	require.NoError(t, m.LoadMigrations(migrations.FS()))
 	require.NoError(t, m.Migrate(ctx))
 	fresh := definitions(t, conn, "public")
-	// Down to 3 leaves a schema the previous release can use: its
-	// five-argument function, with a body of its own.
-	require.NoError(t, m.MigrateTo(ctx, 3))
-	_, err = conn.Exec(ctx, `SELECT runlimit_lock_counter(1, decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), 3::smallint, '1s')`)
+	_, err = conn.Exec(ctx, `INSERT INTO runlimit_fixed_windows VALUES
+		('p', 's', decode(repeat('01', 32), 'hex'), decode(repeat('02', 32), 'hex'), now(), now() + interval '1 hour', 3)`)
 	require.NoError(t, err)
-	require.NoError(t, m.MigrateTo(ctx, 0))
-	require.Equal(t, schema{Tables: []string{"runlimit_schema_version"}, Functions: []string{}, Triggers: []string{}}, readSchema(t, conn, "public"))
-	require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), ""))
-	require.Equal(t, wantSchema, readSchema(t, conn, "public"))
+
+	require.NoError(t, m.MigrateTo(ctx, migrations.RustSchemaVersion))
+	requireRunlimitSchema(t, conn, "public")
+	want := wantSchema
+	want.Functions = []string{"runlimit_capacity_count", "runlimit_forbid_key_update"}
+	want.Triggers = []string{"runlimit_capacity_delete", "runlimit_capacity_insert", "runlimit_fixed_windows_immutable_storage_key"}
+	require.Equal(t, want, readSchema(t, conn, "public"))
+	at5 := definitions(t, conn, "public")
+	err = m.MigrateTo(ctx, migrations.RustSchemaVersion-1)
+	requireSQLState(t, err, "0A000", "reverting Runlimit's names") // feature_not_supported
+	require.Contains(t, err.Error(), "restore a backup")
+	require.Equal(t, at5, definitions(t, conn, "public"), "nothing changed")
+	require.Equal(t, int32(migrations.RustSchemaVersion), version(t, conn, migrations.VersionTable))
+	var rows int64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT row_count FROM runlimit_capacity_shards WHERE capacity_shard = 3").Scan(&rows))
+	require.Equal(t, int64(1), rows)
+
+	require.NoError(t, m.Migrate(ctx))
 	require.Equal(t, fresh, definitions(t, conn, "public"))
+
+	// Below the renaming step, the steps revert: a database at version 4
+	// goes back to nothing and up again.
+	old := pgtest.NewEmpty(t)
+	oldConn := connect(t, old)
+	m, err = migrate.NewMigrator(ctx, oldConn, migrations.VersionTable)
+	require.NoError(t, err)
+	m.Data["schema"] = `"public"`
+	require.NoError(t, m.LoadMigrations(migrations.FS()))
+	require.NoError(t, m.MigrateTo(ctx, 4))
+	require.NoError(t, m.MigrateTo(ctx, 0))
+	require.Equal(t, schema{Tables: []string{"runlimit_schema_version"}, Functions: []string{}, Triggers: []string{}}, readSchema(t, oldConn, "public"))
+	require.NoError(t, migrations.Migrate(ctx, config(t, old.URL), ""))
+	require.Equal(t, fresh, definitions(t, oldConn, "public"))
 }
 
 // A database migrated by the previous release (its three steps, written
@@ -352,19 +386,20 @@ func TestUpgradeFromVersion3MatchesFresh(t *testing.T) {
 	var used, ledger int64
 	require.NoError(t, conn.QueryRow(ctx, "SELECT used FROM runlimit_fixed_windows").Scan(&used))
 	require.Equal(t, int64(3), used)
-	require.NoError(t, conn.QueryRow(ctx, "SELECT rows FROM runlimit_capacity_shards WHERE shard = 3").Scan(&ledger))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT row_count FROM runlimit_capacity_shards WHERE capacity_shard = 3").Scan(&ledger))
 	require.Equal(t, int64(1), ledger)
 
-	// A service of the previous release keeps working during the rollout:
-	// its five-argument call, unqualified, still finds a function.
+	// A service of the previous release keeps admitting single checks
+	// during the rollout: its six-argument call, unqualified, still finds
+	// the function, which reads the new columns.
 	var rows int64
 	require.NoError(t, conn.QueryRow(ctx, `SELECT (runlimit_lock_counter($1, decode(repeat('05', 32), 'hex'),
-		decode(repeat('06', 32), 'hex'), 3::smallint, '1s')).shard_rows`, 7).Scan(&rows))
+		decode(repeat('06', 32), 'hex'), 3::smallint, '1s', '1s')).shard_rows`, 7).Scan(&rows))
 	require.Equal(t, int64(1), rows)
 }
 
-// A host that vendored the previous release's three steps adds the fourth
-// and gets the fresh schema too.
+// A host that vendored the previous release's three steps adds the later
+// ones and gets the fresh schema too.
 func TestVendoredVersion3TakesTheNewStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -383,8 +418,10 @@ func TestVendoredVersion3TakesTheNewStep(t *testing.T) {
 	}
 	steps, err := migrations.SQL("")
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, steps[3].Up)
-	require.NoError(t, err)
+	for _, st := range steps[3:] {
+		_, err = conn.Exec(ctx, st.Up)
+		require.NoError(t, err, st.Name)
+	}
 	// The fresh database also has the version table.
 	var withoutVersionTable []string
 	for _, d := range fresh {
@@ -418,8 +455,8 @@ func TestLedgerStepCountsExistingRows(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, migrations.Migrate(ctx, config(t, db.URL), ""))
-	rows, err := conn.Query(ctx, `SELECT c.shard, c.rows, (SELECT count(*) FROM runlimit_fixed_windows w
-		WHERE (get_byte(w.config_fingerprint, 0) # get_byte(w.subject_key, 0)) = c.shard)
+	rows, err := conn.Query(ctx, `SELECT c.capacity_shard, c.row_count, (SELECT count(*) FROM runlimit_fixed_windows w
+		WHERE (get_byte(w.config_fingerprint, 0) # get_byte(w.subject_key, 0)) = c.capacity_shard)
 		FROM runlimit_capacity_shards c`)
 	require.NoError(t, err)
 	var total int64

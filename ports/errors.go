@@ -13,6 +13,22 @@ import (
 // [domain.ErrInvalidInput] and consumed nothing.
 var ErrNilContext = fmt.Errorf("%w: nil context.Context", domain.ErrInvalidInput)
 
+// Contracts every store keeps, declared here once so that a host matches
+// them with errors.Is whichever store it runs on.
+var (
+	// ErrClosed is matched by the error of every operation on a store that
+	// was closed ([Closer]). Such an error consumed nothing.
+	ErrClosed = errors.New("runlimit: store is closed")
+	// ErrInvalidConfig is matched by every error a store's constructor
+	// returns for a configuration outside its bounds. No store is built.
+	ErrInvalidConfig = errors.New("runlimit: invalid store config")
+	// ErrNegativeMax is matched by the error of [Cleaner.CleanupExpired]
+	// asked to remove a negative number of counters: a caller mistake,
+	// reported before anything else and removing nothing. It matches
+	// [domain.ErrInvalidInput].
+	ErrNegativeMax = fmt.Errorf("%w: cleanup maximum is negative", domain.ErrInvalidInput)
+)
+
 // QuotaConsumer is implemented by store errors that know whether the failed
 // operation may have consumed quota.
 type QuotaConsumer interface {

@@ -61,3 +61,18 @@ func TestMayHaveConsumedQuota(t *testing.T) {
 		})
 	}
 }
+
+// The shared contracts are distinct, and only a negative cleanup maximum
+// is the caller's mistake.
+func TestSharedContracts(t *testing.T) {
+	t.Parallel()
+	sentinels := []error{ports.ErrClosed, ports.ErrInvalidConfig, ports.ErrNegativeMax}
+	for i, a := range sentinels {
+		for j, b := range sentinels {
+			require.Equal(t, i == j, errors.Is(a, b), "%v against %v", a, b)
+		}
+	}
+	require.ErrorIs(t, ports.ErrNegativeMax, domain.ErrInvalidInput)
+	require.NotErrorIs(t, ports.ErrClosed, domain.ErrInvalidInput)
+	require.False(t, ports.MayHaveConsumedQuota(ports.ErrNegativeMax))
+}

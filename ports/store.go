@@ -52,8 +52,9 @@ type Store interface {
 // Cleaner is implemented by stores that can remove expired counters on
 // demand. CleanupExpired removes at most max expired counters and returns how
 // many it removed. It never removes an active counter. A max of 0 removes
-// nothing and returns (0, nil); a negative max is an error matching
-// [domain.ErrInvalidInput] and removes nothing.
+// nothing and returns (0, nil); a negative max removes nothing and returns 0
+// and an error matching [ErrNegativeMax] (and so [domain.ErrInvalidInput]),
+// whatever state the store is in.
 type Cleaner interface {
 	CleanupExpired(ctx context.Context, max int) (int, error)
 }
@@ -64,8 +65,9 @@ type StatsReporter interface {
 }
 
 // Closer is implemented by stores that hold resources. After Close, Admit
-// fails closed with an error that did not consume quota. Close releases only
-// what the store opened itself.
+// (and AdmitCheck, CleanupExpired and Stats) fail closed with an error
+// matching [ErrClosed] that did not consume quota. Close releases only what
+// the store opened itself.
 type Closer interface {
 	Close() error
 }

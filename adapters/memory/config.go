@@ -1,11 +1,11 @@
 package memory
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Bounds on a [Config].
@@ -23,8 +23,9 @@ const (
 	MaxShardCapacity = math.MaxInt32
 )
 
-// ErrInvalidConfig is matched by every [ConfigError].
-var ErrInvalidConfig = errors.New("runlimit: invalid memory store config")
+// ErrInvalidConfig is matched by every [ConfigError]. It is
+// [ports.ErrInvalidConfig], the contract every store shares.
+var ErrInvalidConfig = ports.ErrInvalidConfig
 
 // Config sizes a memory [Store]. Only MaxKeys is required.
 type Config struct {

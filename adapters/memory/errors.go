@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Errors of a memory [Store]. Every error the store returns fails closed:
@@ -13,13 +14,15 @@ import (
 // each answers false to MayHaveConsumedQuota (see
 // [github.com/runlimit/runlimit/ports.MayHaveConsumedQuota]).
 var (
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("runlimit: memory store is closed")
+	// ErrClosed: the store was closed. It is [ports.ErrClosed], the
+	// contract every store shares.
+	ErrClosed = ports.ErrClosed
 	// ErrPoisoned: a shard the operation needs was poisoned by a panic.
 	ErrPoisoned = errors.New("runlimit: memory store shard is poisoned")
 	// ErrNegativeMax: CleanupExpired was asked to remove a negative number
-	// of entries. A caller mistake: it matches [domain.ErrInvalidInput].
-	ErrNegativeMax = fmt.Errorf("%w: cleanup maximum is negative", domain.ErrInvalidInput)
+	// of entries. A caller mistake: it is [ports.ErrNegativeMax], which
+	// matches [domain.ErrInvalidInput].
+	ErrNegativeMax = ports.ErrNegativeMax
 )
 
 // OpError reports why a store operation failed before it changed anything:

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/domain"
 )
@@ -15,93 +14,110 @@ import (
 // counter-key order, ledger locks in shard order for keys without a row,
 // then one database clock sample, evaluation by the domain, and the writes
 // and COMMIT only when the batch is allowed. It costs two network round
-// trips, or one and a ROLLBACK when the batch is denied. A batch of one
-// check takes the statements of [Store.AdmitCheck].
+// trips, or one and a ROLLBACK when the batch is denied.
 //
 // A batch that is nil, was never prepared or was already driven is
 // rejected first, before the store's state, the context or the pool are
 // looked at. A denial is a decision, read from the batch; Admit then
 // returns nil even if the rollback failed (the connection is closed instead
-// of pooled). An error is a [*CheckError] (or a structural error matching
-// [domain.ErrInvalidInput]) and always fails closed.
+// of pooled). An error is an [*AdmissionError] (or a structural error
+// matching [domain.ErrInvalidInput]) and always fails closed.
 func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 	if err := batch.Ready(); err != nil {
 		return err
 	}
-	if n := batch.Len(); n > s.cfg.MaxBatchSize {
-		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.cfg.MaxBatchSize}
-	}
 	a := s.admissions.Get().(*admission)
-	if err := a.prepare(batch, s.cfg.RowsPerShard); err != nil {
-		s.admissions.Put(a)
-		return err
+	kept, err := s.admit(ctx, a, batch)
+	if kept {
+		s.put(a)
 	}
-	if s.closed.Load() {
-		s.admissions.Put(a)
-		return &CheckError{Op: OpAdmit, Err: ErrClosed}
-	}
-	if err := ctx.Err(); err != nil {
-		s.admissions.Put(a)
-		return &CheckError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
-	}
-	conn, err := s.acquire(ctx)
-	if err != nil {
-		s.admissions.Put(a)
-		return interpretError(OpAcquire, err)
-	}
-	a.kind, a.batch = kindBatch, batch
-	if batch.Len() == 1 {
-		a.kind = kindBatchOfOne
-		a.one.prepare(batch.Key(0))
-	}
-	_, err = s.drive(ctx, conn, a)
 	return err
 }
 
-// drive runs admission a on conn for a caller whose context is ctx, and
-// returns its decision (for a single check) and error. a goes back to the
-// pool once done with, by the caller or, when the caller gave up, by the
-// work.
-func (s *Store) drive(ctx context.Context, conn *pgxpool.Conn, a *admission) (domain.Decision, error) {
-	a.caller = ctx
+// AdmitCheck applies a single check exactly as [Store.Admit] applies a
+// batch holding only check, through the same flow: the check becomes a
+// batch of one ([domain.Batch.ResetSingle]) held in the admission's pooled
+// memory, so it costs no batch of the caller's. It is the path
+// [github.com/runlimit/runlimit/app.Limiter.Check] takes. A denial is a
+// decision; errors are those of Admit, and an invalid check is rejected
+// with its own error before anything else, a closed store or a done
+// context included.
+func (s *Store) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	a := s.admissions.Get().(*admission)
+	b := &a.single
+	if err := b.ResetSingle(&check); err != nil {
+		s.put(a)
+		return domain.Decision{}, err
+	}
+	kept, err := s.admit(ctx, a, b)
+	var d domain.Decision
+	if err == nil {
+		d, _, err = b.DecisionOf(0)
+	}
+	if kept {
+		s.put(a)
+	}
+	return d, err
+}
+
+// admit is the one admission flow of Admit and AdmitCheck: it runs a for
+// b, a ready batch, from the checks that need no connection to the answer.
+// kept reports whether the caller still owns a; it does not when the caller
+// left and the work, still running, will give a back itself.
+func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept bool, err error) {
+	if n := b.Len(); n > s.cfg.MaxBatchSize {
+		return true, &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.cfg.MaxBatchSize}
+	}
+	if err := a.prepare(b, s.cfg.RowsPerShard); err != nil {
+		return true, err
+	}
+	if s.closed.Load() {
+		return true, &AdmissionError{Op: OpAdmit, Err: ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return true, &AdmissionError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
+	}
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return true, interpretError(OpAcquire, stageOpen, err)
+	}
+	a.batch, a.caller = b, ctx
 	a.sess.open(ctx, conn, s.cfg.OperationTimeout)
 	o := a.sess.drive(ctx, a.work)
 	if o.detached {
 		// a belongs to the work now.
-		return domain.Decision{}, leftError(ctx, o)
+		return false, leftError(ctx, o)
 	}
-	d, err := a.decision, a.err
+	err = a.err
 	if o.left && err != nil {
 		// The work stopped because the caller left: the caller's error.
 		err = leftError(ctx, o)
 	}
-	a.reset()
-	s.admissions.Put(a)
-	return d, err
+	return true, err
 }
 
-// admissionKind says which protocol an admission drives.
-type admissionKind uint8
-
-const (
-	kindCheck      admissionKind = iota // AdmitCheck: the single-check path
-	kindBatchOfOne                      // Admit of one check: the single-check path
-	kindBatch                           // Admit of two or more checks
-)
+// put gives a back to the store's pool, without what it holds of its
+// caller.
+func (s *Store) put(a *admission) {
+	a.caller, a.batch, a.err = nil, nil, nil
+	s.admissions.Put(a)
+}
 
 // admission is one Admit or AdmitCheck: its session and scratch memory,
-// reused through the store's pool. The per-check slices are in caller order.
+// reused through the store's pool. The per-check slices are in caller
+// order.
 type admission struct {
 	store  *Store
 	sess   session
 	work   func() // a.run, bound once
 	caller context.Context
 
-	kind     admissionKind
-	check    domain.Check  // kindCheck: the caller's check, copied
-	batch    *domain.Batch // the caller's batch, touched only while the caller waits
-	decision domain.Decision
-	err      error
+	// batch is the batch being admitted, the caller's or single; it is
+	// touched only while the caller waits.
+	batch *domain.Batch
+	// single is AdmitCheck's batch of one.
+	single domain.Batch
+	err    error
 
 	keys     []byte   // the counter keys, 64 bytes each
 	fps, sks [][]byte // fingerprint and subject key of each check, views into keys
@@ -111,33 +127,16 @@ type admission struct {
 	counters []domain.Counter
 	ledger   []ledgerRow // rows of the locked ledger shards
 
-	// The writes of round trip 2.
-	upFps, upSks      [][]byte
-	upUsed            []int64
-	upStart, upExpire []domain.Instant
-	inPolicy, inScope []string
-	inFps, inSks      [][]byte
-	inStart, inExpire []domain.Instant
-	inUsed            []int64
+	// The writes of round trip 2: counters that have a row, and new ones.
+	updates, inserts writes
 
-	// Parameters in binary form: each ends at its offset in buf.
-	buf    []byte
-	ends   []int
-	params [][]byte
-
-	one single // a batch of one check takes the single-check path
+	params params
 }
 
 func newAdmission(s *Store) *admission {
 	a := &admission{store: s}
 	a.work = a.run
 	return a
-}
-
-// reset drops what a holds of its caller before a goes back to the pool.
-func (a *admission) reset() {
-	a.caller, a.batch, a.err = nil, nil, nil
-	a.check, a.decision = domain.Check{}, domain.Decision{}
 }
 
 type ledgerRow struct {
@@ -154,21 +153,12 @@ func (a *admission) run() {
 		err = errCallerLeft
 	}
 	if st != nil {
-		rows := s.cfg.RowsPerShard
-		switch a.kind {
-		case kindCheck:
-			a.decision, err = a.one.admitCheck(&a.sess, st, &a.check, rows)
-		case kindBatchOfOne:
-			err = a.one.admitBatchOfOne(&a.sess, st, a.batch, rows)
-		default:
-			err = a.admitBatch(&a.sess, st, rows)
-		}
+		err = a.protocol(&a.sess, st, s.cfg.RowsPerShard)
 	}
 	a.err = err
 	if a.sess.exit() {
 		// The caller was answered without these results.
-		a.reset()
-		s.admissions.Put(a)
+		s.put(a)
 	}
 }
 
@@ -210,9 +200,16 @@ func (a *admission) prepare(b *domain.Batch, rowsPerShard int) error {
 	return nil
 }
 
-// admitBatch drives a batch of two or more checks through the protocol.
-// The batch is the caller's: it is touched only while the caller waits.
-func (a *admission) admitBatch(ss *session, st *connState, rowsPerShard int) error {
+// one reports whether the batch holds a single check, which round trips 1
+// and 2 send as scalar statements (see statements.go): the same steps in
+// the same order, at a fraction of the server's work on arrays.
+func (a *admission) one() bool { return len(a.present) == 1 }
+
+// protocol is the admission protocol, written once for every batch size:
+// round trip 1 (locks, reads, clock), evaluation by the domain, and round
+// trip 2 (writes and COMMIT) only when the batch is allowed. The batch is
+// the caller's: it is touched only while the caller waits.
+func (a *admission) protocol(ss *session, st *connState, rowsPerShard int) error {
 	now, err := a.lockAndRead(ss, st)
 	if err != nil {
 		return err
@@ -223,75 +220,64 @@ func (a *admission) admitBatch(ss *session, st *connState, rowsPerShard int) err
 	commit, err := a.evaluate(now, rowsPerShard)
 	ss.release()
 	if err != nil || !commit {
-		// A denial stands in the batch whatever becomes of the rollback.
+		// A denial stands in the batch whatever becomes of the rollback,
+		// which the session runs, or the connection's closing.
 		return err
 	}
 	return a.writeAndCommit(ss, st)
 }
 
-// evaluate hands what round trip 1 read to the batch and, when the batch is
-// allowed, gathers the writes of round trip 2.
-func (a *admission) evaluate(now domain.Instant, rowsPerShard int) (bool, error) {
-	b := a.batch
-	if err := a.observe(b, rowsPerShard); err != nil {
-		return false, &CheckError{Op: OpLock, Err: err}
-	}
-	commit, err := b.Evaluate(now)
-	if err != nil {
-		return false, &CheckError{Op: OpEvaluate, Err: err}
-	}
-	if commit {
-		a.gatherWrites(b)
-	}
-	return commit, nil
-}
-
 // lockAndRead is round trip 1. It returns the database time sampled after
 // every lock was granted.
 func (a *admission) lockAndRead(ss *session, st *connState) (domain.Instant, error) {
-	a.args()
-	a.buf = appendServerTimeout(a.buf, ss.wait)
-	a.arg()
-	a.buf = appendServerTimeout(a.buf, ss.budget)
-	a.arg()
-	a.buf = appendInt8Array(a.buf, a.lockIDs)
-	a.arg()
-	a.buf = appendByteaArray(a.buf, a.fps)
-	a.arg()
-	a.buf = appendByteaArray(a.buf, a.sks)
-	a.arg()
-	a.buf = appendInt2Array(a.buf, a.shards)
-	a.arg()
-	p := a.sliceArgs()
+	p := &a.params
+	p.reset()
 	var q pgconn.Batch
 	q.ExecStatement(st.stmts[stmtBegin], nil, nil, nil)
-	q.ExecStatement(st.stmts[stmtLockMany], p[:3], binaryFormat, nil)
-	q.ExecStatement(st.stmts[stmtReadMany], p[3:6], binaryFormat, binaryFormat)
+	if a.one() {
+		p.addInt8(a.lockIDs, true)
+		p.addBytea(a.fps, true)
+		p.addBytea(a.sks, true)
+		p.addInt2(a.shards, true)
+		ss.addTimeouts(p)
+		q.ExecStatement(st.stmts[stmtLockOne], p.slice(), binaryFormat, binaryFormat)
+	} else {
+		ss.addTimeouts(p)
+		p.addInt8(a.lockIDs, false)
+		p.addBytea(a.fps, false)
+		p.addBytea(a.sks, false)
+		p.addInt2(a.shards, false)
+		args := p.slice()
+		q.ExecStatement(st.stmts[stmtLockMany], args[:3], binaryFormat, nil)
+		q.ExecStatement(st.stmts[stmtReadMany], args[3:], binaryFormat, binaryFormat)
+	}
 	if !ss.send(false) {
 		return 0, errCallerLeft
 	}
 	mrr := ss.pc.ExecBatch(ss.ctx, &q)
-	now, err := a.readResults(mrr)
+	now, err := a.readLocked(mrr)
+	// The reader's own error, when it has one, is the cause: a result that
+	// ended early did so because of it.
 	if cerr := mrr.Close(); cerr != nil {
 		err = cerr
 	}
 	ss.received()
 	if err != nil {
 		ss.forget(err)
-		return 0, interpretError(OpLock, err)
+		return 0, interpretError(OpLock, stageOpen, err)
 	}
 	return now, nil
 }
 
-// Parts of sqlReadMany's answer.
-const (
-	partCounter = 0
-	partLedger  = 1
-	partClock   = 2
-)
-
-func (a *admission) readResults(mrr *pgconn.MultiResultReader) (domain.Instant, error) {
-	for range 2 { // BEGIN, settings and advisory locks
+// readLocked reads round trip 1's answer: the results of BEGIN (and of the
+// advisory locks, for several checks), then the rows that report stored
+// counters, ledger rows and the clock sample.
+func (a *admission) readLocked(mrr *pgconn.MultiResultReader) (domain.Instant, error) {
+	skip := 2 // BEGIN, settings and advisory locks
+	if a.one() {
+		skip = 1 // BEGIN
+	}
+	for range skip {
 		if !mrr.NextResult() {
 			return 0, errIncomplete
 		}
@@ -307,26 +293,66 @@ func (a *admission) readResults(mrr *pgconn.MultiResultReader) (domain.Instant, 
 	var (
 		now     domain.Instant
 		sampled bool
+		rows    int
 		bad     error
 	)
 	for rr.NextRow() {
+		rows++
 		// The values live in the connection's read buffer until the next
 		// message; they are decoded before that.
-		if err := a.decodeRow(rr.Values(), &now, &sampled); err != nil && bad == nil {
+		var err error
+		if a.one() {
+			err = a.decodeLocked(rr.Values(), &now, &sampled)
+		} else {
+			err = a.decodeRow(rr.Values(), &now, &sampled)
+		}
+		if err != nil && bad == nil {
 			bad = err
 		}
 	}
 	if _, err := rr.Close(); err != nil {
 		return 0, err
 	}
-	if bad != nil {
+	switch {
+	case bad != nil:
 		return 0, bad
-	}
-	if !sampled {
+	case a.one() && rows != 1:
+		return 0, malformed("the lock returned no single row")
+	case !sampled:
 		return 0, malformed("the read returned no clock sample")
 	}
 	return now, nil
 }
+
+// decodeLocked decodes runlimit_lock_counter's answer, one composite value
+// in binary format: used, started_at, expires_at (NULL when the key has no
+// row), shard_rows (NULL when it has one) and sampled_at.
+func (a *admission) decodeLocked(v [][]byte, now *domain.Instant, sampled *bool) error {
+	var f [5][]byte
+	if len(v) != 1 || !decodeRecord(v[0], f[:]) {
+		return malformed("the lock returned a malformed answer")
+	}
+	if *now, *sampled = decodeTime(f[4]); !*sampled {
+		return malformed("the read returned no clock sample")
+	}
+	if f[0] != nil {
+		a.observeCounter(0, f[0], f[1], f[2])
+		return nil
+	}
+	rows, ok := decodeInt8(f[3])
+	if !ok {
+		return ErrLedger
+	}
+	a.ledger = append(a.ledger, ledgerRow{shard: a.shards[0], rows: rows})
+	return nil
+}
+
+// Parts of sqlReadMany's answer.
+const (
+	partCounter = 0
+	partLedger  = 1
+	partClock   = 2
+)
 
 // decodeRow decodes one row of sqlReadMany: part, i, used, started and
 // expires, in binary format.
@@ -341,20 +367,10 @@ func (a *admission) decodeRow(v [][]byte, now *domain.Instant, sampled *bool) er
 	}
 	switch part {
 	case partCounter:
-		used, ok1 := decodeInt8(v[2])
-		start, ok2 := decodeTime(v[3])
-		expires, ok3 := decodeTime(v[4])
 		if i < 1 || int(i) > len(a.present) {
 			return malformed("the row lock returned a check out of range")
 		}
-		a.present[i-1] = true
-		if !ok1 || !ok2 || !ok3 {
-			// A counter the domain rejects as corrupt: the admission fails
-			// closed.
-			a.counters[i-1] = domain.Counter{Used: -1}
-			return nil
-		}
-		a.counters[i-1] = domain.Counter{Used: used, Start: start, Expires: expires}
+		a.observeCounter(int(i-1), v[2], v[3], v[4])
 	case partLedger:
 		rows, ok := decodeInt8(v[2])
 		if !ok {
@@ -365,6 +381,38 @@ func (a *admission) decodeRow(v [][]byte, now *domain.Instant, sampled *bool) er
 		*now, *sampled = decodeTime(v[3])
 	}
 	return nil
+}
+
+// observeCounter records the stored counter of check i. One that cannot be
+// decoded is recorded as a counter the domain rejects as corrupt, so that
+// the admission fails closed.
+func (a *admission) observeCounter(i int, used, started, expires []byte) {
+	a.present[i] = true
+	u, ok1 := decodeInt8(used)
+	start, ok2 := decodeTime(started)
+	end, ok3 := decodeTime(expires)
+	if !ok1 || !ok2 || !ok3 {
+		a.counters[i] = domain.Counter{Used: -1}
+		return
+	}
+	a.counters[i] = domain.Counter{Used: u, Start: start, Expires: end}
+}
+
+// evaluate hands what round trip 1 read to the batch and, when the batch is
+// allowed, gathers the writes of round trip 2.
+func (a *admission) evaluate(now domain.Instant, rowsPerShard int) (bool, error) {
+	b := a.batch
+	if err := a.observe(b, rowsPerShard); err != nil {
+		return false, &AdmissionError{Op: OpLock, Err: err}
+	}
+	commit, err := b.Evaluate(now)
+	if err != nil {
+		return false, &AdmissionError{Op: OpEvaluate, Err: err}
+	}
+	if commit {
+		a.gatherWrites(b)
+	}
+	return commit, nil
 }
 
 // observe reports what round trip 1 read. A key without a row finds its
@@ -401,78 +449,87 @@ func (a *admission) ledgerRows(shard int16) (int64, bool) {
 	return 0, false
 }
 
-// gatherWrites copies the new state of every counter of an allowed batch
-// into the arguments of round trip 2.
-func (a *admission) gatherWrites(b *domain.Batch) {
-	a.upFps, a.upSks, a.upUsed = a.upFps[:0], a.upSks[:0], a.upUsed[:0]
-	a.upStart, a.upExpire = a.upStart[:0], a.upExpire[:0]
-	a.inPolicy, a.inScope, a.inFps, a.inSks = a.inPolicy[:0], a.inScope[:0], a.inFps[:0], a.inSks[:0]
-	a.inStart, a.inExpire, a.inUsed = a.inStart[:0], a.inExpire[:0], a.inUsed[:0]
-	for i := range a.present {
-		next := b.Next(i)
-		if a.present[i] {
-			a.upFps, a.upSks = append(a.upFps, a.fps[i]), append(a.upSks, a.sks[i])
-			a.upUsed = append(a.upUsed, next.Used)
-			a.upStart, a.upExpire = append(a.upStart, next.Start), append(a.upExpire, next.Expires)
-			continue
-		}
-		p := b.Check(i).Policy()
-		a.inPolicy, a.inScope = append(a.inPolicy, p.ID().String()), append(a.inScope, p.Scope().String())
-		a.inFps, a.inSks = append(a.inFps, a.fps[i]), append(a.inSks, a.sks[i])
-		a.inStart, a.inExpire = append(a.inStart, next.Start), append(a.inExpire, next.Expires)
-		a.inUsed = append(a.inUsed, next.Used)
+// writes are the new states of counters, column by column, as round trip
+// 2 sends them: policy and scope are set for inserts only.
+type writes struct {
+	fps, sks       [][]byte
+	used           []int64
+	start, expires []domain.Instant
+	policy, scope  []string
+}
+
+func (w *writes) reset() {
+	w.fps, w.sks, w.used = w.fps[:0], w.sks[:0], w.used[:0]
+	w.start, w.expires = w.start[:0], w.expires[:0]
+	w.policy, w.scope = w.policy[:0], w.scope[:0]
+}
+
+func (w *writes) add(fp, sk []byte, next domain.Counter) {
+	w.fps, w.sks, w.used = append(w.fps, fp), append(w.sks, sk), append(w.used, next.Used)
+	w.start, w.expires = append(w.start, next.Start), append(w.expires, next.Expires)
+}
+
+// addParams adds the columns every write sets, in the order of the write
+// statements' parameters, and the ids when the writes are inserts.
+func (w *writes) addParams(p *params, scalar bool) {
+	p.addBytea(w.fps, scalar)
+	p.addBytea(w.sks, scalar)
+	p.addInt8(w.used, scalar)
+	p.addTime(w.start, scalar)
+	p.addTime(w.expires, scalar)
+	if len(w.policy) > 0 {
+		p.addText(w.policy, scalar)
+		p.addText(w.scope, scalar)
 	}
 }
 
-// writeAndCommit is round trip 2 of an allowed batch.
+// gatherWrites copies the new state of every counter of an allowed batch
+// into the writes of round trip 2.
+func (a *admission) gatherWrites(b *domain.Batch) {
+	a.updates.reset()
+	a.inserts.reset()
+	for i := range a.present {
+		if a.present[i] {
+			a.updates.add(a.fps[i], a.sks[i], b.Next(i))
+			continue
+		}
+		a.inserts.add(a.fps[i], a.sks[i], b.Next(i))
+		p := b.Check(i).Policy()
+		a.inserts.policy = append(a.inserts.policy, p.ID().String())
+		a.inserts.scope = append(a.inserts.scope, p.Scope().String())
+	}
+}
+
+// writeAndCommit is round trip 2 of an allowed batch: the updates of the
+// counters that have a row, the inserts of those that had none, and COMMIT.
 func (a *admission) writeAndCommit(ss *session, st *connState) error {
-	a.args()
+	p := &a.params
 	var q pgconn.Batch
-	writes := 0
-	if len(a.upFps) > 0 {
-		a.buf = appendByteaArray(a.buf, a.upFps)
-		a.arg()
-		a.buf = appendByteaArray(a.buf, a.upSks)
-		a.arg()
-		a.buf = appendInt8Array(a.buf, a.upUsed)
-		a.arg()
-		a.buf = appendTimeArray(a.buf, a.upStart)
-		a.arg()
-		a.buf = appendTimeArray(a.buf, a.upExpire)
-		a.arg()
+	one := a.one()
+	update, insert := stmtUpdateMany, stmtInsertMany
+	if one {
+		update, insert = stmtUpdateOne, stmtInsertOne
 	}
-	if len(a.inFps) > 0 {
-		a.buf = appendTextArray(a.buf, a.inPolicy)
-		a.arg()
-		a.buf = appendTextArray(a.buf, a.inScope)
-		a.arg()
-		a.buf = appendByteaArray(a.buf, a.inFps)
-		a.arg()
-		a.buf = appendByteaArray(a.buf, a.inSks)
-		a.arg()
-		a.buf = appendTimeArray(a.buf, a.inStart)
-		a.arg()
-		a.buf = appendTimeArray(a.buf, a.inExpire)
-		a.arg()
-		a.buf = appendInt8Array(a.buf, a.inUsed)
-		a.arg()
-	}
-	p := a.sliceArgs()
-	if len(a.upFps) > 0 {
-		q.ExecStatement(st.stmts[stmtUpdateMany], p[:5], binaryFormat, nil)
-		p = p[5:]
-		writes++
-	}
-	if len(a.inFps) > 0 {
-		q.ExecStatement(st.stmts[stmtInsertMany], p[:7], binaryFormat, nil)
-		writes++
+	statements := 0
+	for _, w := range [...]struct {
+		rows *writes
+		stmt int
+	}{{&a.updates, update}, {&a.inserts, insert}} {
+		if len(w.rows.fps) == 0 {
+			continue
+		}
+		// The statement is encoded at once: params can start again.
+		p.reset()
+		w.rows.addParams(p, one)
+		q.ExecStatement(st.stmts[w.stmt], p.slice(), binaryFormat, nil)
+		statements++
 	}
 	q.ExecStatement(st.stmts[stmtCommit], nil, nil, nil)
 	if !ss.send(true) {
 		return errCallerLeft
 	}
 	mrr := ss.pc.ExecBatch(ss.ctx, &q)
-	op, err := readWritten(mrr, writes)
+	stage, err := readWritten(mrr, statements)
 	// When every result, COMMIT's included, has arrived, the batch is
 	// committed even if closing the reader fails; the session then closes
 	// the connection rather than pooling it.
@@ -480,25 +537,45 @@ func (a *admission) writeAndCommit(ss *session, st *connState) error {
 	ss.received()
 	if err != nil {
 		ss.forget(err)
-		return interpretError(op, err)
+		return interpretError(OpCommit, stage, err)
 	}
 	return nil
 }
 
-// args starts a new list of binary arguments in buf; arg ends each one.
-func (a *admission) args() { a.buf, a.ends = a.buf[:0], a.ends[:0] }
-
-func (a *admission) arg() { a.ends = append(a.ends, len(a.buf)) }
-
-// sliceArgs returns the arguments gathered since args, as views into buf.
-func (a *admission) sliceArgs() [][]byte {
-	a.params = a.params[:0]
-	start := 0
-	for _, end := range a.ends {
-		a.params = append(a.params, a.buf[start:end:end])
-		start = end
+// readWritten reads the results of writes write statements and COMMIT's,
+// and says at which stage an error was met: before COMMIT's result (a
+// write's error, or a round trip that broke before it), or at COMMIT's.
+// COMMIT of a transaction that had failed answers ROLLBACK instead of an
+// error.
+func readWritten(mrr *pgconn.MultiResultReader, writes int) (stage, error) {
+	for range writes {
+		if !mrr.NextResult() {
+			return stageBeforeCommit, incomplete(mrr.Close())
+		}
+		if _, err := mrr.ResultReader().Close(); err != nil {
+			return stageBeforeCommit, err
+		}
 	}
-	return a.params
+	if !mrr.NextResult() {
+		return stageCommit, incomplete(mrr.Close())
+	}
+	tag, err := mrr.ResultReader().Close()
+	if err != nil {
+		return stageCommit, err
+	}
+	if tag.String() != "COMMIT" {
+		return stageCommit, ErrCommitOutcome
+	}
+	return stageCommit, nil
+}
+
+// incomplete is the error of an answer that ended early: the reader's own,
+// or errIncomplete when it has none.
+func incomplete(err error) error {
+	if err == nil {
+		return errIncomplete
+	}
+	return err
 }
 
 func resize[T any](s []T, n int) []T {

@@ -42,9 +42,12 @@ func (s *Store) CleanupExpired(ctx context.Context, maxRows int) (int, error) {
 // cleanup is one cleanup transaction, sent in one round trip with its
 // COMMIT.
 func (s *Store) cleanup(ss *session, maxRows int) (int, error) {
+	var timeouts params
+	ss.addTimeouts(&timeouts)
+	t := timeouts.slice()
 	var q pgx.Batch
 	q.Queue(sqlBegin)
-	q.Queue(sqlTimeouts, string(appendServerTimeout(nil, ss.wait)), string(appendServerTimeout(nil, ss.budget)))
+	q.Queue(sqlTimeouts, string(t[0]), string(t[1]))
 	q.Queue(s.sql.cleanup, maxRows)
 	q.Queue(sqlCommit)
 	if !ss.send(true) {
@@ -103,7 +106,8 @@ func (s *Store) maintain(ctx context.Context, op string, work func(*session) err
 	})
 	if o.detached || o.left && werr != nil {
 		err := ctx.Err()
-		return &MaintenanceError{Op: op, MayHaveRemoved: o.committing && op == opCleanup, Timeout: isTimeout(err), Err: err}
+		return &MaintenanceError{Op: op, MayHaveRemoved: op == opCleanup && mayHaveCommitted(leftStage(o.committing), err),
+			Timeout: isTimeout(err), Err: err}
 	}
 	return werr
 }

@@ -76,7 +76,7 @@ func TestCleanupSkipsLockedAndActiveRows(t *testing.T) {
 	require.Equal(t, 1, removed)
 	require.Equal(t, int64(2), f.rowCount(t))
 	var total int64
-	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT sum(rows) FROM runlimit_capacity_shards").Scan(&total))
+	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT sum(row_count) FROM runlimit_capacity_shards").Scan(&total))
 	require.Equal(t, int64(2), total)
 }
 
@@ -178,7 +178,7 @@ func TestCleanupUsesTheExpiryIndex(t *testing.T) {
 		plan += line + "\n"
 	}
 	require.NoError(t, rows.Err())
-	require.Contains(t, plan, "runlimit_fixed_windows_expires_idx", plan)
+	require.Contains(t, plan, "runlimit_fixed_windows_expiry_idx", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 
 	removed, err := f.store.CleanupExpired(ctx, 1000)
@@ -207,13 +207,14 @@ func TestLedgerHardMaximumAndImmutableKeys(t *testing.T) {
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	require.Equal(t, "23514", pgErr.Code) // check_violation
-	require.Equal(t, "runlimit_capacity_shards_rows_check", pgErr.ConstraintName)
+	require.Equal(t, "runlimit_capacity_shards_hard_max", pgErr.ConstraintName)
 	require.Equal(t, int64(65536), f.ledger(t, 0))
 
 	_, err = f.db.Pool.Exec(ctx, `UPDATE runlimit_fixed_windows SET subject_key = '\x01'::bytea || substr(subject_key, 2)
 		WHERE config_fingerprint = '\x00'::bytea || substr(sha256(int4send(1)), 2)`)
 	require.ErrorAs(t, err, &pgErr)
-	require.Equal(t, "23001", pgErr.Code) // restrict_violation
+	require.Equal(t, "23514", pgErr.Code) // check_violation
+	require.Equal(t, "runlimit_fixed_windows_immutable_storage_key", pgErr.ConstraintName)
 	require.Equal(t, int64(65536), f.ledger(t, 0))
 
 	_, err = f.db.Pool.Exec(ctx, "TRUNCATE runlimit_fixed_windows")

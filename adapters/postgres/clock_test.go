@@ -149,7 +149,7 @@ func TestAdmitWaitingOnTheLedgerSeesTheTimeAfterIt(t *testing.T) {
 			}
 
 			tx := f.hold(t)
-			_, err := tx.Exec(context.Background(), "SELECT FROM runlimit_capacity_shards WHERE shard = 42 FOR UPDATE")
+			_, err := tx.Exec(context.Background(), "SELECT FROM runlimit_capacity_shards WHERE capacity_shard = 42 FOR UPDATE")
 			require.NoError(t, err)
 			outcomes := make(chan outcome, 1)
 			go func() {

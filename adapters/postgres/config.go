@@ -1,12 +1,12 @@
 package postgres
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/migrations"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Bounds and defaults of a [Config].
@@ -31,8 +31,9 @@ const (
 	MaxTimeout = 60 * time.Second
 )
 
-// ErrInvalidConfig is matched by every [ConfigError].
-var ErrInvalidConfig = errors.New("runlimit: invalid postgres store config")
+// ErrInvalidConfig is matched by every [ConfigError]. It is
+// [ports.ErrInvalidConfig], the contract every store shares.
+var ErrInvalidConfig = ports.ErrInvalidConfig
 
 // Config tunes a PostgreSQL [Store]. The zero value is the default
 // configuration.

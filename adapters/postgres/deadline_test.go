@@ -71,7 +71,7 @@ func TestCallerDeadlineKeepsTheConnection(t *testing.T) {
 			require.Eventually(t, func() bool { return w.cancels.Load() > 0 }, 10*time.Second, time.Millisecond,
 				"the statement was not cancelled on the server")
 			let()
-			ce := requireCheckError(t, err, tc.op, tc.consumed)
+			ce := requireAdmissionError(t, err, tc.op, tc.consumed)
 			require.True(t, ce.Timeout)
 			require.ErrorIs(t, err, postgres.ErrTimeout)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -136,7 +136,7 @@ func TestCallerCancellationCancelsTheStatement(t *testing.T) {
 			f.waitForLockWait(t, "cancelled")
 			cancel()
 			err := <-errs
-			ce := requireCheckError(t, err, postgres.OpLock, false)
+			ce := requireAdmissionError(t, err, postgres.OpLock, false)
 			require.False(t, ce.Timeout)
 			require.ErrorIs(t, err, context.Canceled)
 

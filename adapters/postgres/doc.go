@@ -39,14 +39,15 @@
 //  2. The domain evaluates the batch at that time. If it is allowed: the
 //     updates, the inserts and COMMIT. If not: ROLLBACK.
 //
-// A single check, the common case, whether it comes through
-// [Store.AdmitCheck] (the path app.Limiter.Check takes) or as a batch of
-// one, makes the same two round trips with fewer statements: round trip 1
-// is BEGIN and one call of the function runlimit_lock_counter (migrations
-// 003 and 004), which takes the settings, the advisory lock, the row lock,
-// the ledger lock of a new key and the clock sample in that order, each
-// step a statement of its own inside the server; round trip 2 is one UPDATE
-// or INSERT and COMMIT.
+// [Store.AdmitCheck] (the path app.Limiter.Check takes) runs the very same
+// flow: the check becomes a batch of one (domain.Batch.ResetSingle), so
+// the protocol, its error attribution, the evaluation and the finish are
+// written once. A batch of one, the common case, sends fewer statements in
+// the same two round trips: round trip 1 is BEGIN and one call of the
+// function runlimit_lock_counter, which takes the settings, the advisory
+// lock, the row lock, the ledger lock of a new key and the clock sample in
+// that order, each step a statement of its own inside the server; round
+// trip 2 is one UPDATE or INSERT and COMMIT.
 //
 // A connection new to the store is made ready before it serves anyone: one
 // pipelined round trip prepares every statement (under names starting with
@@ -96,7 +97,7 @@
 // A caller's deadline or cancellation never costs the pool its connection.
 // The wire work runs under the store's budget, which the caller cannot end,
 // in a goroutine of its own when the caller's context has a deadline. Such
-// a caller gets its answer at its deadline, a [*CheckError] that consumed
+// a caller gets its answer at its deadline, a [*AdmissionError] that consumed
 // nothing unless COMMIT had been sent; a caller whose context is cancelled
 // without a deadline gets it once the server has stopped, a moment later.
 // The store lets the round trip finish, asks the server to cancel the
@@ -108,7 +109,7 @@
 // budget too, even when the caller that asked for it has gone, so deadlines
 // shorter than a connection takes to get ready cannot keep the pool cold.
 //
-// Errors fail closed. A [*CheckError] says whether the batch may
+// Errors fail closed. A [*AdmissionError] says whether the batch may
 // nevertheless have been committed: only when the failure struck once COMMIT
 // had been sent (a commit error, a commit timeout, a connection lost during
 // the second round trip, a caller that gave up during it). Ask through
@@ -172,8 +173,12 @@
 //
 // # Schema compatibility
 //
-// The table layout, fingerprints, subject keys, shard function and advisory
-// lock ids are byte-compatible with Runlimit for Rust: services in both
-// languages sharing one secret and one database count on the same rows and
-// wait on the same locks.
+// Fingerprints, subject keys, the shard function and advisory lock ids are
+// byte-compatible with Runlimit for Rust, and the schema is Runlimit's
+// name for name (tables, columns, the generated capacity_shard column,
+// constraints, index, and the SQLSTATEs its triggers raise): services in
+// both languages sharing one secret and one database count on the same rows
+// and wait on the same locks. The store also serves a schema a Rust service
+// created, once [github.com/runlimit/runlimit/migrations.Migrate] has
+// adopted it; that package says in which order a mixed deployment migrates.
 package postgres

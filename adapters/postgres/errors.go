@@ -5,14 +5,16 @@ import (
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgerror"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Errors of a PostgreSQL [Store]. Each comes wrapped in a typed error that
-// says whether quota may have been consumed ([CheckError]) or rows removed
+// says whether quota may have been consumed ([AdmissionError]) or rows removed
 // ([MaintenanceError]).
 var (
-	// ErrClosed: the store was closed.
-	ErrClosed = ownError("runlimit: postgres store is closed")
+	// ErrClosed: the store was closed. It is [ports.ErrClosed], the
+	// contract every store shares.
+	ErrClosed = ports.ErrClosed
 	// ErrNilPool: New was given no pool.
 	ErrNilPool = ownError("runlimit: postgres store needs a pool")
 	// ErrTimeout is matched by an error whose operation ran out of time: a
@@ -20,9 +22,9 @@ var (
 	// the operation's budget.
 	ErrTimeout = ownError("runlimit: postgres store operation timed out")
 	// ErrNegativeMax: CleanupExpired was asked to remove a negative number
-	// of rows. A [MaintenanceError] holding it matches
+	// of rows. It is [ports.ErrNegativeMax], which matches
 	// [domain.ErrInvalidInput].
-	ErrNegativeMax = ownError("runlimit: cleanup maximum is negative")
+	ErrNegativeMax = ports.ErrNegativeMax
 	// ErrLedger: the capacity ledger does not have a row for every shard;
 	// the schema is missing or damaged.
 	ErrLedger = ownError("runlimit: postgres capacity ledger is incomplete")
@@ -36,7 +38,7 @@ var (
 // context.Canceled. It never holds the server's detail, hint, context or
 // internal query (a unique violation's detail spells key bytes in hex), a
 // connection config or a connection string (they hold the password), nor
-// the original error. Every driver error of [CheckError] and
+// the original error. Every driver error of [AdmissionError] and
 // [MaintenanceError] is one, and so is every driver error of the
 // migrations package.
 type DatabaseError = pgerror.Error
@@ -61,7 +63,7 @@ var (
 // malformed reports an answer of the server the store cannot read.
 func malformed(what string) error { return ownError("runlimit: " + what) }
 
-// Steps of an admission, as named by [CheckError.Op].
+// Steps of an admission, as named by [AdmissionError.Op].
 const (
 	OpAdmit    = "admit"    // before any connection was used: closed store, done context
 	OpAcquire  = "acquire"  // waiting for a pooled connection, or making a new one ready
@@ -71,7 +73,7 @@ const (
 	OpCommit   = "commit"   // round trip 2: COMMIT failed, or the round trip's outcome is unknown
 )
 
-// CheckError reports a failed admission. It always fails closed: the request
+// AdmissionError reports a failed admission. It always fails closed: the request
 // must not proceed. MayHaveConsumed says whether the batch may nevertheless
 // have been committed: only once COMMIT may have reached the server (a
 // commit error, a commit timeout, a connection lost under it). Callers ask
@@ -79,26 +81,26 @@ const (
 //
 // Neither its text nor any of its fields contains key bytes or a password:
 // a driver error is kept as a [*DatabaseError].
-type CheckError struct {
+type AdmissionError struct {
 	Op              string // the step that failed: OpAdmit, OpAcquire, OpLock, OpEvaluate, OpWrite or OpCommit
 	MayHaveConsumed bool   // the batch may have been committed
 	Timeout         bool   // the step ran out of time; the error matches [ErrTimeout]
 	Err             error
 }
 
-func (e *CheckError) Error() string {
+func (e *AdmissionError) Error() string {
 	return fmt.Sprintf("runlimit: postgres admission failed at %s (%s%s): %v",
 		e.Op, consumedText(e.MayHaveConsumed), timeoutText(e.Timeout), e.Err)
 }
 
 // Unwrap returns the cause.
-func (e *CheckError) Unwrap() error { return e.Err }
+func (e *AdmissionError) Unwrap() error { return e.Err }
 
 // Is reports whether target is [ErrTimeout] and the step timed out.
-func (e *CheckError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
+func (e *AdmissionError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
 
 // MayHaveConsumedQuota reports e.MayHaveConsumed.
-func (e *CheckError) MayHaveConsumedQuota() bool { return e.MayHaveConsumed }
+func (e *AdmissionError) MayHaveConsumedQuota() bool { return e.MayHaveConsumed }
 
 func consumedText(may bool) string {
 	if may {
@@ -116,7 +118,7 @@ func timeoutText(timeout bool) string {
 
 // MaintenanceError reports a failed cleanup or stats read. MayHaveRemoved
 // says whether a cleanup may nevertheless have committed its deletions. Like
-// [CheckError], it holds no key bytes and no password.
+// [AdmissionError], it holds no key bytes and no password.
 type MaintenanceError struct {
 	Op             string // "cleanup" or "stats"
 	MayHaveRemoved bool   // a cleanup may have removed rows
@@ -138,17 +140,8 @@ func (e *MaintenanceError) Error() string {
 // Unwrap returns the cause.
 func (e *MaintenanceError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrTimeout] and the operation timed out, or
-// [domain.ErrInvalidInput] and the error is [ErrNegativeMax].
-func (e *MaintenanceError) Is(target error) bool {
-	switch target {
-	case ErrTimeout:
-		return e.Timeout
-	case domain.ErrInvalidInput:
-		return e.Err == ErrNegativeMax
-	}
-	return false
-}
+// Is reports whether target is [ErrTimeout] and the operation timed out.
+func (e *MaintenanceError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
 
 // MayHaveRemovedRows reports e.MayHaveRemoved.
 func (e *MaintenanceError) MayHaveRemovedRows() bool { return e.MayHaveRemoved }

@@ -15,16 +15,105 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// requireCheckError asserts err is a *CheckError at step op that says
-// whether quota may have been consumed, through the port's predicate too.
-func requireCheckError(t *testing.T, err error, op string, mayHaveConsumed bool) *postgres.CheckError {
+// entry is one of the two ways into the store's admission flow. Every
+// fault test takes both: a single check (AdmitCheck), and a batch of two
+// (Admit) whose second check has a key of its own.
+type entry struct {
+	name  string
+	batch bool
+}
+
+// eachEntry runs test once per entry point, in parallel subtests.
+func eachEntry(t *testing.T, test func(t *testing.T, e entry)) {
 	t.Helper()
-	var ce *postgres.CheckError
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, op, ce.Op)
-	require.Equal(t, mayHaveConsumed, ce.MayHaveConsumed)
+	for _, e := range []entry{{"single check", false}, {"batch of two", true}} {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, e)
+		})
+	}
+}
+
+// checks returns the checks of one admission for subject under p: its
+// check alone, or with a companion of its own key.
+func (e entry) checks(f *fixture, p domain.Policy, subject string) []domain.Check {
+	cs := []domain.Check{f.check(p, subject)}
+	if e.batch {
+		cs = append(cs, f.check(p, subject+"/companion"))
+	}
+	return cs
+}
+
+// verdict is what an admission decided, on either entry point.
+type verdict struct {
+	outcome domain.Outcome
+	index   int // the failing check's index, when denied
+	reason  domain.DenialReason
+}
+
+// admit runs one admission of checks through the entry point; it is safe
+// to call from any goroutine.
+func (e entry) admit(ctx context.Context, s *postgres.Store, checks []domain.Check) (verdict, error) {
+	if !e.batch {
+		d, err := s.AdmitCheck(ctx, checks[0])
+		if err != nil {
+			return verdict{}, err
+		}
+		r := verdict{outcome: d.Outcome()}
+		if denial, ok := d.Denial(); ok {
+			r.reason = denial.Reason()
+		}
+		return r, nil
+	}
+	d, err := tryAdmit(ctx, s, checks...)
+	if err != nil {
+		return verdict{}, err
+	}
+	r := verdict{outcome: d.Outcome()}
+	if i, denial, ok := d.Denied(); ok {
+		r.index, r.reason = i, denial.Reason()
+	}
+	return r, nil
+}
+
+// allow admits checks through the entry point and requires them allowed.
+func (e entry) allow(t *testing.T, s *postgres.Store, checks []domain.Check) {
+	t.Helper()
+	r, err := e.admit(context.Background(), s, checks)
+	require.NoError(t, err)
+	require.Equal(t, domain.Allowed, r.outcome)
+}
+
+// requireUsed requires every check's stored counter to hold used units.
+func (f *fixture) requireUsed(t *testing.T, checks []domain.Check, used int64) {
+	t.Helper()
+	for i, c := range checks {
+		got, ok := f.stored(t, c)
+		require.True(t, ok, "check %d has no row", i)
+		require.Equal(t, used, got.Used, "check %d", i)
+	}
+}
+
+// requireAbsent requires that no check has a row.
+func (f *fixture) requireAbsent(t *testing.T, checks []domain.Check) {
+	t.Helper()
+	for i, c := range checks {
+		_, ok := f.stored(t, c)
+		require.False(t, ok, "check %d has a row", i)
+	}
+}
+
+// requireAdmissionError asserts err is an *AdmissionError at step op that
+// says whether quota may have been consumed, through the port's predicate
+// too.
+func requireAdmissionError(t *testing.T, err error, op string, mayHaveConsumed bool) *postgres.AdmissionError {
+	t.Helper()
+	var ae *postgres.AdmissionError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, op, ae.Op)
+	require.Equal(t, mayHaveConsumed, ae.MayHaveConsumed)
 	require.Equal(t, mayHaveConsumed, ports.MayHaveConsumedQuota(err))
-	return ce
+	return ae
 }
 
 // hold begins a transaction on the fixture's own pool that the test ends.
@@ -75,223 +164,256 @@ func named(app string) func(*pgxpool.Config) {
 // closed, never leaked.
 func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	store, pool := f.newStore(t, postgres.Config{OperationTimeout: 200 * time.Millisecond}, named("row-lock"))
-	p := policy(t, "held", 5, time.Hour)
-	c := f.check(p, "held")
-	requireAllowed(t, admit(t, store, c))
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		store, pool := f.newStore(t, postgres.Config{OperationTimeout: time.Second}, named("row-lock"))
+		checks := e.checks(f, policy(t, "held", 5, time.Hour), "held")
+		e.allow(t, store, checks)
 
-	tx := f.hold(t)
-	lockRow(t, tx, c)
-	_, err := tryAdmit(context.Background(), store, c)
-	ce := requireCheckError(t, err, postgres.OpLock, false)
-	require.True(t, ce.Timeout)
-	require.ErrorIs(t, err, postgres.ErrTimeout)
-	require.Zero(t, pool.Stat().AcquiredConns())
-	require.NoError(t, tx.Rollback(context.Background()))
+		tx := f.hold(t)
+		lockRow(t, tx, checks[0])
+		_, err := e.admit(context.Background(), store, checks)
+		ae := requireAdmissionError(t, err, postgres.OpLock, false)
+		require.True(t, ae.Timeout)
+		require.ErrorIs(t, err, postgres.ErrTimeout)
+		require.Zero(t, pool.Stat().AcquiredConns())
+		require.NoError(t, tx.Rollback(context.Background()))
 
-	got, _ := f.stored(t, c)
-	require.Equal(t, int64(1), got.Used)
-	requireAllowed(t, admit(t, store, c))
+		f.requireUsed(t, checks, 1)
+		e.allow(t, store, checks)
+	})
 }
 
 // A connection stalled by the network is given up at the client-side
 // deadline and closed, not pooled; before COMMIT nothing was consumed.
 func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 200 * time.Millisecond})
-	p := policy(t, "stall.read", 5, time.Hour)
-	warm, fresh := f.check(p, "warm"), f.check(p, "fresh")
-	requireAllowed(t, admit(t, store, warm))
-	requireAllowed(t, admit(t, store, warm))
-	require.Equal(t, int32(1), pool.Stat().TotalConns())
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
+		p := policy(t, "stall.read", 5, time.Hour)
+		warm, fresh := e.checks(f, p, "warm"), e.checks(f, p, "fresh")
+		e.allow(t, store, warm)
+		e.allow(t, store, warm)
+		require.Equal(t, int32(1), pool.Stat().TotalConns())
 
-	w.stallNext(1)
-	_, err := tryAdmit(context.Background(), store, fresh)
-	ce := requireCheckError(t, err, postgres.OpLock, false)
-	require.True(t, ce.Timeout)
-	require.Zero(t, pool.Stat().AcquiredConns())
-	require.Zero(t, pool.Stat().TotalConns(), "the stalled connection must be closed")
+		w.stallNext(1)
+		_, err := e.admit(context.Background(), store, fresh)
+		ae := requireAdmissionError(t, err, postgres.OpLock, false)
+		require.True(t, ae.Timeout)
+		require.Zero(t, pool.Stat().AcquiredConns())
+		require.Zero(t, pool.Stat().TotalConns(), "the stalled connection must be closed")
 
-	w.stallFrom.Store(0)
-	_, ok := f.stored(t, fresh)
-	require.False(t, ok)
-	requireAllowed(t, admit(t, store, fresh))
+		w.stallFrom.Store(0)
+		f.requireAbsent(t, fresh)
+		e.allow(t, store, fresh)
+	})
 }
 
 // A COMMIT whose answer never arrives may have consumed quota, and says
 // so. Here the server did commit.
 func TestAdmitCommitTimeoutMayHaveConsumed(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 300 * time.Millisecond})
-	p := policy(t, "stall.commit", 5, time.Hour)
-	c := f.check(p, "c")
-	requireAllowed(t, admit(t, store, c))
-	requireAllowed(t, admit(t, store, c))
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
+		checks := e.checks(f, policy(t, "stall.commit", 5, time.Hour), "c")
+		e.allow(t, store, checks)
+		e.allow(t, store, checks)
 
-	w.stallNext(2)
-	_, err := tryAdmit(context.Background(), store, c)
-	ce := requireCheckError(t, err, postgres.OpCommit, true)
-	require.True(t, ce.Timeout)
-	require.Zero(t, pool.Stat().TotalConns(), "a commit timeout closes the connection")
+		w.stallNext(2)
+		_, err := e.admit(context.Background(), store, checks)
+		ae := requireAdmissionError(t, err, postgres.OpCommit, true)
+		require.True(t, ae.Timeout)
+		require.Zero(t, pool.Stat().TotalConns(), "a commit timeout closes the connection")
 
-	require.Eventually(t, func() bool {
-		got, _ := f.stored(t, c)
-		return got.Used == 3
-	}, 10*time.Second, 5*time.Millisecond, "the server received and ran the COMMIT")
+		require.Eventually(t, func() bool {
+			for _, c := range checks {
+				if got, _ := f.stored(t, c); got.Used != 3 {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 5*time.Millisecond, "the server received and ran the COMMIT")
+	})
 }
 
 // A denial decided before a rollback that fails is still returned; the
 // connection is closed instead of pooled.
 func TestAdmitDenialSurvivesFailedRollback(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: 300 * time.Millisecond})
-	p := policy(t, "stall.rollback", 1, time.Hour)
-	c := f.check(p, "c")
-	requireAllowed(t, admit(t, store, c))
-	requireDenied(t, admit(t, store, c), 0, domain.QuotaExhausted)
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
+		checks := e.checks(f, policy(t, "stall.rollback", 1, time.Hour), "c")
+		e.allow(t, store, checks)
+		want := verdict{outcome: domain.Denied, index: 0, reason: domain.QuotaExhausted}
+		r, err := e.admit(context.Background(), store, checks)
+		require.NoError(t, err)
+		require.Equal(t, want, r)
 
-	w.stallNext(2)
-	d, err := tryAdmit(context.Background(), store, c)
-	require.NoError(t, err)
-	requireDenied(t, d, 0, domain.QuotaExhausted)
-	require.Zero(t, pool.Stat().TotalConns())
+		w.stallNext(2)
+		r, err = e.admit(context.Background(), store, checks)
+		require.NoError(t, err)
+		require.Equal(t, want, r)
+		require.Zero(t, pool.Stat().TotalConns())
+		f.requireUsed(t, checks, 1)
+	})
 }
 
 // A trigger failing after the insert, inside the database, fails the
-// admission before COMMIT: definitely not consumed, nothing stored.
+// admission before COMMIT: definitely not consumed, nothing stored. In the
+// batch, the update of the stored companion is rolled back too.
 func TestAdmitFailingTriggerStoresNothing(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	ctx := context.Background()
-	p := policy(t, "trigger", 5, time.Hour)
-	stored, fresh := f.check(p, "stored"), f.check(p, "fresh")
-	requireAllowed(t, admit(t, f.store, stored))
-	_, err := f.db.Pool.Exec(ctx, `
-		CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'injected failure'; END $$;
-		CREATE TRIGGER zz_test_fail AFTER INSERT ON runlimit_fixed_windows
-			FOR EACH STATEMENT EXECUTE FUNCTION test_fail();`)
-	require.NoError(t, err)
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		ctx := context.Background()
+		p := policy(t, "trigger", 5, time.Hour)
+		fresh, stored := f.check(p, "fresh"), f.check(p, "stored")
+		checks := []domain.Check{fresh}
+		if e.batch {
+			checks = append(checks, stored)
+		}
+		requireAllowed(t, admit(t, f.store, stored))
+		_, err := f.db.Pool.Exec(ctx, `
+			CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+			CREATE TRIGGER zz_test_fail AFTER INSERT ON runlimit_fixed_windows
+				FOR EACH STATEMENT EXECUTE FUNCTION test_fail();`)
+		require.NoError(t, err)
 
-	_, err = tryAdmit(ctx, f.store, stored, fresh)
-	ce := requireCheckError(t, err, postgres.OpWrite, false)
-	require.False(t, ce.Timeout)
-	require.NotContains(t, err.Error(), "\\x", "no key bytes in the error text")
-	_, ok := f.stored(t, fresh)
-	require.False(t, ok)
-	got, _ := f.stored(t, stored)
-	require.Equal(t, int64(1), got.Used, "the update of the same batch is rolled back too")
-	require.Zero(t, f.ledger(t, postgres.ShardOf(fresh.CounterKey()))-
-		boolInt(postgres.ShardOf(fresh.CounterKey()) == postgres.ShardOf(stored.CounterKey())))
-	require.Zero(t, f.db.Pool.Stat().AcquiredConns())
-	requireAllowed(t, admit(t, f.store, stored))
+		_, err = e.admit(ctx, f.store, checks)
+		ae := requireAdmissionError(t, err, postgres.OpWrite, false)
+		require.False(t, ae.Timeout)
+		require.NotContains(t, err.Error(), "\\x", "no key bytes in the error text")
+		f.requireAbsent(t, checks[:1])
+		f.requireUsed(t, []domain.Check{stored}, 1)
+		require.Zero(t, f.ledger(t, postgres.ShardOf(fresh.CounterKey()))-
+			boolInt(postgres.ShardOf(fresh.CounterKey()) == postgres.ShardOf(stored.CounterKey())))
+		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		requireAllowed(t, admit(t, f.store, stored))
+	})
 }
 
 // An error from COMMIT itself is reported as possibly consumed: the store
 // never guesses that a failed commit rolled back.
 func TestAdmitCommitErrorMayHaveConsumed(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	ctx := context.Background()
-	_, err := f.db.Pool.Exec(ctx, `
-		CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'injected commit failure'; END $$;
-		CREATE CONSTRAINT TRIGGER zz_test_fail AFTER INSERT ON runlimit_fixed_windows
-			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_fail();`)
-	require.NoError(t, err)
-	p := policy(t, "commit.error", 5, time.Hour)
-	c := f.check(p, "c")
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		ctx := context.Background()
+		_, err := f.db.Pool.Exec(ctx, `
+			CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'injected commit failure'; END $$;
+			CREATE CONSTRAINT TRIGGER zz_test_fail AFTER INSERT ON runlimit_fixed_windows
+				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_fail();`)
+		require.NoError(t, err)
+		checks := e.checks(f, policy(t, "commit.error", 5, time.Hour), "c")
 
-	_, err = tryAdmit(ctx, f.store, c)
-	requireCheckError(t, err, postgres.OpCommit, true)
-	require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		_, err = e.admit(ctx, f.store, checks)
+		requireAdmissionError(t, err, postgres.OpCommit, true)
+		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		f.requireAbsent(t, checks)
+	})
 }
 
 func TestAdmitAcquireTimeout(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	store, pool := f.newStore(t, postgres.Config{AcquireTimeout: 50 * time.Millisecond}, func(c *pgxpool.Config) { c.MaxConns = 1 })
-	p := policy(t, "acquire", 5, time.Hour)
-	busy, err := pool.Acquire(context.Background())
-	require.NoError(t, err)
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		store, pool := f.newStore(t, postgres.Config{AcquireTimeout: 50 * time.Millisecond}, func(c *pgxpool.Config) { c.MaxConns = 1 })
+		checks := e.checks(f, policy(t, "acquire", 5, time.Hour), "c")
+		busy, err := pool.Acquire(context.Background())
+		require.NoError(t, err)
 
-	_, err = tryAdmit(context.Background(), store, f.check(p, "c"))
-	ce := requireCheckError(t, err, postgres.OpAcquire, false)
-	require.True(t, ce.Timeout)
-	busy.Release()
-	requireAllowed(t, admit(t, store, f.check(p, "c")))
+		_, err = e.admit(context.Background(), store, checks)
+		ae := requireAdmissionError(t, err, postgres.OpAcquire, false)
+		require.True(t, ae.Timeout)
+		busy.Release()
+		f.requireAbsent(t, checks)
+		e.allow(t, store, checks)
+	})
 }
 
 // A stored counter the domain rejects fails the admission closed, without
-// consuming or changing it.
+// consuming or changing anything.
 func TestAdmitCorruptCounterFailsClosed(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	p := policy(t, "corrupt", 5, time.Hour)
-	c := f.check(p, "c")
-	requireAllowed(t, admit(t, f.store, c))
-	_, err := f.db.Pool.Exec(context.Background(), "UPDATE runlimit_fixed_windows SET used = 99")
-	require.NoError(t, err)
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		p := policy(t, "corrupt", 5, time.Hour)
+		checks := e.checks(f, p, "c")
+		e.allow(t, f.store, checks)
+		// Only the first check's counter is corrupt.
+		k := checks[0].CounterKey().Bytes()
+		_, err := f.db.Pool.Exec(context.Background(),
+			"UPDATE runlimit_fixed_windows SET used = 99 WHERE config_fingerprint = $1 AND subject_key = $2", k[:32], k[32:])
+		require.NoError(t, err)
 
-	_, err = tryAdmit(context.Background(), f.store, c)
-	requireCheckError(t, err, postgres.OpEvaluate, false)
-	require.ErrorIs(t, err, domain.ErrCorruptCounter)
-	got, _ := f.stored(t, c)
-	require.Equal(t, int64(99), got.Used)
-	require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		_, err = e.admit(context.Background(), f.store, checks)
+		requireAdmissionError(t, err, postgres.OpEvaluate, false)
+		require.ErrorIs(t, err, domain.ErrCorruptCounter)
+		f.requireUsed(t, checks[:1], 99)
+		f.requireUsed(t, checks[1:], 1)
+		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+	})
 }
 
 func TestAdmitFailsClosedWhenSchemaIsMissing(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewEmpty(t)
-	store, err := postgres.New(db.Pool, postgres.Config{})
-	require.NoError(t, err)
-	f := &fixture{db: db, store: store}
-	hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
-	require.NoError(t, err)
-	f.hasher = hasher
+	eachEntry(t, func(t *testing.T, e entry) {
+		db := pgtest.NewEmpty(t)
+		store, err := postgres.New(db.Pool, postgres.Config{})
+		require.NoError(t, err)
+		hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
+		require.NoError(t, err)
+		f := &fixture{db: db, store: store, hasher: hasher}
 
-	_, err = tryAdmit(context.Background(), store, f.check(policy(t, "schema", 1, time.Hour), "c"))
-	// The connection cannot be made ready: its statements name objects
-	// that do not exist, the lock function first.
-	requireCheckError(t, err, postgres.OpAcquire, false)
-	var dbErr *postgres.DatabaseError
-	require.ErrorAs(t, err, &dbErr)
-	require.Equal(t, "42883", dbErr.Code) // undefined_function
-	_, err = store.Stats(context.Background())
-	var me *postgres.MaintenanceError
-	require.ErrorAs(t, err, &me)
+		_, err = e.admit(context.Background(), store, e.checks(f, policy(t, "schema", 1, time.Hour), "c"))
+		// The connection cannot be made ready: its statements name objects
+		// that do not exist, the lock function first.
+		requireAdmissionError(t, err, postgres.OpAcquire, false)
+		var dbErr *postgres.DatabaseError
+		require.ErrorAs(t, err, &dbErr)
+		require.Equal(t, "42883", dbErr.Code) // undefined_function
+		_, err = store.Stats(context.Background())
+		var me *postgres.MaintenanceError
+		require.ErrorAs(t, err, &me)
+	})
 }
 
 func TestAdmitAfterCloseFailsClosed(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	p := policy(t, "closed", 5, time.Hour)
-	require.NoError(t, f.store.Close())
-	require.NoError(t, f.store.Close())
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		checks := e.checks(f, policy(t, "closed", 5, time.Hour), "c")
+		require.NoError(t, f.store.Close())
+		require.NoError(t, f.store.Close())
 
-	_, err := tryAdmit(context.Background(), f.store, f.check(p, "c"))
-	requireCheckError(t, err, postgres.OpAdmit, false)
-	require.ErrorIs(t, err, postgres.ErrClosed)
-	_, err = f.store.CleanupExpired(context.Background(), 10)
-	require.ErrorIs(t, err, postgres.ErrClosed)
-	_, err = f.store.Stats(context.Background())
-	require.ErrorIs(t, err, postgres.ErrClosed)
-	// The pool belongs to the caller and stays open.
-	require.NoError(t, f.db.Pool.Ping(context.Background()))
+		_, err := e.admit(context.Background(), f.store, checks)
+		requireAdmissionError(t, err, postgres.OpAdmit, false)
+		require.ErrorIs(t, err, postgres.ErrClosed)
+		require.ErrorIs(t, err, ports.ErrClosed)
+		_, err = f.store.CleanupExpired(context.Background(), 10)
+		require.ErrorIs(t, err, ports.ErrClosed)
+		_, err = f.store.Stats(context.Background())
+		require.ErrorIs(t, err, ports.ErrClosed)
+		require.Zero(t, f.db.Pool.Stat().AcquireCount(), "a closed store must not even take a connection")
+		// The pool belongs to the caller and stays open.
+		require.NoError(t, f.db.Pool.Ping(context.Background()))
+	})
 }
 
 func TestAdmitWithDoneContextTouchesNothing(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := tryAdmit(ctx, f.store, f.check(policy(t, "done", 5, time.Hour), "c"))
-	requireCheckError(t, err, postgres.OpAdmit, false)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Zero(t, f.db.Pool.Stat().AcquireCount(), "a done context must not even take a connection")
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, postgres.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := e.admit(ctx, f.store, e.checks(f, policy(t, "done", 5, time.Hour), "c"))
+		requireAdmissionError(t, err, postgres.OpAdmit, false)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Zero(t, f.db.Pool.Stat().AcquireCount(), "a done context must not even take a connection")
+	})
 }

@@ -23,15 +23,18 @@ type stage uint8
 const (
 	// stageOpen: COMMIT was never sent. Nothing can have been committed.
 	stageOpen stage = iota
-	// stageBeforeCommit: the error belongs to a statement pipelined ahead of
-	// COMMIT.
+	// stageBeforeCommit: COMMIT was sent, pipelined behind the statement
+	// whose result carried the error.
 	stageBeforeCommit
-	// stageCommit: the error belongs to COMMIT itself.
+	// stageCommit: COMMIT was sent and the error is COMMIT's own, or came
+	// while its answer was awaited: a broken connection, a deadline, a
+	// caller who left.
 	stageCommit
 )
 
-// mayHaveCommitted is the one rule deciding whether a failed transaction may
-// nevertheless have committed. err is the driver's error, as it came.
+// mayHaveCommitted is the one rule deciding whether a failed transaction
+// may nevertheless have committed: admissions, cleanup, and callers who
+// gave up all ask it. err is the error as it came, before sanitizing.
 func mayHaveCommitted(st stage, err error) bool {
 	var pgErr *pgconn.PgError
 	switch st {
@@ -71,21 +74,24 @@ func sanitize(err error) error {
 	return pgerror.Sanitize(err)
 }
 
-// interpretError translates an error met at step op of an admission into a
-// [CheckError], the only error type Admit returns for a backend failure.
-func interpretError(op string, err error) *CheckError {
-	st := stageOpen
-	switch op {
-	case OpWrite:
-		st = stageBeforeCommit
-	case OpCommit:
-		st = stageCommit
-	}
-	if ce, ok := err.(*CheckError); ok {
-		return ce
+// interpretError translates an error met at step op of an admission, at
+// stage st, into an [AdmissionError], the only error type Admit returns for
+// a backend failure. In round trip 2 (st past stageOpen) the step follows
+// from the rule: [OpWrite] when the error proves COMMIT never ran,
+// [OpCommit] otherwise.
+func interpretError(op string, st stage, err error) *AdmissionError {
+	if ae, ok := err.(*AdmissionError); ok {
+		return ae
 	}
 	safe := sanitize(err)
-	return &CheckError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveConsumed: mayHaveCommitted(st, err)}
+	may := mayHaveCommitted(st, err)
+	switch {
+	case st == stageBeforeCommit && !may:
+		op = OpWrite
+	case st != stageOpen:
+		op = OpCommit
+	}
+	return &AdmissionError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveConsumed: may}
 }
 
 // interpretMaintenanceError translates an error of a cleanup or stats read
@@ -95,5 +101,14 @@ func interpretMaintenanceError(op string, st stage, err error) *MaintenanceError
 		return me
 	}
 	safe := sanitize(err)
-	return &MaintenanceError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveRemoved: mayHaveCommitted(st, err)}
+	return &MaintenanceError{Op: op, Err: safe, Timeout: isTimeout(safe), MayHaveRemoved: op == opCleanup && mayHaveCommitted(st, err)}
+}
+
+// leftStage is the stage of a transaction whose caller gave up: COMMIT's
+// own when it had been sent.
+func leftStage(committing bool) stage {
+	if committing {
+		return stageCommit
+	}
+	return stageOpen
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
@@ -27,39 +28,47 @@ func TestInterpretError(t *testing.T) {
 	stmtTimeout := &pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}
 	idleTimeout := &pgconn.PgError{Code: "25P03", Message: "terminating connection due to idle-in-transaction timeout"}
 	tests := []struct {
-		op       string
+		op       string // the step the caller names
+		st       stage
 		err      error
+		want     string // the step reported
 		consumed bool
 		timeout  bool
 	}{
-		{OpAcquire, context.DeadlineExceeded, false, true},
-		{OpAcquire, errors.New("closed pool"), false, false},
-		{OpLock, lockTimeout, false, true},
-		{OpLock, stmtTimeout, false, true},
-		{OpLock, io.ErrUnexpectedEOF, false, false},
-		{OpLock, context.Canceled, false, false},
-		{OpLock, fmt.Errorf("read: %w", context.DeadlineExceeded), false, true},
-		{OpEvaluate, &domain.CorruptCounterError{Index: 0}, false, false},
-		{OpWrite, serverErr, false, false},
-		{OpWrite, stmtTimeout, false, true},
-		{OpWrite, idleTimeout, false, true},
-		{OpCommit, serverErr, true, false},
-		{OpCommit, context.DeadlineExceeded, true, true},
-		{OpCommit, io.ErrUnexpectedEOF, true, false},
-		{OpCommit, context.Canceled, true, false},
-		{OpCommit, ErrCommitOutcome, true, false},
-		{OpCommit, safeErr{}, false, false},
+		{OpAcquire, stageOpen, context.DeadlineExceeded, OpAcquire, false, true},
+		{OpAcquire, stageOpen, errors.New("closed pool"), OpAcquire, false, false},
+		{OpLock, stageOpen, lockTimeout, OpLock, false, true},
+		{OpLock, stageOpen, stmtTimeout, OpLock, false, true},
+		{OpLock, stageOpen, io.ErrUnexpectedEOF, OpLock, false, false},
+		{OpLock, stageOpen, context.Canceled, OpLock, false, false},
+		{OpLock, stageOpen, fmt.Errorf("read: %w", context.DeadlineExceeded), OpLock, false, true},
+		{OpEvaluate, stageOpen, &domain.CorruptCounterError{Index: 0}, OpEvaluate, false, false},
+		// Round trip 2: the rule says whether COMMIT can have run, and
+		// the step follows from it.
+		{OpCommit, stageBeforeCommit, serverErr, OpWrite, false, false},
+		{OpCommit, stageBeforeCommit, stmtTimeout, OpWrite, false, true},
+		{OpCommit, stageBeforeCommit, idleTimeout, OpWrite, false, true},
+		{OpCommit, stageBeforeCommit, safeErr{}, OpWrite, false, false},
+		{OpCommit, stageBeforeCommit, io.ErrUnexpectedEOF, OpCommit, true, false},
+		{OpCommit, stageBeforeCommit, context.DeadlineExceeded, OpCommit, true, true},
+		{OpCommit, stageBeforeCommit, errIncomplete, OpCommit, true, false},
+		{OpCommit, stageCommit, serverErr, OpCommit, true, false},
+		{OpCommit, stageCommit, context.DeadlineExceeded, OpCommit, true, true},
+		{OpCommit, stageCommit, io.ErrUnexpectedEOF, OpCommit, true, false},
+		{OpCommit, stageCommit, context.Canceled, OpCommit, true, false},
+		{OpCommit, stageCommit, ErrCommitOutcome, OpCommit, true, false},
+		{OpCommit, stageCommit, safeErr{}, OpCommit, false, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.op+"/"+tt.err.Error(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d/%v", tt.op, tt.st, tt.err), func(t *testing.T) {
 			t.Parallel()
-			e := interpretError(tt.op, tt.err)
-			require.Equal(t, tt.op, e.Op)
+			e := interpretError(tt.op, tt.st, tt.err)
+			require.Equal(t, tt.want, e.Op)
 			require.Equal(t, tt.consumed, e.MayHaveConsumedQuota())
 			require.Equal(t, tt.consumed, ports.MayHaveConsumedQuota(e))
 			require.Equal(t, tt.timeout, e.Timeout)
 			require.Equal(t, tt.timeout, errors.Is(e, ErrTimeout))
-			require.Contains(t, e.Error(), tt.op)
+			require.Contains(t, e.Error(), tt.want)
 			// The cause is kept as much as it is safe to: the store's own
 			// errors and the context's as they are, a server error's code,
 			// anything else's text.
@@ -70,7 +79,7 @@ func TestInterpretError(t *testing.T) {
 				require.ErrorAs(t, e, &dbErr)
 				require.Equal(t, pgErr.Code, dbErr.Code)
 				require.Equal(t, pgErr.Message, dbErr.Message)
-			case tt.err == context.Canceled, tt.err == context.DeadlineExceeded, tt.err == ErrCommitOutcome:
+			case tt.err == context.Canceled, tt.err == context.DeadlineExceeded, tt.err == ErrCommitOutcome, tt.err == errIncomplete:
 				require.ErrorIs(t, e, tt.err)
 			default:
 				require.ErrorAs(t, e, &dbErr)
@@ -103,4 +112,23 @@ func TestInterpretMaintenanceError(t *testing.T) {
 		require.False(t, ports.MayHaveConsumedQuota(e))
 	}
 	require.Contains(t, interpretMaintenanceError(opStats, stageOpen, io.EOF).Error(), "nothing changed")
+}
+
+// A caller who gave up is answered by the same rule: quota may have been
+// consumed only once COMMIT had been sent, and for a cleanup, rows removed.
+func TestCallerWhoLeftIsAnsweredByTheRule(t *testing.T) {
+	t.Parallel()
+	for _, committing := range []bool{false, true} {
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+		defer cancel()
+		for _, ctx := range []context.Context{cancelled, expired} {
+			require.Equal(t, committing, mayHaveCommitted(leftStage(committing), ctx.Err()))
+			e := leftError(ctx, outcome{left: true, step: OpLock, committing: committing})
+			require.Equal(t, committing, e.MayHaveConsumedQuota(), "%v, committing %v", ctx.Err(), committing)
+			require.Equal(t, ctx == expired, e.Timeout)
+		}
+	}
+	require.False(t, interpretMaintenanceError(opStats, stageCommit, io.EOF).MayHaveRemovedRows(), "a stats read removes nothing")
 }

@@ -46,7 +46,7 @@ func TestErrorsHoldNoSecrets(t *testing.T) {
 	require.NoError(t, err)
 	for _, batch := range [][]domain.Check{{c}, {c, f.check(p, "other")}} {
 		_, err = tryAdmit(ctx, f.store, batch...)
-		requireCheckError(t, err, postgres.OpWrite, false)
+		requireAdmissionError(t, err, postgres.OpWrite, false)
 		var dbErr *postgres.DatabaseError
 		require.ErrorAs(t, err, &dbErr)
 		require.Equal(t, "23505", dbErr.Code)
@@ -55,7 +55,7 @@ func TestErrorsHoldNoSecrets(t *testing.T) {
 		leakcheck.Check(t, "admission error", err, secrets...)
 	}
 	_, err = f.store.AdmitCheck(ctx, c)
-	requireCheckError(t, err, postgres.OpWrite, false)
+	requireAdmissionError(t, err, postgres.OpWrite, false)
 	requireNoDriverError(t, err)
 	leakcheck.Check(t, "single-check error", err, secrets...)
 
@@ -83,7 +83,7 @@ func TestErrorsHoldNoSecrets(t *testing.T) {
 	store, err := postgres.New(pool, postgres.Config{AcquireTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	_, err = store.AdmitCheck(ctx, c)
-	requireCheckError(t, err, postgres.OpAcquire, false)
+	requireAdmissionError(t, err, postgres.OpAcquire, false)
 	requireNoDriverError(t, err)
 	leakcheck.Check(t, "connection error", err, []byte(password))
 	_, err = store.CleanupExpired(ctx, 10)

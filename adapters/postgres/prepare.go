@@ -46,7 +46,9 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	var lockID [8]byte
 	binary.BigEndian.PutUint64(lockID[:], uint64(warmLockID))
 	shard := []byte{0xff, 0xff} // -1
-	timeout := appendServerTimeout(nil, deadline)
+	var timeouts params
+	timeouts.addTimeouts(deadline, deadline)
+	t := timeouts.slice()
 	emptyBytea := appendEmptyArray(nil, oidBytea)
 	emptyInt8 := appendEmptyArray(nil, oidInt8)
 	emptyInt2 := appendEmptyArray(nil, oidInt2)
@@ -58,8 +60,8 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	names := &s.sql.prepared
 	p.SendQueryPrepared(names[stmtBegin].name, nil, nil, nil)
 	p.SendQueryPrepared(names[stmtLockOne].name,
-		[][]byte{lockID[:], zero[:], zero[:], shard, timeout, timeout}, binaryFormat, binaryFormat)
-	p.SendQueryPrepared(names[stmtLockMany].name, [][]byte{timeout, timeout, emptyInt8}, binaryFormat, binaryFormat)
+		[][]byte{lockID[:], zero[:], zero[:], shard, t[0], t[1]}, binaryFormat, binaryFormat)
+	p.SendQueryPrepared(names[stmtLockMany].name, [][]byte{t[0], t[1], emptyInt8}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtReadMany].name, [][]byte{emptyBytea, emptyBytea, emptyInt2}, binaryFormat, binaryFormat)
 	p.SendQueryParams(sqlRollback, nil, nil, nil, nil)
 	if err := p.Sync(); err != nil {
@@ -129,7 +131,7 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 		if lost {
 			ss.setLost()
 		}
-		return nil, interpretError(OpAcquire, err)
+		return nil, interpretError(OpAcquire, stageOpen, err)
 	}
 	ss.pc.CustomData()[s.sql.stateKey] = st
 	// Connections opened in the same burst are likely cold too.

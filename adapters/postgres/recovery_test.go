@@ -135,8 +135,8 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 	checkErrors := func(errs []error) {
 		t.Helper()
 		for _, err := range errs {
-			var ce *postgres.CheckError
-			require.True(t, errors.As(err, &ce), "not a *CheckError: %v", err)
+			var ce *postgres.AdmissionError
+			require.True(t, errors.As(err, &ce), "not a *AdmissionError: %v", err)
 		}
 	}
 

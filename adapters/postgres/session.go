@@ -89,6 +89,10 @@ func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.
 	ss.setBudget(caller, budget)
 }
 
+// addTimeouts adds the transaction's timeout settings to p: statements and
+// lock waits end by the caller's deadline, idle gaps by the budget.
+func (ss *session) addTimeouts(p *params) { p.addTimeouts(ss.wait, ss.budget) }
+
 // setBudget starts the operation's budget, now.
 func (ss *session) setBudget(caller context.Context, budget time.Duration) {
 	if ss.cancel != nil {
@@ -345,7 +349,8 @@ func discard(conn *pgxpool.Conn) {
 // leftError is the error of an admission whose caller gave up: its
 // context's error, timed out or cancelled, at the step the work had reached,
 // consumed only if COMMIT had been sent.
-func leftError(caller context.Context, o outcome) *CheckError {
+func leftError(caller context.Context, o outcome) *AdmissionError {
 	err := caller.Err()
-	return &CheckError{Op: o.step, MayHaveConsumed: o.committing, Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
+	return &AdmissionError{Op: o.step, MayHaveConsumed: mayHaveCommitted(leftStage(o.committing), err),
+		Timeout: errors.Is(err, context.DeadlineExceeded), Err: err}
 }

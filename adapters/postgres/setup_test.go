@@ -118,9 +118,9 @@ func (f *fixture) ledger(t *testing.T, shard int) int64 {
 	t.Helper()
 	var ledger, actual int64
 	require.NoError(t, f.db.Pool.QueryRow(context.Background(),
-		`SELECT c.rows, (SELECT count(*) FROM runlimit_fixed_windows AS w
-		   WHERE (get_byte(w.config_fingerprint, 0) # get_byte(w.subject_key, 0)) = c.shard)
-		 FROM runlimit_capacity_shards AS c WHERE c.shard = $1`, shard).Scan(&ledger, &actual))
+		`SELECT c.row_count, (SELECT count(*) FROM runlimit_fixed_windows AS w
+		   WHERE (get_byte(w.config_fingerprint, 0) # get_byte(w.subject_key, 0)) = c.capacity_shard)
+		 FROM runlimit_capacity_shards AS c WHERE c.capacity_shard = $1`, shard).Scan(&ledger, &actual))
 	require.Equal(t, actual, ledger, "ledger of shard %d disagrees with the table", shard)
 	return ledger
 }

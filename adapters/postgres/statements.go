@@ -95,11 +95,13 @@ const (
 	sqlRollback = "ROLLBACK"
 )
 
-// The single-check path (single.go). Round trip 1 is BEGIN and one call of
-// runlimit_lock_counter (migrations 003 and 004), which takes the settings,
+// The statements of a batch of one check, whether it came through Admit
+// or AdmitCheck (admit.go runs both through one flow). Round trip 1 is
+// BEGIN and one call of runlimit_lock_counter, which takes the settings,
 // the advisory lock, the row lock, the ledger lock of a new key and the
 // clock sample in the protocol's order, statement after statement inside
-// the server; round trip 2 is one UPDATE or INSERT and COMMIT.
+// the server; round trip 2 is one UPDATE or INSERT and COMMIT. Scalar
+// statements cost the server a fraction of the array ones below.
 const (
 	// sqlLockOne calls the function in the select list rather than in FROM:
 	// its answer comes back as one composite value, without the function
@@ -112,12 +114,12 @@ SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = 
 WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea`
 
 	sqlInsertOne = `INSERT INTO {windows}
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-VALUES ($1::text, $2::text, $3::bytea, $4::bytea, $5::timestamptz, $6::timestamptz, $7::bigint)`
+    (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
+VALUES ($1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::text, $7::text)`
 )
 
-// The protocol for a batch of two or more checks (admit.go). Round trip 1
-// sends, pipelined:
+// The statements of a batch of two or more checks. Round trip 1 sends,
+// pipelined:
 //
 //	BEGIN; settings and advisory locks; row locks, ledger locks and the
 //	clock sample
@@ -192,17 +194,17 @@ ORDER BY l.id`
     ORDER BY w.config_fingerprint, w.subject_key
     FOR UPDATE OF w),
 ledger AS MATERIALIZED (
-    SELECT c.shard, c.rows
+    SELECT c.capacity_shard, c.row_count
     FROM {ledger} AS c
-    WHERE c.shard = ANY (ARRAY(
+    WHERE c.capacity_shard = ANY (ARRAY(
         SELECT n.shard
         FROM pg_catalog.unnest($3::smallint[]) WITH ORDINALITY AS n(shard, i)
         WHERE NOT EXISTS (SELECT FROM locked WHERE locked.i = n.i)))
-    ORDER BY c.shard
+    ORDER BY c.capacity_shard
     FOR UPDATE OF c)
 SELECT 0::smallint, i, used, window_started_at, window_expires_at FROM locked
 UNION ALL
-SELECT 1::smallint, shard::bigint, rows, NULL::timestamptz, NULL::timestamptz FROM ledger
+SELECT 1::smallint, capacity_shard::bigint, row_count, NULL::timestamptz, NULL::timestamptz FROM ledger
 UNION ALL
 SELECT 2::smallint, 0::bigint, 0::bigint, pg_catalog.clock_timestamp(), NULL::timestamptz`
 
@@ -220,11 +222,11 @@ WHERE w.config_fingerprint = n.fp AND w.subject_key = n.sk`
 	// trigger counts them against their shards, whose ledger rows are
 	// already locked.
 	sqlInsertMany = `INSERT INTO {windows}
-    (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)
-SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),
-                         pg_catalog.unnest($3::bytea[]), pg_catalog.unnest($4::bytea[]),
-                         pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::timestamptz[]),
-                         pg_catalog.unnest($7::bigint[]))`
+    (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
+SELECT * FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::bytea[]),
+                         pg_catalog.unnest($3::bigint[]), pg_catalog.unnest($4::timestamptz[]),
+                         pg_catalog.unnest($5::timestamptz[]), pg_catalog.unnest($6::text[]),
+                         pg_catalog.unnest($7::text[]))`
 )
 
 // Maintenance (cleanup.go, stats.go).
@@ -255,7 +257,7 @@ WHERE ctid = ANY (ARRAY(
     LIMIT $1::bigint
     FOR UPDATE SKIP LOCKED))`
 
-	sqlLedger = `SELECT shard, rows FROM {ledger} ORDER BY shard`
+	sqlLedger = `SELECT capacity_shard, row_count FROM {ledger} ORDER BY capacity_shard`
 
 	sqlSizes = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
        COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)

@@ -268,9 +268,9 @@ func (r redactor) wrap(err error) error {
 // connection config, say) is replaced by its sanitized form.
 func (r redactor) wrapText(text string, err error) error {
 	var dbErr *postgres.DatabaseError
-	var checkErr *postgres.CheckError
+	var admissionErr *postgres.AdmissionError
 	var maintErr *postgres.MaintenanceError
-	if !errors.As(err, &dbErr) && !errors.As(err, &checkErr) && !errors.As(err, &maintErr) {
+	if !errors.As(err, &dbErr) && !errors.As(err, &admissionErr) && !errors.As(err, &maintErr) {
 		err = pgerror.Sanitize(err)
 	}
 	return &redactedError{text: r.redact(text), err: err}

@@ -18,6 +18,11 @@ version before and after. Running it again changes nothing; replicas may run it
 at once. Every object goes into --schema, which is created when missing and
 must not belong to another role.
 
+A schema a Rust Runlimit service migrated (its _sqlx_migrations records
+Runlimit's three versions) is adopted: nothing is re-created, and only the
+objects this library adds are created. Let Rust services migrate a shared
+database first; see the migrations package documentation.
+
 --print-sql prints the SQL of every step in order instead, rendered for
 --schema, for hosts that vendor it into their own migration history; it needs
 no database.`
@@ -64,7 +69,17 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, latest int3
 	if err != nil {
 		return err
 	}
-	if !tracked {
+	rust, err := migrations.RustMigrated(ctx, pool, schema)
+	if err != nil {
+		return err
+	}
+	if rust {
+		// Migrate adopts it: the schema is already at RustSchemaVersion.
+		before = migrations.RustSchemaVersion
+		fmt.Fprintf(stdout, "adopting the schema a Rust Runlimit service migrated (its _sqlx_migrations records versions %d to %d) as runlimit schema version %d\n",
+			migrations.RustVersions[0], migrations.RustVersions[len(migrations.RustVersions)-1], before)
+	}
+	if !tracked && !rust {
 		// tern would try to create tables that are already there.
 		var vendored bool
 		if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1::text) IS NOT NULL`,

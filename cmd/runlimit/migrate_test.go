@@ -133,3 +133,41 @@ func TestCommandsFollowTheSchemaFlag(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "--schema")
 }
+
+// A schema a Rust Runlimit service migrated is adopted, and then served by
+// every command; status says what to do before that.
+func TestMigrateAdoptsARustSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	db.MigrateAsRust(t, "shared")
+	latest, steps, err := latestSchema("shared")
+	require.NoError(t, err)
+
+	r := execute(t, noEnv, "status", "--database-url", db.URL, "--schema", "shared")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, `a Rust Runlimit service migrated this schema: run "runlimit migrate" to adopt it`)
+
+	r = execute(t, noEnv, "migrate", "--database-url", db.URL, "--schema", "shared")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var added []string
+	for _, st := range steps[migrations.RustSchemaVersion:] {
+		added = append(added, st.Name)
+	}
+	require.Equal(t, fmt.Sprintf("adopting the schema a Rust Runlimit service migrated (its _sqlx_migrations records versions 20260723000000 to 20260726000000) as runlimit schema version %d\n"+
+		"runlimit schema migrated from version %d to %d (%s)\n", migrations.RustSchemaVersion, migrations.RustSchemaVersion, latest, strings.Join(added, ", ")), r.stdout)
+
+	r = execute(t, noEnv, "demo", "--database-url", db.URL, "--schema", "shared")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	r = execute(t, noEnv, "status", "--json", "--database-url", db.URL, "--schema", "shared")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var status struct {
+		SchemaVersion int32 `json:"schema_version"`
+		Rows          int64 `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &status))
+	require.Equal(t, latest, status.SchemaVersion)
+	require.Positive(t, status.Rows, "the demo's counters are counted in the ledger")
+	r = execute(t, noEnv, "migrate", "--database-url", db.URL, "--schema", "shared")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Equal(t, fmt.Sprintf("runlimit schema already up to date at version %d\n", latest), r.stdout)
+}

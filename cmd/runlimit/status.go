@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/migrations"
 )
 
 const statusSummary = `Shows the PostgreSQL store's state: the schema version, the counters stored
@@ -36,6 +37,9 @@ type statusReport struct {
 	IndexBytes          int64         `json:"index_bytes"`
 	LiveTuples          int64         `json:"live_tuples"`
 	DeadTuples          int64         `json:"dead_tuples"`
+	// rust: the schema is untracked because a Rust Runlimit service
+	// migrated it and it was not adopted yet.
+	rust bool
 }
 
 // shardReport is one capacity shard in a statusReport.
@@ -107,6 +111,8 @@ func readStatus(ctx context.Context, db *database, store *postgres.Store, schema
 	}
 	if tracked {
 		r.SchemaVersion = &version
+	} else if r.rust, err = migrations.RustMigrated(ctx, db.pool, schema); err != nil {
+		return statusReport{}, err
 	}
 	for i, sh := range ts.Fullest {
 		r.FullestShards[i] = shardReport{Shard: sh.Shard, Rows: sh.Rows, Headroom: sh.Headroom}
@@ -118,6 +124,8 @@ func printStatus(w io.Writer, r statusReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	version := "not recorded (no runlimit_schema_version table: a vendored schema?)"
 	switch {
+	case r.SchemaVersion == nil && r.rust:
+		version = `not recorded (a Rust Runlimit service migrated this schema: run "runlimit migrate" to adopt it)`
 	case r.SchemaVersion == nil:
 	case *r.SchemaVersion < r.LatestSchemaVersion:
 		version = fmt.Sprintf(`%d (this runlimit knows %d: run "runlimit migrate")`, *r.SchemaVersion, r.LatestSchemaVersion)

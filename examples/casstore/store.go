@@ -2,7 +2,7 @@ package casstore
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -10,13 +10,9 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-var (
-	// ErrCapacity is returned by [New] for a capacity below one.
-	ErrCapacity = errors.New("casstore: capacity must be at least 1")
-	// ErrNegativeMax is returned by [Store.CleanupExpired] for a negative
-	// maximum, which would otherwise read as "no limit".
-	ErrNegativeMax = errors.New("casstore: cleanup maximum is negative")
-)
+// ErrCapacity is returned by [New] for a capacity below one. It matches
+// [ports.ErrInvalidConfig], as every store's configuration error does.
+var ErrCapacity = fmt.Errorf("%w: casstore capacity must be at least 1", ports.ErrInvalidConfig)
 
 // Config configures a [Store].
 type Config struct {
@@ -208,10 +204,10 @@ func (s *Store) observe(snap *snapshot, obs []domain.Observation) int64 {
 // it removed; it frees their slots in the same conditional write. Active
 // counters are never removed: a counter renewed since it was read makes
 // the write conflict, and cleanup reads again. A max of 0 removes nothing;
-// a negative max is an error and removes nothing.
+// a negative max removes nothing and returns [ports.ErrNegativeMax].
 func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	if max < 0 {
-		return 0, ErrNegativeMax
+		return 0, ports.ErrNegativeMax
 	}
 	var snap snapshot
 	for {

@@ -3,6 +3,7 @@ package mapstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,13 +11,9 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-var (
-	// ErrCapacity is returned by [New] for a capacity below one.
-	ErrCapacity = errors.New("mapstore: capacity must be at least 1")
-	// ErrNegativeMax is returned by [Store.CleanupExpired] for a negative
-	// maximum, which would otherwise read as "no limit".
-	ErrNegativeMax = errors.New("mapstore: cleanup maximum is negative")
-)
+// ErrCapacity is returned by [New] for a capacity below one. It matches
+// [ports.ErrInvalidConfig], as every store's configuration error does.
+var ErrCapacity = fmt.Errorf("%w: mapstore capacity must be at least 1", ports.ErrInvalidConfig)
 
 // Config configures a [Store].
 type Config struct {
@@ -108,10 +105,11 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 
 // CleanupExpired removes at most max expired counters and returns how many
 // it removed. Active counters are never removed. A max of 0 removes
-// nothing; a negative max is an error and removes nothing.
+// nothing; a negative max removes nothing and returns
+// [ports.ErrNegativeMax].
 func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
 	if max < 0 {
-		return 0, ErrNegativeMax
+		return 0, ports.ErrNegativeMax
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -69,10 +69,10 @@ func TestDatabasesAreIsolated(t *testing.T) {
 	a, b := New(t), New(t)
 	require.NotEqual(t, a.Name, b.Name)
 	ctx := context.Background()
-	_, err := a.Pool.Exec(ctx, "UPDATE runlimit_capacity_shards SET rows = 7 WHERE shard = 3")
+	_, err := a.Pool.Exec(ctx, "UPDATE runlimit_capacity_shards SET row_count = 7 WHERE capacity_shard = 3")
 	require.NoError(t, err)
 	var rows int64
-	require.NoError(t, b.Pool.QueryRow(ctx, "SELECT rows FROM runlimit_capacity_shards WHERE shard = 3").Scan(&rows))
+	require.NoError(t, b.Pool.QueryRow(ctx, "SELECT row_count FROM runlimit_capacity_shards WHERE capacity_shard = 3").Scan(&rows))
 	require.Zero(t, rows)
 }
 

@@ -46,8 +46,8 @@ func (d *Database) PlantShadowSchema(t testing.TB, victim string) {
 		CREATE TABLE `+s+`.captured (fingerprint bytea, subject bytea);
 		CREATE TABLE `+s+`.runlimit_fixed_windows (
 			policy_id text, scope_id text, config_fingerprint bytea, subject_key bytea,
-			window_started_at timestamptz, window_expires_at timestamptz, used bigint);
-		CREATE TABLE `+s+`.runlimit_capacity_shards (shard smallint PRIMARY KEY, rows bigint);
+			window_started_at timestamptz, window_expires_at timestamptz, used bigint, capacity_shard smallint);
+		CREATE TABLE `+s+`.runlimit_capacity_shards (capacity_shard smallint PRIMARY KEY, row_count bigint);
 		CREATE TABLE `+s+`.runlimit_schema_version (version int4);
 		INSERT INTO `+s+`.runlimit_schema_version VALUES (999);
 		INSERT INTO `+s+`.runlimit_capacity_shards SELECT g, 7 FROM generate_series(0, 255) AS g;

@@ -62,7 +62,7 @@ const (
 	// ledger is read only for a key without one.
 	sqlOptRead = `SELECT w.used, w.window_started_at, w.window_expires_at,
        CASE WHEN w.used IS NULL THEN
-           (SELECT c.rows FROM runlimit_capacity_shards AS c WHERE c.shard = $3::smallint)
+           (SELECT c.row_count FROM runlimit_capacity_shards AS c WHERE c.capacity_shard = $3::smallint)
        END,
        pg_catalog.clock_timestamp()
 FROM (SELECT) AS one
@@ -82,7 +82,7 @@ WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea
 	// on the row it committed.
 	sqlOptInsert = `WITH room AS (
     SELECT 1 FROM runlimit_capacity_shards AS c
-    WHERE c.shard = $8::smallint AND c.rows < $9::bigint
+    WHERE c.capacity_shard = $8::smallint AND c.row_count < $9::bigint
     FOR UPDATE)
 INSERT INTO runlimit_fixed_windows
     (policy_id, scope_id, config_fingerprint, subject_key, window_started_at, window_expires_at, used)

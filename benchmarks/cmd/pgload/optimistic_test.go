@@ -136,7 +136,7 @@ func TestOptimisticRespectsShardCapacity(t *testing.T) {
 	var rows, ledger int64
 	ctx := context.Background()
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM runlimit_fixed_windows WHERE policy_id = $1`, p.ID().String()).Scan(&rows))
-	require.NoError(t, pool.QueryRow(ctx, `SELECT rows FROM runlimit_capacity_shards WHERE shard = $1`, shard).Scan(&ledger))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT row_count FROM runlimit_capacity_shards WHERE capacity_shard = $1`, shard).Scan(&ledger))
 	require.Equal(t, int64(bound), rows)
 	require.Equal(t, int64(bound), ledger, "the ledger's trigger counts every inserted key")
 }

@@ -36,8 +36,8 @@ const (
 	sqlStepLock = `SELECT pg_catalog.pg_advisory_xact_lock($1)`
 	sqlStepRow  = `SELECT used, window_started_at, window_expires_at FROM runlimit_fixed_windows
 WHERE config_fingerprint = $1 AND subject_key = $2 FOR UPDATE`
-	sqlStepLedger = `SELECT rows FROM runlimit_capacity_shards
-WHERE shard = $3 AND NOT EXISTS (
+	sqlStepLedger = `SELECT row_count FROM runlimit_capacity_shards
+WHERE capacity_shard = $3 AND NOT EXISTS (
     SELECT FROM runlimit_fixed_windows WHERE config_fingerprint = $1 AND subject_key = $2)
 FOR UPDATE`
 	sqlStepClock  = `SELECT pg_catalog.clock_timestamp()`

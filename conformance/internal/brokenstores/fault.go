@@ -181,6 +181,9 @@ const (
 	CleanupIgnoresMax
 	// CleanupNegativeMeansAll reads a negative maximum as no maximum.
 	CleanupNegativeMeansAll
+	// CleanupNegativeUntyped rejects a negative maximum with an error of its
+	// own rather than one matching ports.ErrNegativeMax.
+	CleanupNegativeUntyped
 	// CleanupKeepsSlots removes counters but their partition keeps counting
 	// them.
 	CleanupKeepsSlots
@@ -218,6 +221,9 @@ const (
 	ClosedErrorMayHaveConsumed
 	// ClosedErrorNamesKey fails closed with an error that prints the key.
 	ClosedErrorNamesKey
+	// ClosedErrorUntyped fails closed with an error of its own rather than
+	// one matching ports.ErrClosed.
+	ClosedErrorUntyped
 
 	// The single-check path.
 
@@ -244,10 +250,12 @@ var faultNames = [faultCount]string{
 	GlobalBound: "GlobalBound", CapacityRetryLatest: "CapacityRetryLatest",
 	ShadowIgnoresCapacity: "ShadowIgnoresCapacity", SingleCheckIgnoresCapacity: "SingleCheckIgnoresCapacity",
 	CleanupRemovesActive: "CleanupRemovesActive", CleanupIgnoresMax: "CleanupIgnoresMax",
-	CleanupNegativeMeansAll: "CleanupNegativeMeansAll", CleanupKeepsSlots: "CleanupKeepsSlots",
+	CleanupNegativeMeansAll: "CleanupNegativeMeansAll", CleanupNegativeUntyped: "CleanupNegativeUntyped",
+	CleanupKeepsSlots:        "CleanupKeepsSlots",
 	CleanupKeepsCounterAtEnd: "CleanupKeepsCounterAtEnd", StatsCountActiveOnly: "StatsCountActiveOnly",
 	StatsMisindexed: "StatsMisindexed", IgnoresClose: "IgnoresClose",
 	ClosedErrorMayHaveConsumed: "ClosedErrorMayHaveConsumed", ClosedErrorNamesKey: "ClosedErrorNamesKey",
+	ClosedErrorUntyped:         "ClosedErrorUntyped",
 	SingleCheckSkipsValidation: "SingleCheckSkipsValidation",
 	IgnoresInjectedClock:       "IgnoresInjectedClock",
 	ChargesOneUnit:             "ChargesOneUnit",

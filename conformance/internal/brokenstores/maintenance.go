@@ -11,12 +11,9 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-var (
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("store is closed")
-	// ErrNegativeMax: CleanupExpired was asked for a negative maximum.
-	ErrNegativeMax = errors.New("cleanup maximum is negative")
-)
+// errClosedUntyped is the closed store's error under ClosedErrorUntyped:
+// the right meaning, not the shared sentinel.
+var errClosedUntyped = errors.New("store is closed")
 
 // Error is a failed operation; it consumed nothing.
 type Error struct {
@@ -56,9 +53,11 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 		return errors.New("brokenstores: admit: store is closed")
 	case ClosedErrorNamesKey:
 		b := k.Bytes()
-		return &Error{Op: "admit", Err: fmt.Errorf("key %x: %w", b[32:], ErrClosed)}
+		return &Error{Op: "admit", Err: fmt.Errorf("key %x: %w", b[32:], ports.ErrClosed)}
+	case ClosedErrorUntyped:
+		return &Error{Op: "admit", Err: errClosedUntyped}
 	}
-	return &Error{Op: "admit", Err: ErrClosed}
+	return &Error{Op: "admit", Err: ports.ErrClosed}
 }
 
 // Close makes every later operation fail closed.
@@ -72,13 +71,17 @@ func (s *Store) Close() error {
 // key an admission holds.
 func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
 	if max < 0 {
-		if s.cfg.Fault != CleanupNegativeMeansAll {
-			return 0, &Error{Op: "cleanup", Err: ErrNegativeMax}
+		switch s.cfg.Fault {
+		case CleanupNegativeMeansAll:
+			max = math.MaxInt
+		case CleanupNegativeUntyped:
+			return 0, &Error{Op: "cleanup", Err: errors.New("cleanup maximum is negative")}
+		default:
+			return 0, &Error{Op: "cleanup", Err: ports.ErrNegativeMax}
 		}
-		max = math.MaxInt
 	}
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
-		return 0, &Error{Op: "cleanup", Err: ErrClosed}
+		return 0, &Error{Op: "cleanup", Err: ports.ErrClosed}
 	}
 	now := s.now()
 	s.mu.Lock()
@@ -182,7 +185,7 @@ func (s *Store) evictFirstExpiring(p int, skip []domain.CounterKey) {
 // Stats reports the counters stored in each partition.
 func (s *Store) Stats(context.Context) (ports.Stats, error) {
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
-		return ports.Stats{}, &Error{Op: "stats", Err: ErrClosed}
+		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
 	var now domain.Instant
 	if s.cfg.Fault == StatsCountActiveOnly {
