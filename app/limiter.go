@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -13,8 +12,9 @@ import (
 )
 
 // ErrInvalidConfig is matched by every error [NewLimiter] returns, and by
-// every configuration error of the wiring below app, which shares it.
-var ErrInvalidConfig = errors.New("runlimit: invalid limiter config")
+// every configuration error of the wiring below app. It is
+// [ports.ErrInvalidConfig], the contract every constructor shares.
+var ErrInvalidConfig = ports.ErrInvalidConfig
 
 // LimiterConfig configures a [Limiter].
 type LimiterConfig struct {

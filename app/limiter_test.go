@@ -124,11 +124,11 @@ func TestNewLimiter(t *testing.T) {
 
 	_, err := app.NewLimiter(nil, app.LimiterConfig{})
 	require.ErrorIs(t, err, app.ErrInvalidConfig)
-	require.EqualError(t, err, "runlimit: invalid limiter config: no store")
+	require.EqualError(t, err, "runlimit: invalid config: no store")
 
 	_, err = app.NewLimiter(newMapStore(), app.LimiterConfig{MaxBatchSize: -1})
 	require.ErrorIs(t, err, app.ErrInvalidConfig)
-	require.EqualError(t, err, "runlimit: invalid limiter config: max batch size -1 is negative")
+	require.EqualError(t, err, "runlimit: invalid config: max batch size -1 is negative")
 
 	l, err := app.NewLimiter(newMapStore(), app.LimiterConfig{MaxBatchSize: 0})
 	require.NoError(t, err)
@@ -559,5 +559,5 @@ func TestNewLimiterRejectsANilPointerStore(t *testing.T) {
 	var store *mapStore
 	_, err := app.NewLimiter(store, app.LimiterConfig{})
 	require.ErrorIs(t, err, app.ErrInvalidConfig)
-	require.EqualError(t, err, "runlimit: invalid limiter config: no store")
+	require.EqualError(t, err, "runlimit: invalid config: no store")
 }

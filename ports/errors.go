@@ -19,9 +19,10 @@ var (
 	// ErrClosed is matched by the error of every operation on a store that
 	// was closed ([Closer]). Such an error consumed nothing.
 	ErrClosed = errors.New("runlimit: store is closed")
-	// ErrInvalidConfig is matched by every error a store's constructor
-	// returns for a configuration outside its bounds. No store is built.
-	ErrInvalidConfig = errors.New("runlimit: invalid store config")
+	// ErrInvalidConfig is matched by every error a constructor returns for
+	// a configuration outside its bounds: a store's, the limiter's, the
+	// wiring's and every adapter's. Nothing is built.
+	ErrInvalidConfig = errors.New("runlimit: invalid config")
 	// ErrNegativeMax is matched by the error of [Cleaner.CleanupExpired]
 	// asked to remove a negative number of counters: a caller mistake,
 	// reported before anything else and removing nothing. It matches

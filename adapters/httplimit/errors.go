@@ -3,13 +3,16 @@ package httplimit
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Sentinels matched with errors.Is. No error of this package holds a
 // subject, an address, a header value or a key.
 var (
-	// ErrInvalidConfig is matched by every [*ConfigError].
-	ErrInvalidConfig = errors.New("httplimit: invalid config")
+	// ErrInvalidConfig is matched by every [*ConfigError]. It is
+	// [ports.ErrInvalidConfig], the contract every constructor shares.
+	ErrInvalidConfig = ports.ErrInvalidConfig
 	// ErrInvalidIdentity is matched by every [*IdentityError].
 	ErrInvalidIdentity = errors.New("httplimit: invalid identity")
 	// ErrRemoteAddr: the request's RemoteAddr is not an IP address and

@@ -107,5 +107,5 @@ func TestNegativeStatsIntervalIsRejected(t *testing.T) {
 	t.Parallel()
 	_, err := otelrunlimit.New(otelrunlimit.Config{StatsInterval: -time.Second})
 	require.ErrorIs(t, err, app.ErrInvalidConfig)
-	require.EqualError(t, err, "runlimit: invalid limiter config: otelrunlimit StatsInterval -1s is negative")
+	require.EqualError(t, err, "runlimit: invalid config: otelrunlimit StatsInterval -1s is negative")
 }

@@ -6,9 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runlimit/runlimit/adapters/httplimit"
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/ports"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -142,5 +145,24 @@ func TestOpenRequiresTheSecret(t *testing.T) {
 			require.Contains(t, err.Error(), tt.want)
 			require.NotContains(t, err.Error(), shortSecret)
 		})
+	}
+}
+
+// Every constructor's configuration error matches the one contract in
+// ports, so a host needs a single errors.Is whatever it builds.
+func TestEveryConfigErrorIsThePortsContract(t *testing.T) {
+	t.Parallel()
+	_, memErr := memory.New(memory.Config{})
+	_, pgErr := postgres.New(idlePool(t), postgres.Config{RowsPerShard: -1})
+	_, limErr := app.NewLimiter(nil, app.LimiterConfig{})
+	_, httpErr := httplimit.NewMiddleware(httplimit.Config{})
+	for name, err := range map[string]error{
+		"memory.New":             memErr,
+		"postgres.New":           pgErr,
+		"app.NewLimiter":         limErr,
+		"httplimit":              httpErr,
+		"wiring.Config.Validate": wiring.Config{Backend: "redis"}.Validate(),
+	} {
+		require.ErrorIs(t, err, ports.ErrInvalidConfig, name)
 	}
 }
