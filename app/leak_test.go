@@ -3,8 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -19,43 +17,9 @@ import (
 	"github.com/runlimit/runlimit/internal/leakcheck"
 )
 
-// leakCase prints one value through every printer leakcheck knows, keeping
-// the value's own type so that host structs hold it by value.
-type leakCase struct {
-	name  string
-	check func(t *testing.T, secrets ...[]byte)
-}
-
-func leak[T any](name string, v T) leakCase {
-	return leakCase{name, func(t *testing.T, secrets ...[]byte) {
-		leakcheck.Check(t, name, v, secrets...)
-		leakcheck.CheckDump(t, name, v, secrets...)
-	}}
-}
-
 // leakPassword is the password of the connection strings a hostile store
 // error carries.
 const leakPassword = "hunter2-leak-password"
-
-// keyedStates returns the chaining words of the SHA-256 states HMAC keeps
-// after absorbing the secret's ipad and opad blocks.
-func keyedStates(t *testing.T, secret []byte) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for _, pad := range []byte{0x36, 0x5c} {
-		block := make([]byte, sha256.BlockSize)
-		copy(block, secret)
-		for i := range block {
-			block[i] ^= pad
-		}
-		h := sha256.New()
-		h.Write(block)
-		state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-		require.NoError(t, err)
-		out = append(out, state[4:4+sha256.Size])
-	}
-	return out
-}
 
 func TestNothingPrintsKeysOrStoreErrors(t *testing.T) {
 	t.Parallel()
@@ -91,27 +55,27 @@ func TestNothingPrintsKeysOrStoreErrors(t *testing.T) {
 	require.ErrorIs(t, limiterErr, app.ErrInvalidConfig)
 
 	secrets := [][]byte{[]byte(testSecret)}
-	secrets = append(secrets, keyedStates(t, []byte(testSecret))...)
+	secrets = append(secrets, leakcheck.KeyedStates(t, []byte(testSecret))...)
 	for i, c := range checks {
 		sk := c.SubjectKey().Bytes()
 		secrets = append(secrets, []byte(subjects[i]), sk[:])
 	}
 
-	cases := []leakCase{
-		leak("Limiter", limiter),
-		leak("LimiterConfig", limiterCfg),
-		leak("allowed batch Event", events[0]),
-		leak("allowed single Event", events[1]),
-		leak("denied batch Event", events[2]),
-		leak("denied single Event", events[3]),
-		leak("Event with a store error", events[4]),
-		leak("NewLimiter error", limiterErr),
-		leak("ErrInvalidConfig", app.ErrInvalidConfig),
+	cases := []leakcheck.Case{
+		leakcheck.Value("Limiter", limiter),
+		leakcheck.Value("LimiterConfig", limiterCfg),
+		leakcheck.Value("allowed batch Event", events[0]),
+		leakcheck.Value("allowed single Event", events[1]),
+		leakcheck.Value("denied batch Event", events[2]),
+		leakcheck.Value("denied single Event", events[3]),
+		leakcheck.Value("Event with a store error", events[4]),
+		leakcheck.Value("NewLimiter error", limiterErr),
+		leakcheck.Value("ErrInvalidConfig", app.ErrInvalidConfig),
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			tc.check(t, secrets...)
+			tc.Run(t, secrets...)
 		})
 	}
 }

@@ -1,8 +1,6 @@
 package domain_test
 
 import (
-	"crypto/sha256"
-	"encoding"
 	"testing"
 	"time"
 
@@ -11,18 +9,6 @@ import (
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
 )
-
-// leakCase prints one value through every printer leakcheck knows, alone
-// and nested in host structs, keeping the value's own type so that the
-// hosts hold it by value and not as an interface.
-type leakCase struct {
-	name  string
-	check func(t *testing.T, secrets ...[]byte)
-}
-
-func leak[T any](name string, v T) leakCase {
-	return leakCase{name, func(t *testing.T, secrets ...[]byte) { leakcheck.Check(t, name, v, secrets...) }}
-}
 
 // Host structs that embed keys and hashers: their methods are promoted, so
 // fmt calls them, and reflection walks the rest.
@@ -35,31 +21,6 @@ type (
 		domain.KeyHasher
 	}
 )
-
-// keyedStates returns the chaining words of the SHA-256 states HMAC keeps
-// after absorbing the secret's ipad and opad blocks: from either, the
-// subject keys of every subject can be computed without the secret.
-func keyedStates(t *testing.T, secret []byte) [][]byte {
-	t.Helper()
-	require.LessOrEqual(t, len(secret), sha256.BlockSize, "the test secret is used as the HMAC key as is")
-	var out [][]byte
-	for _, pad := range []byte{0x36, 0x5c} {
-		block := make([]byte, sha256.BlockSize)
-		copy(block, secret)
-		for i := range block {
-			block[i] ^= pad
-		}
-		h := sha256.New()
-		h.Write(block)
-		state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-		require.NoError(t, err)
-		// The marshaled state is a 4-byte magic, the eight chaining words,
-		// the (empty) block buffer and the length: only the words are
-		// secret.
-		out = append(out, state[4:4+sha256.Size])
-	}
-	return out
-}
 
 func TestNothingPrintsKeysOrSecrets(t *testing.T) {
 	t.Parallel()
@@ -99,7 +60,7 @@ func TestNothingPrintsKeysOrSecrets(t *testing.T) {
 
 	var secrets [][]byte
 	secrets = append(secrets, testSecret)
-	secrets = append(secrets, keyedStates(t, testSecret)...)
+	secrets = append(secrets, leakcheck.KeyedStates(t, testSecret)...)
 	for i, c := range checks {
 		sk, ck := c.SubjectKey().Bytes(), c.CounterKey().Bytes()
 		// The counter key's first half is the policy's public
@@ -107,47 +68,47 @@ func TestNothingPrintsKeysOrSecrets(t *testing.T) {
 		secrets = append(secrets, []byte(subjects[i]), sk[:], ck[domain.CounterKeySize-32:])
 	}
 
-	cases := []leakCase{
-		leak("KeyHasher", f.hasher),
-		leak("zero KeyHasher", domain.KeyHasher{}),
-		leak("embedded KeyHasher", embeddedHasher{f.hasher}),
-		leak("embedded SubjectKey", embeddedKey{key, "n"}),
-		leak("SubjectKey", key),
-		leak("CounterKey", counter),
-		leak("Fingerprint", f.policy.Fingerprint()),
-		leak("Check", checks[0]),
-		leak("shadow Check", shadowCheck),
-		leak("[]Check", checks),
-		leak("map keyed by CounterKey", map[domain.CounterKey]int{counter: 1}),
-		leak("Policy", f.policy),
-		leak("PolicyID", f.policy.ID()),
-		leak("ScopeID", f.policy.Scope()),
-		leak("Mode", domain.Shadow),
-		leak("Outcome", domain.Allowed),
-		leak("DenialReason", domain.QuotaExhausted),
-		leak("Instant", ms(7)),
-		leak("Counter", allowed.Next(0)),
-		leak("Observation", domain.Observation{Counter: allowed.Next(0), Full: true}),
-		leak("Decision", single),
-		leak("Allowance", func() domain.Allowance { a, _ := single.Allowance(); return a }()),
-		leak("Denial", den),
-		leak("allowed BatchDecision", allowedDecision),
-		leak("denied BatchDecision", deniedDecision),
-		leak("prepared Batch", newBatch(t, checks...)),
-		leak("evaluated Batch", allowed),
-		leak("unprepared Batch", &domain.Batch{}),
-		leak("IdentifierError", identifierErr),
-		leak("PolicyError", policyErr),
-		leak("CheckError", checkErr),
-		leak("BatchError", batchErr),
-		leak("BatchError of an invalid check", invalidCheckBatchErr),
-		leak("CorruptCounterError", error(&domain.CorruptCounterError{Index: 1})),
-		leak("ErrBatchProtocol", domain.ErrBatchProtocol),
+	cases := []leakcheck.Case{
+		leakcheck.Value("KeyHasher", f.hasher),
+		leakcheck.Value("zero KeyHasher", domain.KeyHasher{}),
+		leakcheck.Value("embedded KeyHasher", embeddedHasher{f.hasher}),
+		leakcheck.Value("embedded SubjectKey", embeddedKey{key, "n"}),
+		leakcheck.Value("SubjectKey", key),
+		leakcheck.Value("CounterKey", counter),
+		leakcheck.Value("Fingerprint", f.policy.Fingerprint()),
+		leakcheck.Value("Check", checks[0]),
+		leakcheck.Value("shadow Check", shadowCheck),
+		leakcheck.Value("[]Check", checks),
+		leakcheck.Value("map keyed by CounterKey", map[domain.CounterKey]int{counter: 1}),
+		leakcheck.Value("Policy", f.policy),
+		leakcheck.Value("PolicyID", f.policy.ID()),
+		leakcheck.Value("ScopeID", f.policy.Scope()),
+		leakcheck.Value("Mode", domain.Shadow),
+		leakcheck.Value("Outcome", domain.Allowed),
+		leakcheck.Value("DenialReason", domain.QuotaExhausted),
+		leakcheck.Value("Instant", ms(7)),
+		leakcheck.Value("Counter", allowed.Next(0)),
+		leakcheck.Value("Observation", domain.Observation{Counter: allowed.Next(0), Full: true}),
+		leakcheck.Value("Decision", single),
+		leakcheck.Value("Allowance", func() domain.Allowance { a, _ := single.Allowance(); return a }()),
+		leakcheck.Value("Denial", den),
+		leakcheck.Value("allowed BatchDecision", allowedDecision),
+		leakcheck.Value("denied BatchDecision", deniedDecision),
+		leakcheck.Value("prepared Batch", newBatch(t, checks...)),
+		leakcheck.Value("evaluated Batch", allowed),
+		leakcheck.Value("unprepared Batch", &domain.Batch{}),
+		leakcheck.Value("IdentifierError", identifierErr),
+		leakcheck.Value("PolicyError", policyErr),
+		leakcheck.Value("CheckError", checkErr),
+		leakcheck.Value("BatchError", batchErr),
+		leakcheck.Value("BatchError of an invalid check", invalidCheckBatchErr),
+		leakcheck.Value("CorruptCounterError", error(&domain.CorruptCounterError{Index: 1})),
+		leakcheck.Value("ErrBatchProtocol", domain.ErrBatchProtocol),
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			tc.check(t, secrets...)
+			tc.Run(t, secrets...)
 		})
 	}
 }

@@ -2,8 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding"
 	"testing"
 	"time"
 
@@ -14,40 +12,6 @@ import (
 	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
-
-// leakCase prints one value through every printer leakcheck knows, keeping
-// the value's own type so that host structs hold it by value.
-type leakCase struct {
-	name  string
-	check func(t *testing.T, secrets ...[]byte)
-}
-
-func leak[T any](name string, v T) leakCase {
-	return leakCase{name, func(t *testing.T, secrets ...[]byte) {
-		leakcheck.Check(t, name, v, secrets...)
-		leakcheck.CheckDump(t, name, v, secrets...)
-	}}
-}
-
-// keyedStates returns the chaining words of the SHA-256 states HMAC keeps
-// after absorbing the secret's ipad and opad blocks.
-func keyedStates(t *testing.T, secret []byte) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for _, pad := range []byte{0x36, 0x5c} {
-		block := make([]byte, sha256.BlockSize)
-		copy(block, secret)
-		for i := range block {
-			block[i] ^= pad
-		}
-		h := sha256.New()
-		h.Write(block)
-		state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-		require.NoError(t, err)
-		out = append(out, state[4:4+sha256.Size])
-	}
-	return out
-}
 
 // TestNothingPrintsKeysOrSubjects prints the store while it holds entries,
 // when a shard is poisoned and once closed, and every error, stat and
@@ -71,29 +35,29 @@ func TestNothingPrintsKeysOrSubjects(t *testing.T) {
 	stats, err := f.store.Stats(ctx)
 	require.NoError(t, err)
 
-	cases := []leakCase{leak("Store with entries", f.store), leak("Stats", stats)}
+	cases := []leakcheck.Case{leakcheck.Value("Store with entries", f.store), leakcheck.Value("Stats", stats)}
 	_, err = f.limiter.CheckAll(ctx, checks[:4]) // four on a shard of three
 	require.ErrorAs(t, err, new(*memory.ShardOverflowError))
-	cases = append(cases, leak("ShardOverflowError", err))
+	cases = append(cases, leakcheck.Value("ShardOverflowError", err))
 
 	clock.armed.Store(true)
 	require.Panics(t, func() { _, _ = f.limiter.Check(ctx, checks[5]) })
 	clock.armed.Store(false)
 	_, err = f.limiter.Check(ctx, checks[5])
 	require.ErrorAs(t, err, new(*memory.PoisonedShardError))
-	cases = append(cases, leak("PoisonedShardError", err), leak("Store with a poisoned shard", f.store))
+	cases = append(cases, leakcheck.Value("PoisonedShardError", err), leakcheck.Value("Store with a poisoned shard", f.store))
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = f.limiter.Check(cancelled, checks[0])
 	require.ErrorAs(t, err, new(*memory.OpError))
-	cases = append(cases, leak("OpError of a done context", err))
+	cases = append(cases, leakcheck.Value("OpError of a done context", err))
 	_, err = f.store.CleanupExpired(ctx, -1)
-	cases = append(cases, leak("OpError of a negative max", err))
+	cases = append(cases, leakcheck.Value("OpError of a negative max", err))
 	var nilCtx context.Context
 	_, err = f.store.AdmitCheck(nilCtx, checks[0])
 	require.ErrorIs(t, err, ports.ErrNilContext)
-	cases = append(cases, leak("OpError of a nil context", err))
+	cases = append(cases, leakcheck.Value("OpError of a nil context", err))
 
 	_, err = memory.New(memory.Config{MaxKeys: -1})
 	require.ErrorIs(t, err, memory.ErrInvalidConfig)
@@ -102,30 +66,30 @@ func TestNothingPrintsKeysOrSubjects(t *testing.T) {
 	coarse := memory.NewCoarseClock()
 	coarse.Stop()
 	cases = append(cases,
-		leak("ConfigError", err),
-		leak("Config", memory.Config{MaxKeys: 1, Clock: clock}),
-		leak("ManualClock", memory.NewManualClock()),
-		leak("CoarseClock", coarse),
-		leak("ErrClosed", memory.ErrClosed),
-		leak("ErrPoisoned", memory.ErrPoisoned),
-		leak("ErrNegativeMax", memory.ErrNegativeMax),
-		leak("nil Store", (*memory.Store)(nil)),
+		leakcheck.Value("ConfigError", err),
+		leakcheck.Value("Config", memory.Config{MaxKeys: 1, Clock: clock}),
+		leakcheck.Value("ManualClock", memory.NewManualClock()),
+		leakcheck.Value("CoarseClock", coarse),
+		leakcheck.Value("ErrClosed", memory.ErrClosed),
+		leakcheck.Value("ErrPoisoned", memory.ErrPoisoned),
+		leakcheck.Value("ErrNegativeMax", memory.ErrNegativeMax),
+		leakcheck.Value("nil Store", (*memory.Store)(nil)),
 	)
 
 	require.NoError(t, f.store.Close())
 	_, err = f.limiter.Check(ctx, checks[0])
 	require.ErrorIs(t, err, memory.ErrClosed)
-	cases = append(cases, leak("OpError of a closed store", err), leak("closed Store", f.store))
+	cases = append(cases, leakcheck.Value("OpError of a closed store", err), leakcheck.Value("closed Store", f.store))
 
-	secrets := append([][]byte{testSecret}, keyedStates(t, testSecret)...)
+	secrets := append([][]byte{testSecret}, leakcheck.KeyedStates(t, testSecret)...)
 	for i, c := range checks {
 		k := c.SubjectKey().Bytes()
 		secrets = append(secrets, k[:], []byte(subjects[i]))
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			tc.check(t, secrets...)
+			tc.Run(t, secrets...)
 		})
 	}
 }

@@ -2,8 +2,6 @@ package wiring_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,42 +12,8 @@ import (
 	"github.com/runlimit/runlimit/internal/leakcheck"
 )
 
-// leakCase prints one value through every printer leakcheck knows, keeping
-// the value's own type so that host structs hold it by value.
-type leakCase struct {
-	name  string
-	check func(t *testing.T, secrets ...[]byte)
-}
-
-func leak[T any](name string, v T) leakCase {
-	return leakCase{name, func(t *testing.T, secrets ...[]byte) {
-		leakcheck.Check(t, name, v, secrets...)
-		leakcheck.CheckDump(t, name, v, secrets...)
-	}}
-}
-
 // leakPassword is the password of every database URL the leak tests use.
 const leakPassword = "hunter2-leak-password"
-
-// keyedStates returns the chaining words of the SHA-256 states HMAC keeps
-// after absorbing the secret's ipad and opad blocks.
-func keyedStates(t *testing.T, secret []byte) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for _, pad := range []byte{0x36, 0x5c} {
-		block := make([]byte, sha256.BlockSize)
-		copy(block, secret)
-		for i := range block {
-			block[i] ^= pad
-		}
-		h := sha256.New()
-		h.Write(block)
-		state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-		require.NoError(t, err)
-		out = append(out, state[4:4+sha256.Size])
-	}
-	return out
-}
 
 func TestNothingPrintsSecretsPasswordsOrKeys(t *testing.T) {
 	t.Parallel()
@@ -109,43 +73,36 @@ func TestNothingPrintsSecretsPasswordsOrKeys(t *testing.T) {
 	require.Error(t, envErr)
 
 	secrets := [][]byte{[]byte(testSecret), []byte(leakPassword)}
-	secrets = append(secrets, keyedStates(t, []byte(testSecret))...)
+	secrets = append(secrets, leakcheck.KeyedStates(t, []byte(testSecret))...)
 	for i, c := range checks {
 		sk := c.SubjectKey().Bytes()
 		secrets = append(secrets, []byte(subjects[i]), sk[:])
 	}
 
-	cases := []leakCase{
-		leak("Secret", wiring.NewSecret(url)),
-		leak("zero Secret", wiring.Secret{}),
-		leak("memory Config", memCfg),
-		leak("Config with a KeySecret", secretCfg),
-		leak("Config from the environment", envCfg),
-		leak("EnvError", envErr),
-		leak("NotReadyError", notReadyErr),
-		leak("postgres Config", pgCfg),
-		leak("memory Runtime", memRuntime),
-		leak("postgres Runtime", pgRuntime),
-		leak("memory Limiter", memRuntime.Limiter()),
-		leak("gate Limiter", pgRuntime.Gate()),
-		leak("postgres Limiter", pgRuntime.Limiter()),
-		leak("Backend", wiring.BackendPostgres),
-		// pgx's ParseConfigError, which this ConfigError wraps, keeps the
-		// raw URL in an exported field: every printer but a whole spew
-		// dump is kept from it by ConfigError's Format and MarshalJSON;
-		// the dump needs the driver's error translated where runtime.go
-		// receives it.
-		{"ConfigError of a URL", func(t *testing.T, secrets ...[]byte) {
-			leakcheck.Check(t, "ConfigError of a URL", parseErr, secrets...)
-		}},
-		leak("ConfigError of a secret", secretErr),
-		leak("CleanupError", cleanupErr),
-		leak("ErrInvalidConfig", wiring.ErrInvalidConfig),
+	cases := []leakcheck.Case{
+		leakcheck.Value("Secret", wiring.NewSecret(url)),
+		leakcheck.Value("zero Secret", wiring.Secret{}),
+		leakcheck.Value("memory Config", memCfg),
+		leakcheck.Value("Config with a KeySecret", secretCfg),
+		leakcheck.Value("Config from the environment", envCfg),
+		leakcheck.Value("EnvError", envErr),
+		leakcheck.Value("NotReadyError", notReadyErr),
+		leakcheck.Value("postgres Config", pgCfg),
+		leakcheck.Value("memory Runtime", memRuntime),
+		leakcheck.Value("postgres Runtime", pgRuntime),
+		leakcheck.Value("memory Limiter", memRuntime.Limiter()),
+		leakcheck.Value("gate Limiter", pgRuntime.Gate()),
+		leakcheck.Value("postgres Limiter", pgRuntime.Limiter()),
+		leakcheck.Value("Backend", wiring.BackendPostgres),
+		leakcheck.Value("ConfigError of a URL", parseErr),
+		leakcheck.Value("ConfigError of a secret", secretErr),
+		leakcheck.Value("CleanupError", cleanupErr),
+		leakcheck.Value("ErrInvalidConfig", wiring.ErrInvalidConfig),
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			tc.check(t, secrets...)
+			tc.Run(t, secrets...)
 		})
 	}
 }
