@@ -71,5 +71,5 @@ lint: ## gofmt, go vet, staticcheck and go mod tidy must be clean
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 	$(GO) mod tidy -diff
-	cd benchmarks && $(GO) vet ./... && $(GO) mod tidy -diff
+	cd benchmarks && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) mod tidy -diff
 	@$(call in_example_modules,$(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... && $(GO) mod tidy -diff)
