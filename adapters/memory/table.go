@@ -69,11 +69,26 @@ func (t *table) find(k *domain.CounterKey, h uint64) (int32, bool) {
 		if c.ref == 0 {
 			return -1, false
 		}
-		if c.tag == tag && t.entries[c.ref-1].key == *k {
+		if c.tag == tag && sameKey(&t.entries[c.ref-1].key, k) {
 			return c.ref - 1, true
 		}
 	}
 }
+
+// sameKey reports whether a and b are the same counter key, as a == b
+// does. A key is 64 plain bytes without padding (the size check below
+// fails to compile otherwise), so it compares as words, in line, and a
+// different word means a different key: == on a 64-byte value is a call
+// to the runtime's memequal, which costs a lookup more than the compare.
+// Only equality is read this way, never a byte's value.
+func sameKey(a, b *domain.CounterKey) bool {
+	x := (*[2][4]uint64)(unsafe.Pointer(a))
+	y := (*[2][4]uint64)(unsafe.Pointer(b))
+	return x[0] == y[0] && x[1] == y[1]
+}
+
+// A counter key is exactly domain.CounterKeySize bytes, as sameKey assumes.
+var _ = [1]struct{}{}[unsafe.Sizeof(domain.CounterKey{})-domain.CounterKeySize]
 
 // counter returns the counter stored in slot.
 func (t *table) counter(slot int32) domain.Counter { return t.entries[slot].counter }
