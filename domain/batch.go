@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // DefaultMaxBatchSize is the default largest number of checks in one batch.
@@ -315,8 +316,13 @@ func (c *Counter) valid(p *policyDef) bool {
 	if c.Used == 0 {
 		return c.Start == 0 && c.Expires == 0
 	}
+	// With Start < Expires the unsigned difference is the window's exact
+	// length in microseconds, whatever their signs, and a policy's window
+	// is whole milliseconds: comparing microseconds is Expires.Sub(Start)
+	// <= window without Sub's saturating arithmetic, and keeps valid small
+	// enough to be inlined on every admission.
 	return c.Used > 0 && c.Used <= p.limit && c.Start < c.Expires &&
-		c.Expires.Sub(c.Start) <= p.window
+		uint64(c.Expires)-uint64(c.Start) <= uint64(p.window/time.Microsecond)
 }
 
 // evaluate applies the anchored fixed-window rule to one counter, writing
