@@ -169,7 +169,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 		}
 	}()
 	var err error
-	for j := 0; j < len(*locked); j++ {
+	for j := range len(*locked) {
 		sh := (*locked)[j].sh
 		sh.mu.Lock()
 		held++
@@ -187,11 +187,16 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	// One clock sample for the batch, after every lock is held, raised to
 	// the latest time any of its shards has seen, and every shard raised to
 	// it: no shard, and so no key, ever sees time go backwards.
-	now := s.sample()
-	for j := 0; j < len(*locked); j++ {
+	var now domain.Instant
+	if s.clock == nil {
+		now = s.sampleMonotonic()
+	} else {
+		now = s.sample()
+	}
+	for j := range len(*locked) {
 		now = (*locked)[j].sh.clamp(now)
 	}
-	for j := 0; j < len(*locked)-1; j++ {
+	for j := range len(*locked) - 1 {
 		// Each clamp raised its shard to the time so far; the last one saw
 		// the batch's time, the earlier ones catch up.
 		(*locked)[j].sh.clamp(now)
@@ -199,12 +204,12 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	// Cleanup runs before any key is observed, so a batch's own expired key
 	// is either still present (renewed in place) or already removed (and
 	// its slot is free): both keep the slot accounting exact.
-	for i := 0; i < len(*checks); i++ {
+	for i := range len(*checks) {
 		if sh := (*checks)[i].sh; sh.due(now) {
 			sh.removeExpired(now, s.cleanup)
 		}
 	}
-	for i := 0; i < len(*checks); i++ {
+	for i := range len(*checks) {
 		pc := &(*checks)[i]
 		ps := &(*locked)[pc.at]
 		slot, claims := pc.sh.observe(b, i, &pc.key, pc.hash, ps.pending)
@@ -215,7 +220,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	}
 	commit, err := b.Evaluate(now)
 	if commit {
-		for i := 0; i < len(*checks); i++ {
+		for i := range len(*checks) {
 			pc := &(*checks)[i]
 			if pc.slot >= 0 {
 				pc.sh.update(pc.slot, b.Next(i))
@@ -224,7 +229,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 			pc.sh.add(&pc.key, pc.hash, b.Next(i))
 		}
 	}
-	for j := 0; j < len(*locked); j++ {
+	for j := range len(*locked) {
 		(*locked)[j].sh.mu.Unlock()
 	}
 	held = 0
