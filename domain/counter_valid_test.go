@@ -54,3 +54,29 @@ func TestCounterValidMatchesSub(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveWindowLeftIsExact: for a valid counter active at now (now in
+// [Start, Expires)), the time left that evaluate computes in plain
+// microseconds is what Instant.Sub returns.
+func TestActiveWindowLeftIsExact(t *testing.T) {
+	t.Parallel()
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100_000 {
+		window := time.Duration(1+rng.Int64N(int64(MaxWindow/time.Millisecond))) * time.Millisecond
+		p := &policyDef{limit: 1, window: window}
+		span := 1 + rng.Int64N(int64(window/time.Microsecond))
+		start := Instant(rng.Int64N(1<<62) - rng.Int64N(1<<62))
+		if rng.IntN(8) == 0 {
+			start = math.MaxInt64 - Instant(span) // a window ending at the top of the range
+		}
+		c := Counter{Used: 1, Start: start, Expires: start + Instant(span)}
+		if !c.valid(p) {
+			t.Fatalf("fixture %+v is not valid for window %v", c, window)
+		}
+		now := c.Start + Instant(rng.Int64N(span))
+		if got, want := time.Duration(c.Expires-now)*time.Microsecond, c.Expires.Sub(now); got != want {
+			t.Fatalf("left at %d in %+v = %v, want %v", now, c, got, want)
+		}
+	}
+}
