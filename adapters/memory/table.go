@@ -76,11 +76,11 @@ func (t *table) find(k *domain.CounterKey, h uint64) (int32, bool) {
 }
 
 // sameKey reports whether a and b are the same counter key, as a == b
-// does. A key is 64 plain bytes without padding (the size check below
-// fails to compile otherwise), so it compares as words, in line, and a
-// different word means a different key: == on a 64-byte value is a call
-// to the runtime's memequal, which costs a lookup more than the compare.
-// Only equality is read this way, never a byte's value.
+// does, but in line: == on a 64-byte value is a call to the runtime's
+// memequal, which costs more than the compare. A key is 64 plain bytes
+// without padding (the size check below fails to compile otherwise), so
+// its bytes are equal exactly when its eight words are. Only equality is
+// read this way, never a byte's value.
 func sameKey(a, b *domain.CounterKey) bool {
 	x := (*[2][4]uint64)(unsafe.Pointer(a))
 	y := (*[2][4]uint64)(unsafe.Pointer(b))
