@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // DefaultMaxBatchSize is the default largest number of checks in one batch.
@@ -315,14 +316,20 @@ func (c *Counter) valid(p *policyDef) bool {
 	if c.Used == 0 {
 		return c.Start == 0 && c.Expires == 0
 	}
+	// With Start < Expires the unsigned difference is the window's exact
+	// length in microseconds, whatever their signs, and a policy's window
+	// is whole milliseconds: comparing microseconds is Expires.Sub(Start)
+	// <= window without Sub's saturating arithmetic, and keeps valid small
+	// enough to be inlined on every admission.
 	return c.Used > 0 && c.Used <= p.limit && c.Start < c.Expires &&
-		c.Expires.Sub(c.Start) <= p.window
+		uint64(c.Expires)-uint64(c.Start) <= uint64(p.window/time.Microsecond)
 }
 
 // evaluate applies the anchored fixed-window rule to one counter, writing
 // the counter to persist on commit to next and the decision to d, and
 // reports whether the check is allowed. A quota denial under a shadow-mode
-// policy is shadow-denied; a storage-capacity denial never is.
+// policy is shadow-denied; a storage-capacity denial never is. The
+// observed counter must be valid for c's policy ([Counter.valid]).
 //
 // It works through pointers because it runs on every admission: passing
 // checks, observations and decisions by value cost several times the rule
@@ -337,7 +344,11 @@ func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision)
 		if now < cur.Start {
 			now = cur.Start
 		}
-		left := cur.Expires.Sub(now)
+		// Every caller has checked the counter (Counter.valid): now is in
+		// [Start, Expires), which spans at most the window, so the
+		// microseconds left are positive and, as a Duration, at most the
+		// window: exact without Instant.Sub's saturating arithmetic.
+		left := time.Duration(cur.Expires-now) * time.Microsecond
 		if c.cost > p.limit-cur.Used {
 			*d = denied(QuotaExhausted, left, true)
 			if c.mode == Shadow {

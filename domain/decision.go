@@ -123,23 +123,33 @@ func ceilSeconds(d time.Duration) int64 {
 // Decision is the result of one check: exactly one of allowed (with an
 // [Allowance]), denied or shadow-denied (with a [Denial]).
 //
-// It is four words wide: stores return one on every admission, and the
-// allowance's reset time and the denial's retry time share a field.
+// It is four words wide in four fields: stores return one on every
+// admission, and the allowance's reset time and the denial's retry time
+// share a field. The compiler keeps a struct of at most four fields and
+// four words in registers from the store's return through every layer up
+// to the caller; a fifth field would send each of those copies through
+// memory. So the three one-byte fields are one (verdict), whose fields
+// Decision's methods read as their own.
 type Decision struct {
-	outcome   Outcome
-	reason    DenialReason
-	hasRetry  bool
+	verdict
 	limit     int64
 	remaining int64
 	after     time.Duration // Allowed: ResetAfter; otherwise RetryAfter
 }
 
+// verdict is the kind of a [Decision], in one word.
+type verdict struct {
+	outcome  Outcome
+	reason   DenialReason
+	hasRetry bool
+}
+
 func allowed(limit, remaining int64, resetAfter time.Duration) Decision {
-	return Decision{outcome: Allowed, limit: limit, remaining: remaining, after: resetAfter}
+	return Decision{verdict: verdict{outcome: Allowed}, limit: limit, remaining: remaining, after: resetAfter}
 }
 
 func denied(reason DenialReason, retryAfter time.Duration, hasRetry bool) Decision {
-	return Decision{outcome: Denied, reason: reason, after: retryAfter, hasRetry: hasRetry}
+	return Decision{verdict: verdict{outcome: Denied, reason: reason, hasRetry: hasRetry}, after: retryAfter}
 }
 
 // Outcome returns the kind of decision.
@@ -212,7 +222,7 @@ func (b BatchDecision) Decision(i int) (Decision, bool) {
 	case b.outcome == Allowed && i >= 0 && i < len(b.decisions):
 		return b.decisions[i], true
 	case (b.outcome == Denied || b.outcome == ShadowDenied) && i == b.index:
-		return Decision{outcome: b.outcome, reason: b.denial.reason, hasRetry: b.denial.hasRetry, after: b.denial.retryAfter}, true
+		return Decision{verdict: verdict{outcome: b.outcome, reason: b.denial.reason, hasRetry: b.denial.hasRetry}, after: b.denial.retryAfter}, true
 	}
 	return Decision{}, false
 }

@@ -80,7 +80,11 @@ const CounterKeySize = 64
 // CounterKey identifies one counter in a store: the policy fingerprint
 // followed by the subject key. Stores order keys byte-wise over these 64 bytes
 // with [CounterKey.Compare]; it never prints its bytes.
+//
+// A CounterKey is aligned as a uint64 is, so that a store may compare or
+// hash it a word at a time on any platform.
 type CounterKey struct {
+	_   [0]uint64 // alignment only: no size, no effect on ==
 	fp  Fingerprint
 	sub [32]byte // the subject key XOR keyMask
 }

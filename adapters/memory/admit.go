@@ -168,13 +168,20 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 			poisonHeld(s, locked, held)
 		}
 	}()
+	// The loops below test their bound after each step, as a plan always
+	// holds at least one check and one shard: in the single check's build,
+	// where the bound is the constant 1, the compiler then drops each loop
+	// and keeps only its body.
 	var err error
-	for j := 0; j < len(*locked); j++ {
+	for j := 0; ; {
 		sh := (*locked)[j].sh
 		sh.mu.Lock()
 		held++
 		if s.closed.Load() || sh.poisoned {
 			err = s.unusable("admit", (*locked)[j].index)
+			break
+		}
+		if j++; j == len(*locked) {
 			break
 		}
 	}
@@ -187,11 +194,19 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	// One clock sample for the batch, after every lock is held, raised to
 	// the latest time any of its shards has seen, and every shard raised to
 	// it: no shard, and so no key, ever sees time go backwards.
-	now := s.sample()
-	for j := 0; j < len(*locked); j++ {
-		now = (*locked)[j].sh.clamp(now)
+	var now domain.Instant
+	if s.clock == nil {
+		now = s.sampleMonotonic()
+	} else {
+		now = s.sample()
 	}
-	for j := 0; j < len(*locked)-1; j++ {
+	for j := 0; ; {
+		now = (*locked)[j].sh.clamp(now)
+		if j++; j == len(*locked) {
+			break
+		}
+	}
+	for j := range len(*locked) - 1 {
 		// Each clamp raised its shard to the time so far; the last one saw
 		// the batch's time, the earlier ones catch up.
 		(*locked)[j].sh.clamp(now)
@@ -199,12 +214,15 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	// Cleanup runs before any key is observed, so a batch's own expired key
 	// is either still present (renewed in place) or already removed (and
 	// its slot is free): both keep the slot accounting exact.
-	for i := 0; i < len(*checks); i++ {
+	for i := 0; ; {
 		if sh := (*checks)[i].sh; sh.due(now) {
 			sh.removeExpired(now, s.cleanup)
 		}
+		if i++; i == len(*checks) {
+			break
+		}
 	}
-	for i := 0; i < len(*checks); i++ {
+	for i := 0; ; {
 		pc := &(*checks)[i]
 		ps := &(*locked)[pc.at]
 		slot, claims := pc.sh.observe(b, i, &pc.key, pc.hash, ps.pending)
@@ -212,20 +230,29 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 			ps.pending++
 		}
 		pc.slot = slot
+		if i++; i == len(*checks) {
+			break
+		}
 	}
 	commit, err := b.Evaluate(now)
 	if commit {
-		for i := 0; i < len(*checks); i++ {
+		for i := 0; ; {
 			pc := &(*checks)[i]
 			if pc.slot >= 0 {
 				pc.sh.update(pc.slot, b.Next(i))
-				continue
+			} else {
+				pc.sh.add(&pc.key, pc.hash, b.Next(i))
 			}
-			pc.sh.add(&pc.key, pc.hash, b.Next(i))
+			if i++; i == len(*checks) {
+				break
+			}
 		}
 	}
-	for j := 0; j < len(*locked); j++ {
+	for j := 0; ; {
 		(*locked)[j].sh.mu.Unlock()
+		if j++; j == len(*locked) {
+			break
+		}
 	}
 	held = 0
 	if err != nil {

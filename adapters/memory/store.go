@@ -92,21 +92,31 @@ func (s *Store) shardAt(h uint64) int {
 
 // sample reads the clock, truncated to whole milliseconds. Callers clamp it
 // per shard. The default clock is read directly rather than through the
-// interface: this is on every admission's path.
+// interface, in line where the caller tests s.clock itself (see
+// [Store.sampleMonotonic]): this is on every admission's path.
 func (s *Store) sample() domain.Instant {
-	var d time.Duration
 	if s.clock == nil {
-		// The monotonic clock never runs before origin.
-		d = time.Duration(monotonicNow() - s.origin)
-	} else {
-		d = s.clock.Now()
+		return s.sampleMonotonic()
 	}
+	d := s.clock.Now()
 	if d >= 0 {
-		// Whole milliseconds as microseconds: one division, where
-		// InstantOf's general rounding takes three.
-		return domain.Instant(d / time.Millisecond * 1000)
+		return wholeMillis(d)
 	}
 	return domain.InstantOf(d - d%time.Millisecond)
+}
+
+// sampleMonotonic is sample for the default clock: the process's monotonic
+// clock since origin, which never runs before origin. It is small enough to
+// be inlined.
+func (s *Store) sampleMonotonic() domain.Instant {
+	return wholeMillis(time.Duration(monotonicNow() - s.origin))
+}
+
+// wholeMillis truncates a non-negative d to whole milliseconds, as
+// microseconds: one division, where InstantOf's general rounding takes
+// three.
+func wholeMillis(d time.Duration) domain.Instant {
+	return domain.Instant(d / time.Millisecond * 1000)
 }
 
 // unusable returns why the locked shard i cannot serve op: the store is

@@ -326,3 +326,30 @@ func TestTableIndexKeepsKeysSharingAHomeReachable(t *testing.T) {
 		})
 	}
 }
+
+// TestSameKeyMatchesEquality: the table's word-wise key compare agrees with
+// == for keys that differ in any one byte, of either half, and for equal
+// keys built apart.
+func TestSameKeyMatchesEquality(t *testing.T) {
+	t.Parallel()
+
+	var f domain.Fingerprint
+	var s [32]byte
+	for i := range f {
+		f[i], s[i] = byte(7*i+3), byte(5*i+11)
+	}
+	base := domain.NewCounterKey(f, domain.SubjectKeyFromBytes(s))
+	same := domain.NewCounterKey(f, domain.SubjectKeyFromBytes(s))
+	require.True(t, sameKey(&base, &same))
+	for i := range domain.CounterKeySize {
+		f2, s2 := f, s
+		if i < len(f2) {
+			f2[i] ^= 0x80
+		} else {
+			s2[i-len(f2)] ^= 0x01
+		}
+		other := domain.NewCounterKey(f2, domain.SubjectKeyFromBytes(s2))
+		require.Equal(t, base == other, sameKey(&base, &other), "byte %d", i)
+		require.False(t, sameKey(&base, &other), "byte %d", i)
+	}
+}
