@@ -10,6 +10,7 @@ import (
 
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -133,4 +134,14 @@ func TestZeroEventPrints(t *testing.T) {
 			require.False(t, e.MayHaveConsumedQuota())
 		})
 	}
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "nil *Limiter", (*app.Limiter)(nil))
+	leakcheck.CheckPrintable(t, "zero Limiter", &app.Limiter{})
+	leakcheck.CheckPrintable(t, "zero Event", app.Event{})
+	leakcheck.CheckPrintable(t, "zero LimiterConfig", app.LimiterConfig{})
 }

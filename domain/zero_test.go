@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 )
 
 // TestNilBatchNeverPanics: a nil *Batch used to panic in every method but
@@ -93,4 +94,25 @@ func TestEvaluateCheckNilArguments(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 		})
 	}
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "zero KeyHasher", domain.KeyHasher{})
+	leakcheck.CheckPrintable(t, "zero Policy", domain.Policy{})
+	leakcheck.CheckPrintable(t, "zero Check", domain.Check{})
+	leakcheck.CheckPrintable(t, "zero Batch", &domain.Batch{})
+	leakcheck.CheckPrintable(t, "nil *Batch", (*domain.Batch)(nil))
+	leakcheck.CheckPrintable(t, "zero BatchDecision", domain.BatchDecision{})
+	leakcheck.CheckPrintable(t, "zero Decision", domain.Decision{})
+	leakcheck.CheckPrintable(t, "zero Denial", domain.Denial{})
+	leakcheck.CheckPrintable(t, "zero CounterKey", domain.CounterKey{})
+	leakcheck.CheckPrintable(t, "zero SubjectKey", domain.SubjectKey{})
+	leakcheck.CheckPrintable(t, "zero Observation", domain.Observation{})
+	leakcheck.CheckPrintable(t, "zero BatchError", &domain.BatchError{})
+	leakcheck.CheckPrintable(t, "zero CheckError", &domain.CheckError{})
+	leakcheck.CheckPrintable(t, "zero PolicyError", &domain.PolicyError{})
+	leakcheck.CheckPrintable(t, "zero IdentifierError", &domain.IdentifierError{})
 }

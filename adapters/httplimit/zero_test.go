@@ -13,6 +13,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/httplimit"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -286,4 +287,20 @@ func TestNilSafeHelpers(t *testing.T) {
 			require.NotPanics(t, func() { tc.run(t) })
 		})
 	}
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "nil *Middleware", (*httplimit.Middleware)(nil))
+	leakcheck.CheckPrintable(t, "zero Middleware", &httplimit.Middleware{})
+	leakcheck.CheckPrintable(t, "nil *Guard", (*httplimit.Guard)(nil))
+	leakcheck.CheckPrintable(t, "zero Guard", &httplimit.Guard{})
+	leakcheck.CheckPrintable(t, "zero Config", httplimit.Config{})
+	leakcheck.CheckPrintable(t, "zero Result", httplimit.Result{})
+	leakcheck.CheckPrintable(t, "nil *Rejection", (*httplimit.Rejection)(nil))
+	leakcheck.CheckPrintable(t, "zero Rejection", &httplimit.Rejection{})
+	leakcheck.CheckPrintable(t, "zero ClientNetwork", &httplimit.ClientNetwork{})
+	leakcheck.CheckPrintable(t, "zero Quota", httplimit.Quota{})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -87,4 +88,17 @@ func TestNilPointerClockIsAConfigError(t *testing.T) {
 	s, err := memory.New(memory.Config{MaxKeys: 1, Clock: nil})
 	require.NoError(t, err, "a nil Clock is the default")
 	require.NoError(t, s.Close())
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "nil *Store", (*memory.Store)(nil))
+	leakcheck.CheckPrintable(t, "zero Store", &memory.Store{})
+	leakcheck.CheckPrintable(t, "zero Config", memory.Config{})
+	leakcheck.CheckPrintable(t, "zero OpError", &memory.OpError{})
+	leakcheck.CheckPrintable(t, "zero ConfigError", &memory.ConfigError{})
+	leakcheck.CheckPrintable(t, "zero PoisonedShardError", &memory.PoisonedShardError{})
+	leakcheck.CheckPrintable(t, "zero ShardOverflowError", &memory.ShardOverflowError{})
 }

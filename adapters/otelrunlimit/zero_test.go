@@ -11,6 +11,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
 	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -81,4 +82,13 @@ func TestNilPointerProviders(t *testing.T) {
 	unsetObs, err := otelrunlimit.NewObserver(nil)
 	require.NoError(t, err)
 	require.Equal(t, unsetObs == nil, obs == nil)
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "nil *Telemetry", (*otelrunlimit.Telemetry)(nil))
+	leakcheck.CheckPrintable(t, "zero Telemetry", &otelrunlimit.Telemetry{})
+	leakcheck.CheckPrintable(t, "zero Config", otelrunlimit.Config{})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -126,4 +127,18 @@ func TestClosedStoreTwice(t *testing.T) {
 	require.ErrorIs(t, err, ports.ErrClosed)
 	_, err = f.store.TableStats(context.Background())
 	require.ErrorIs(t, err, ports.ErrClosed)
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "nil *Store", (*postgres.Store)(nil))
+	leakcheck.CheckPrintable(t, "zero Store", &postgres.Store{})
+	leakcheck.CheckPrintable(t, "zero Config", postgres.Config{})
+	leakcheck.CheckPrintable(t, "zero AdmissionError", &postgres.AdmissionError{})
+	leakcheck.CheckPrintable(t, "zero MaintenanceError", &postgres.MaintenanceError{})
+	leakcheck.CheckPrintable(t, "zero ConfigError", &postgres.ConfigError{})
+	leakcheck.CheckPrintable(t, "zero ShardOverflowError", &postgres.ShardOverflowError{})
+	leakcheck.CheckPrintable(t, "zero TableStats", postgres.TableStats{})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -130,4 +131,18 @@ func TestNilCleanupObserverIsNone(t *testing.T) {
 	require.NoError(t, r.Close(ctx))
 	require.NotContains(t, logs.String(), "panicked")
 	require.Empty(t, logs.String())
+}
+
+// TestZeroValuesPrint: nil and zero values of the package's types print
+// under every printer without panicking.
+func TestZeroValuesPrint(t *testing.T) {
+	t.Parallel()
+	leakcheck.CheckPrintable(t, "nil *Runtime", (*wiring.Runtime)(nil))
+	leakcheck.CheckPrintable(t, "zero Runtime", &wiring.Runtime{})
+	leakcheck.CheckPrintable(t, "zero Config", wiring.Config{})
+	leakcheck.CheckPrintable(t, "zero Secret", wiring.Secret{})
+	leakcheck.CheckPrintable(t, "zero CleanupError", &wiring.CleanupError{})
+	leakcheck.CheckPrintable(t, "zero ConfigError", &wiring.ConfigError{})
+	leakcheck.CheckPrintable(t, "zero NotReadyError", &wiring.NotReadyError{})
+	leakcheck.CheckPrintable(t, "zero EnvError", &wiring.EnvError{})
 }
