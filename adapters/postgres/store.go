@@ -43,10 +43,12 @@ var (
 
 // New returns a store over pool, whose schema must already be migrated (see
 // [github.com/runlimit/runlimit/migrations]). It validates cfg and fills in
-// its defaults; it does not touch the database.
+// its defaults; it does not touch the database. A nil pool is an error
+// matching both [ErrNilPool] and [ErrInvalidConfig], the contract every
+// constructor shares.
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
-		return nil, ErrNilPool
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNilPool)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -142,3 +142,14 @@ func TestZeroValuesPrint(t *testing.T) {
 	leakcheck.CheckPrintable(t, "zero ShardOverflowError", &postgres.ShardOverflowError{})
 	leakcheck.CheckPrintable(t, "zero TableStats", postgres.TableStats{})
 }
+
+// TestNewNilPoolIsInvalidConfig: every constructor error matches
+// ports.ErrInvalidConfig; a nil pool used to match ErrNilPool alone.
+func TestNewNilPoolIsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	s, err := postgres.New(nil, postgres.Config{})
+	require.Nil(t, s)
+	require.ErrorIs(t, err, postgres.ErrNilPool)
+	require.ErrorIs(t, err, postgres.ErrInvalidConfig)
+	require.ErrorIs(t, err, ports.ErrInvalidConfig)
+}
