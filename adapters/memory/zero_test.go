@@ -102,3 +102,19 @@ func TestZeroValuesPrint(t *testing.T) {
 	leakcheck.CheckPrintable(t, "zero PoisonedShardError", &memory.PoisonedShardError{})
 	leakcheck.CheckPrintable(t, "zero ShardOverflowError", &memory.ShardOverflowError{})
 }
+
+// TestZeroCoarseClock: a CoarseClock that NewCoarseClock did not start
+// used to be accepted as Config.Clock and panic on the first check, and
+// its Stop panicked.
+func TestZeroCoarseClock(t *testing.T) {
+	t.Parallel()
+	_, err := memory.New(memory.Config{MaxKeys: 1, Clock: &memory.CoarseClock{}})
+	require.ErrorIs(t, err, memory.ErrInvalidConfig)
+	var ce *memory.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Clock", ce.Field)
+	require.NotPanics(t, func() {
+		(&memory.CoarseClock{}).Stop()
+		(*memory.CoarseClock)(nil).Stop()
+	})
+}
