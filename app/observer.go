@@ -35,8 +35,12 @@ type Observer interface {
 // ObserverFunc adapts a function to an [Observer].
 type ObserverFunc func(Event)
 
-// ObserveAdmission calls f(e).
-func (f ObserverFunc) ObserveAdmission(e Event) { f(e) }
+// ObserveAdmission calls f(e). A nil f does nothing.
+func (f ObserverFunc) ObserveAdmission(e Event) {
+	if f != nil {
+		f(e)
+	}
+}
 
 // JoinObservers returns an Observer that hands every event to each of
 // observers in order, nil ones (a nil func or pointer in the interface

@@ -145,3 +145,11 @@ func TestZeroValuesPrint(t *testing.T) {
 	leakcheck.CheckPrintable(t, "zero Event", app.Event{})
 	leakcheck.CheckPrintable(t, "zero LimiterConfig", app.LimiterConfig{})
 }
+
+// TestNilObserverFuncCalledDirectly: a nil ObserverFunc does nothing
+// rather than panic when a host's own code calls it.
+func TestNilObserverFuncCalledDirectly(t *testing.T) {
+	t.Parallel()
+	var f app.ObserverFunc
+	require.NotPanics(t, func() { f.ObserveAdmission(app.Event{}) })
+}
