@@ -46,8 +46,9 @@ type LimiterConfig struct {
 //
 // Build a Limiter with [NewLimiter]. A nil *Limiter or a zero Limiter has
 // no store and fails closed: Check and CheckAll report invalid input as
-// usual and otherwise return an error matching [ports.ErrNotBuilt] (and so
-// [domain.ErrInvalidInput]) that consumed nothing. They never panic.
+// usual (a nil ctx included) and otherwise return an error matching
+// [ports.ErrNotBuilt] (and so [domain.ErrInvalidInput]) that consumed
+// nothing. They never panic.
 type Limiter struct {
 	// engine is the *engine held as an unsafe.Pointer, which
 	// printers that walk values by reflection (spew in testify's diffs,
@@ -121,6 +122,9 @@ func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decisio
 		if err := domain.ValidateCheck(&check); err != nil {
 			return domain.Decision{}, err
 		}
+		if ctx == nil {
+			return domain.Decision{}, ports.ErrNilContext
+		}
 		return domain.Decision{}, ports.ErrNotBuilt
 	}
 	return e.Check(ctx, check)
@@ -134,6 +138,9 @@ func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.B
 	if e == nil {
 		if _, err := domain.NewBatch(checks, domain.DefaultMaxBatchSize); err != nil {
 			return domain.BatchDecision{}, err
+		}
+		if ctx == nil {
+			return domain.BatchDecision{}, ports.ErrNilContext
 		}
 		return domain.BatchDecision{}, ports.ErrNotBuilt
 	}

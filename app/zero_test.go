@@ -34,7 +34,8 @@ func TestUnbuiltLimiterFailsClosed(t *testing.T) {
 				want error
 			}{
 				{"Check", func() error { _, err := l.Check(context.Background(), valid); return err }, ports.ErrNotBuilt},
-				{"Check nil ctx", func() error { _, err := l.Check(nil, valid); return err }, ports.ErrNotBuilt}, //nolint:staticcheck // a nil context is the probe
+				{"Check nil ctx", func() error { _, err := l.Check(nil, valid); return err }, ports.ErrNilContext},                       //nolint:staticcheck // a nil context is the probe
+				{"CheckAll nil ctx", func() error { _, err := l.CheckAll(nil, []domain.Check{valid}); return err }, ports.ErrNilContext}, //nolint:staticcheck // a nil context is the probe
 				{"Check zero check", func() error { _, err := l.Check(context.Background(), domain.Check{}); return err }, domain.ErrInvalidCheck},
 				{"CheckAll", func() error { _, err := l.CheckAll(context.Background(), []domain.Check{valid}); return err }, ports.ErrNotBuilt},
 				{"CheckAll nil", func() error { _, err := l.CheckAll(context.Background(), nil); return err }, domain.ErrInvalidBatch},
