@@ -22,7 +22,8 @@ type LimiterConfig struct {
 	MaxBatchSize int
 	// Observer, when set, receives an [Event] for every admission;
 	// [JoinObservers] makes one of several. Default nil: nothing is
-	// observed, at no cost.
+	// observed, at no cost. A nil func or pointer in the interface (a nil
+	// [ObserverFunc]) counts as nil.
 	Observer Observer
 	// Name tells this limiter's events apart from another's, such as
 	// "gate" and "postgres". Default "".
@@ -42,6 +43,12 @@ type LimiterConfig struct {
 // A Limiter prints as an address under every printer, its store and
 // observer unseen: a store may hold a pool whose config holds a database
 // password.
+//
+// Build a Limiter with [NewLimiter]. A nil *Limiter or a zero Limiter has
+// no store and fails closed: Check and CheckAll report invalid input as
+// usual (a nil ctx included) and otherwise return an error matching
+// [ports.ErrNotBuilt] (and so [domain.ErrInvalidInput]) that consumed
+// nothing. They never panic.
 type Limiter struct {
 	// engine is the *engine held as an unsafe.Pointer, which
 	// printers that walk values by reflection (spew in testify's diffs,
@@ -49,8 +56,13 @@ type Limiter struct {
 	engine unsafe.Pointer
 }
 
-// eng returns l's engine.
-func (l *Limiter) eng() *engine { return (*engine)(l.engine) }
+// eng returns l's engine, or nil for a nil or zero Limiter.
+func (l *Limiter) eng() *engine {
+	if l == nil {
+		return nil
+	}
+	return (*engine)(l.engine)
+}
 
 var _ ports.Limiter = (*Limiter)(nil)
 
@@ -66,6 +78,9 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	if cfg.MaxBatchSize == 0 {
 		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
 	}
+	// A nil func or pointer in the interface is no observer: it would
+	// panic on every admission.
+	cfg.Observer = JoinObservers(cfg.Observer)
 	if cfg.Observer != nil {
 		// The observer sits between the engine and an engine over the
 		// store, so that a limiter without one runs exactly the unobserved
@@ -79,13 +94,14 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	return &Limiter{engine: unsafe.Pointer(e)}, nil
 }
 
-// isNil reports whether store is nil or holds a nil pointer, map, slice,
-// func or chan, whose methods would most likely panic on first use.
-func isNil(store ports.Store) bool {
-	if store == nil {
+// isNil reports whether v, a store or an observer, is nil or holds a nil
+// pointer, map, slice, func or chan, whose methods would most likely panic
+// on first use.
+func isNil(x any) bool {
+	if x == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(store); v.Kind() {
+	switch v := reflect.ValueOf(x); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return v.IsNil()
 	}
@@ -101,12 +117,32 @@ func isNil(store ports.Store) bool {
 // On a store with a single-check path ([ports.CheckAdmitter]) a check costs
 // one interface call and no pooled batch.
 func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	return l.eng().Check(ctx, check)
+	e := l.eng()
+	if e == nil {
+		if err := domain.ValidateCheck(&check); err != nil {
+			return domain.Decision{}, err
+		}
+		if ctx == nil {
+			return domain.Decision{}, ports.ErrNilContext
+		}
+		return domain.Decision{}, ports.ErrNotBuilt
+	}
+	return e.Check(ctx, check)
 }
 
 // CheckAll applies checks as one atomic batch: all are consumed or none is.
 // When the batch is not allowed, the decision names the first failing check
 // in caller order. Invalid input is reported as Check reports it.
 func (l *Limiter) CheckAll(ctx context.Context, checks []domain.Check) (domain.BatchDecision, error) {
-	return l.eng().CheckAll(ctx, checks)
+	e := l.eng()
+	if e == nil {
+		if _, err := domain.NewBatch(checks, domain.DefaultMaxBatchSize); err != nil {
+			return domain.BatchDecision{}, err
+		}
+		if ctx == nil {
+			return domain.BatchDecision{}, ports.ErrNilContext
+		}
+		return domain.BatchDecision{}, ports.ErrNotBuilt
+	}
+	return e.CheckAll(ctx, checks)
 }

@@ -35,12 +35,16 @@ type Observer interface {
 // ObserverFunc adapts a function to an [Observer].
 type ObserverFunc func(Event)
 
-// ObserveAdmission calls f(e).
-func (f ObserverFunc) ObserveAdmission(e Event) { f(e) }
+// ObserveAdmission calls f(e). A nil f does nothing.
+func (f ObserverFunc) ObserveAdmission(e Event) {
+	if f != nil {
+		f(e)
+	}
+}
 
 // JoinObservers returns an Observer that hands every event to each of
-// observers in order, nil ones left out, such as a metrics observer and a
-// decision log. A [Limiter] recovers and logs a panic of each one apart, so
+// observers in order, nil ones (a nil func or pointer in the interface
+// included) left out, such as a metrics observer and a decision log. A [Limiter] recovers and logs a panic of each one apart, so
 // one that panics costs the others nothing. It returns nil when no observer
 // is left, and the observer itself when only one is.
 func JoinObservers(observers ...Observer) Observer {
@@ -51,7 +55,9 @@ func JoinObservers(observers ...Observer) Observer {
 		case joinedObservers:
 			joined = append(joined, o...)
 		default:
-			joined = append(joined, o)
+			if !isNil(o) {
+				joined = append(joined, o)
+			}
 		}
 	}
 	switch len(joined) {

@@ -121,6 +121,9 @@ func NewBatch(checks []Check, maxSize int) (*Batch, error) {
 // from the first check's, and a check whose counter key an earlier check
 // already uses.
 func (b *Batch) Reset(checks []Check, maxSize int) error {
+	if b == nil {
+		return &BatchError{Problem: BatchNotPrepared}
+	}
 	b.phase = phaseInvalid
 	b.single = false
 	if maxSize < 1 {
@@ -194,15 +197,19 @@ func (b *Batch) Ready() error {
 	return nil
 }
 
-// Len returns the number of checks.
+// Len returns the number of checks: 0 for a nil Batch.
 func (b *Batch) Len() int {
+	if b == nil {
+		return 0
+	}
 	if b.single {
 		return 1
 	}
 	return len(b.checks)
 }
 
-// Check returns check i.
+// Check returns check i. Like Key and Next, it panics when i is out of
+// range, as indexing a slice does: a store reads indexes below Len only.
 func (b *Batch) Check(i int) Check {
 	checks, _ := b.parts()
 	return checks[i]
@@ -214,15 +221,19 @@ func (b *Batch) Key(i int) CounterKey {
 	return checks[i].counterKey()
 }
 
-// Mode returns the quota mode shared by every check.
+// Mode returns the quota mode shared by every check: [Enforce] for a nil
+// Batch or one with no checks.
 func (b *Batch) Mode() Mode {
+	if b.Len() == 0 {
+		return Enforce
+	}
 	checks, _ := b.parts()
 	return checks[0].mode
 }
 
 // Observe records what the store read for check i under its locks.
 func (b *Batch) Observe(i int, o Observation) {
-	if b.phase != phaseObserving {
+	if b == nil || b.phase != phaseObserving {
 		return
 	}
 	it := b.itemAt(i)
@@ -241,6 +252,9 @@ func (b *Batch) Observe(i int, o Observation) {
 // It returns an error, and the store must persist nothing, when a stored
 // counter is corrupt or the protocol was not followed.
 func (b *Batch) Evaluate(now Instant) (commit bool, err error) {
+	if b == nil {
+		return false, ErrBatchProtocol
+	}
 	checks, items := b.parts()
 	if b.phase != phaseObserving || b.observed != len(checks) {
 		b.phase = phaseInvalid
@@ -281,7 +295,7 @@ func (b *Batch) evaluateAt(i int, c *Check, it *item, now Instant) (bool, error)
 // batch's result, for callers that check one key.
 func (b *Batch) DecisionOf(i int) (d Decision, ok bool, err error) {
 	switch {
-	case b.phase != phaseEvaluated:
+	case b == nil || b.phase != phaseEvaluated:
 		return Decision{}, false, ErrBatchProtocol
 	case b.outcome == Allowed || i == b.failed:
 		return b.itemAt(i).d, true, nil
@@ -295,7 +309,7 @@ func (b *Batch) Next(i int) Counter { return b.itemAt(i).next }
 // Decision returns the evaluated result. Its allowed decisions share b's
 // memory until the next Reset.
 func (b *Batch) Decision() (BatchDecision, error) {
-	if b.phase != phaseEvaluated {
+	if b == nil || b.phase != phaseEvaluated {
 		return BatchDecision{}, ErrBatchProtocol
 	}
 	_, items := b.parts()

@@ -22,7 +22,9 @@ const subjectKeyDomain = "runlimit/subject-key/v1"
 // A KeyHasher is safe for concurrent use, derives a key without allocating,
 // and prints as "KeyHasher[redacted]" under every fmt verb. It keeps no copy
 // of the raw secret: only the two SHA-256 states after absorbing the padded
-// key, which is all HMAC needs. The zero value is invalid.
+// key, which is all HMAC needs. The zero value is invalid: it derives the
+// zero [SubjectKey], which every check rejects ([ErrInvalidInput]), so a
+// hasher that was never built fails closed before any store is reached.
 type KeyHasher struct {
 	// st is a *hasherState held as an unsafe.Pointer, so that no printer
 	// that walks values by reflection can reach the keyed state, from which
@@ -112,7 +114,7 @@ func (h KeyHasher) KeyString(p Policy, subject string) SubjectKey { return h.der
 func (h KeyHasher) derive(p *Policy, subject string) SubjectKey {
 	st := h.state()
 	if st == nil {
-		panic("runlimit: KeyHasher used without NewKeyHasher")
+		return SubjectKey{}
 	}
 	s := st.scratch.Get().(*scratch)
 	// Restoring a keyed state cannot fail: the same implementation produced

@@ -195,15 +195,28 @@ func TestKeyHasherKeepsNoReferenceToTheSecret(t *testing.T) {
 	}
 }
 
-func TestZeroKeyHasherPanics(t *testing.T) {
+// TestZeroKeyHasherFailsClosed: a hasher that NewKeyHasher did not build
+// used to panic. It derives the zero SubjectKey, which no check accepts,
+// so the mistake is an ErrInvalidInput error before any store work.
+func TestZeroKeyHasherFailsClosed(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 
 	var zero domain.KeyHasher
 	require.True(t, zero.IsZero())
-	const msg = "runlimit: KeyHasher used without NewKeyHasher"
-	require.PanicsWithValue(t, msg, func() { zero.Key(f.policy, []byte("s")) })
-	require.PanicsWithValue(t, msg, func() { zero.KeyString(f.policy, "s") })
+	var k, ks domain.SubjectKey
+	require.NotPanics(t, func() { k = zero.Key(f.policy, []byte("s")) })
+	require.NotPanics(t, func() { ks = zero.KeyString(f.policy, "s") })
+	require.NotPanics(t, func() { _ = zero.Key(domain.Policy{}, nil) })
+	require.True(t, k.IsZero())
+	require.True(t, ks.IsZero())
+
+	c := domain.NewCheck(f.policy, k)
+	require.ErrorIs(t, c.Validate(), domain.ErrInvalidInput)
+	_, err := domain.NewCheckCost(f.policy, ks, 1)
+	require.ErrorIs(t, err, domain.ErrInvalidInput)
+	_, err = domain.NewBatch([]domain.Check{c}, 0)
+	require.ErrorIs(t, err, domain.ErrInvalidInput)
 }
 
 func TestKeyHasherConcurrentUse(t *testing.T) {

@@ -24,6 +24,9 @@ package domain
 // a batch error about it. [Batch.Reset] turns b back into a batch of
 // several checks.
 func (b *Batch) ResetSingle(c *Check) error {
+	if b == nil {
+		return &BatchError{Problem: BatchNotPrepared}
+	}
 	b.phase = phaseInvalid
 	if err := ValidateCheck(c); err != nil {
 		return err
@@ -50,10 +53,15 @@ func (b *Batch) ResetSingle(c *Check) error {
 // out cost several times the rule itself.
 //
 // It returns an error, and the store must persist nothing, when c is invalid
-// (an error matching [ErrInvalidInput]) or the stored counter is corrupt.
+// (an error matching [ErrInvalidInput]; a nil c included), when o, next or
+// d is nil ([ErrBatchProtocol]: the store's mistake) or the stored counter
+// is corrupt.
 func EvaluateCheck(c *Check, now Instant, o *Observation, next *Counter, d *Decision) (commit bool, err error) {
-	if err := c.validate(); err != nil {
+	if err := ValidateCheck(c); err != nil {
 		return false, err
+	}
+	if o == nil || next == nil || d == nil {
+		return false, ErrBatchProtocol
 	}
 	if !o.Counter.valid(c.def) {
 		return false, &CorruptCounterError{Index: 0}

@@ -52,6 +52,11 @@ func FS() fs.FS { return files }
 // created in it.
 var ErrUntrustedSchema = errors.New("runlimit: migrations: the schema belongs to an untrusted role")
 
+// ErrNilArgument is matched by the error of [Migrate], [MigratePool] and
+// [RustMigrated] called with a nil context, connection config, pool or
+// querier: a caller's mistake, reported before any connection is made.
+var ErrNilArgument = errors.New("runlimit: migrations: nil argument")
+
 // SQL returns every step in the order [Migrate] applies them, rendered for
 // schema ("" means [DefaultSchema]), for hosts that vendor the schema into
 // their own migration history. The steps expect schema to exist.
@@ -97,11 +102,18 @@ func load(m *migrate.Migrator, schema string) error {
 // database owner or a superuser ([ErrUntrustedSchema]). A schema a Rust
 // Runlimit service migrated ([RustMigrated]) is adopted: Migrate records it
 // at [RustSchemaVersion], re-creating nothing, and applies the later steps.
-// Its errors never hold the password or the connection config.
+// Its errors never hold the password or the connection config. A nil ctx
+// or config is an error matching [ErrNilArgument].
 func Migrate(ctx context.Context, config *pgx.ConnConfig, schema string) error {
 	schema, err := resolve(schema)
 	if err != nil {
 		return err
+	}
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: context", ErrNilArgument)
+	case config == nil:
+		return fmt.Errorf("%w: connection config", ErrNilArgument)
 	}
 	config = config.Copy()
 	config.RuntimeParams["search_path"] = pinnedSearchPath
@@ -142,8 +154,15 @@ func Migrate(ctx context.Context, config *pgx.ConnConfig, schema string) error {
 }
 
 // MigratePool runs [Migrate] with the configuration of pool's connections.
-// The pool stays open and untouched.
+// The pool stays open and untouched. A nil pool is an error matching
+// [ErrNilArgument].
 func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if pool == nil {
+		if _, err := resolve(schema); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: pool", ErrNilArgument)
+	}
 	return Migrate(ctx, pool.Config().ConnConfig, schema)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,10 +49,18 @@ const sqlRustMigrated = `SELECT pg_catalog.to_regclass($1::text) IS NOT NULL,
 // [RustVersions] as applied, and this package's version table does not
 // exist. A _sqlx_migrations without any of them belongs to the host
 // alone, and is not Runlimit's. A partial record is [ErrRustIncomplete].
+// A nil ctx or q (a nil pointer in the interface included) is an error
+// matching [ErrNilArgument].
 func RustMigrated(ctx context.Context, q Querier, schema string) (bool, error) {
 	schema, err := resolve(schema)
 	if err != nil {
 		return false, err
+	}
+	switch {
+	case ctx == nil:
+		return false, fmt.Errorf("%w: context", ErrNilArgument)
+	case q == nil || isNilPointer(q):
+		return false, fmt.Errorf("%w: querier", ErrNilArgument)
 	}
 	var tracked, sqlx, table bool
 	err = q.QueryRow(ctx, sqlRustMigrated, pgx.Identifier{schema, VersionTable}.Sanitize(),
@@ -125,4 +134,11 @@ func adopt(ctx context.Context, conn *pgx.Conn, schema string) (bool, error) {
 		return false, fmt.Errorf("runlimit: migrations: adopt: %w", pgerror.Sanitize(err))
 	}
 	return true, nil
+}
+
+// isNilPointer reports whether q holds a nil pointer, such as a nil
+// *pgxpool.Pool, whose QueryRow would panic.
+func isNilPointer(q Querier) bool {
+	v := reflect.ValueOf(q)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -28,6 +28,13 @@ var (
 	// reported before anything else and removing nothing. It matches
 	// [domain.ErrInvalidInput].
 	ErrNegativeMax = fmt.Errorf("%w: cleanup maximum is negative", domain.ErrInvalidInput)
+	// ErrNotBuilt is matched by the error of every method called on a nil
+	// pointer or a zero value of a type that its constructor must build
+	// (an app.Limiter, an httplimit Middleware or Guard, a wiring
+	// Runtime): a caller mistake found before any store work, so it
+	// consumed nothing. It matches both [ErrInvalidConfig] (there is no
+	// configuration) and [domain.ErrInvalidInput] (the call was refused).
+	ErrNotBuilt = fmt.Errorf("%w: %w: nil or zero value, not built by its constructor", ErrInvalidConfig, domain.ErrInvalidInput)
 )
 
 // QuotaConsumer is implemented by store errors that know whether the failed

@@ -76,3 +76,13 @@ func TestSharedContracts(t *testing.T) {
 	require.NotErrorIs(t, ports.ErrClosed, domain.ErrInvalidInput)
 	require.False(t, ports.MayHaveConsumedQuota(ports.ErrNegativeMax))
 }
+
+func TestErrNotBuilt(t *testing.T) {
+	t.Parallel()
+	require.ErrorIs(t, ports.ErrNotBuilt, ports.ErrInvalidConfig)
+	require.ErrorIs(t, ports.ErrNotBuilt, domain.ErrInvalidInput)
+	require.NotErrorIs(t, ports.ErrNotBuilt, ports.ErrClosed)
+	require.NotErrorIs(t, ports.ErrNotBuilt, ports.ErrNilContext)
+	require.False(t, ports.MayHaveConsumedQuota(ports.ErrNotBuilt))
+	require.False(t, ports.MayHaveConsumedQuota(fmt.Errorf("wrapped: %w", ports.ErrNotBuilt)))
+}

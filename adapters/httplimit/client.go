@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -91,6 +92,10 @@ type ClientConfig struct {
 //
 // IPv4-mapped IPv6 addresses are counted as IPv4, and IPv6 zones are
 // dropped. A ClientNetwork is safe for concurrent use.
+//
+// A nil *ClientNetwork and a zero ClientNetwork behave as one built from
+// the zero [ClientConfig]: the peer, by its IPv4 address or IPv6 /64. A
+// nil *http.Request has no client: [ErrRemoteAddr].
 type ClientNetwork struct {
 	v4, v6  int
 	trusted []netip.Prefix
@@ -176,10 +181,15 @@ func (c *ClientNetwork) Prefix(r *http.Request) (netip.Prefix, error) {
 // PrefixOf returns the network addr is counted by, after unmapping an
 // IPv4-mapped address and dropping a zone.
 func (c *ClientNetwork) PrefixOf(addr netip.Addr) netip.Prefix {
+	if c == nil {
+		c = defaultClients
+	}
 	addr = addr.WithZone("").Unmap()
-	bits := c.v6
+	// A zero ClientNetwork's lengths are 0, which would count every
+	// client as one network: they mean the defaults, as in ClientConfig.
+	bits := cmp.Or(c.v6, DefaultIPv6Prefix)
 	if addr.Is4() {
-		bits = c.v4
+		bits = cmp.Or(c.v4, DefaultIPv4Prefix)
 	}
 	// Prefix fails only for an invalid address or a length out of range,
 	// and both were ruled out.
@@ -190,6 +200,12 @@ func (c *ClientNetwork) PrefixOf(addr netip.Addr) netip.Prefix {
 // Addr returns the request's client address: the peer of the connection,
 // or the client a trusted proxy named.
 func (c *ClientNetwork) Addr(r *http.Request) (netip.Addr, error) {
+	if c == nil {
+		c = defaultClients
+	}
+	if r == nil {
+		return netip.Addr{}, ErrRemoteAddr
+	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		// The parser's error would quote RemoteAddr.

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 
 	"github.com/runlimit/runlimit/domain"
@@ -38,8 +39,9 @@ type scratch struct {
 
 func newCore(cfg Config) (*core, error) {
 	switch {
-	case cfg.Limiter == nil:
-		return nil, &ConfigError{Field: "Limiter", Want: "set"}
+	case isNil(cfg.Limiter):
+		// A nil *app.Limiter in the interface would fail every request.
+		return nil, &ConfigError{Field: "Limiter", Want: "set (a nil pointer is not)"}
 	case cfg.Hasher.IsZero():
 		return nil, &ConfigError{Field: "Hasher", Want: "a hasher from domain.NewKeyHasher"}
 	case len(cfg.Limits) == 0 || len(cfg.Limits) > domain.DefaultMaxBatchSize:
@@ -49,7 +51,7 @@ func newCore(cfg Config) (*core, error) {
 	if c.reject == nil {
 		c.reject = DefaultReject
 	}
-	if c.fields == nil {
+	if isNil(c.fields) {
 		c.fields = Draft11{}
 	}
 	for i, l := range cfg.Limits {
@@ -183,4 +185,17 @@ func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer 
 	}
 	s.rej = rej
 	c.reject(w, r, &s.rej)
+}
+
+// isNil reports whether x is nil or holds a nil pointer, map, slice, func
+// or chan, whose methods would most likely panic on first use.
+func isNil(x any) bool {
+	if x == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(x); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }

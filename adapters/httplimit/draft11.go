@@ -29,8 +29,12 @@ type Draft11 struct{}
 
 var _ FieldWriter = Draft11{}
 
-// WriteFields sets RateLimit-Policy and RateLimit on h.
+// WriteFields sets RateLimit-Policy and RateLimit on h. A nil h gets
+// nothing.
 func (Draft11) WriteFields(h http.Header, quotas []Quota) {
+	if h == nil {
+		return
+	}
 	// Both values are built in one buffer and cut from one string, and share
 	// one backing array for their []string: two allocations per response.
 	var buf [512]byte

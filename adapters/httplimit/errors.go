@@ -17,6 +17,7 @@ var (
 	ErrInvalidIdentity = errors.New("httplimit: invalid identity")
 	// ErrRemoteAddr: the request's RemoteAddr is not an IP address and
 	// port, so the client cannot be counted and the request is refused.
+	// A nil request has none either.
 	ErrRemoteAddr = errors.New("httplimit: request has no usable remote address")
 	// ErrForwarding is matched by every [*ForwardingError].
 	ErrForwarding = errors.New("httplimit: untrustworthy forwarding header")
@@ -26,6 +27,19 @@ var (
 	// ErrSubjectCount: [Guard.Admit] was given a different number of
 	// subjects than the guard has limits. The request is refused.
 	ErrSubjectCount = errors.New("httplimit: one subject per limit is required")
+	// ErrNilHandler: [Middleware.Handler] was given a nil handler, so an
+	// admitted request would have nowhere to go. Every request is refused
+	// before any check, with 503 Service Unavailable.
+	ErrNilHandler = errors.New("httplimit: Middleware.Handler was given a nil handler")
+	// ErrNotBuilt is matched by the refusal of a nil or zero [Middleware]
+	// or [Guard], which [NewMiddleware] or [NewGuard] did not build: it
+	// has no limiter, so it fails closed with 503 Service Unavailable. It
+	// is [ports.ErrNotBuilt].
+	ErrNotBuilt = ports.ErrNotBuilt
+	// ErrNilRequest: a nil *http.Request reached a [Middleware] or a
+	// [Guard]. It is refused with 503 Service Unavailable. (A key function
+	// such as [RemoteNetwork] answers a nil request with [ErrRemoteAddr].)
+	ErrNilRequest = errors.New("httplimit: nil *http.Request")
 )
 
 // ConfigError reports a [Config], [Limit] or [ClientConfig] field outside its

@@ -18,4 +18,9 @@ type FieldWriter interface {
 type FieldWriterFunc func(h http.Header, quotas []Quota)
 
 // WriteFields calls f.
-func (f FieldWriterFunc) WriteFields(h http.Header, quotas []Quota) { f(h, quotas) }
+// A nil f writes nothing.
+func (f FieldWriterFunc) WriteFields(h http.Header, quotas []Quota) {
+	if f != nil {
+		f(h, quotas)
+	}
+}

@@ -9,6 +9,11 @@ import "net/http"
 // with those of the middleware that admitted the request.
 //
 // It is safe for concurrent use.
+//
+// Build a Guard with [NewGuard]. A nil *Guard or a zero Guard has no
+// limiter and fails closed: Admit writes [DefaultReject]'s 503 Service
+// Unavailable for a [Rejection] whose Err is [ErrNotBuilt] and returns
+// false.
 type Guard struct {
 	c *core
 }
@@ -33,7 +38,21 @@ func NewGuard(cfg Config) (*Guard, error) {
 // Subjects are normalized bytes, such as [AppendIdentity] and
 // [ClientNetwork.AppendSubject] produce. A different number of subjects
 // than limits is refused with [ReasonKey] and [ErrSubjectCount].
+//
+// A nil r is refused with [ErrNilRequest] by [DefaultReject] (a RejectFunc
+// may read the request); with a nil w nothing can be written, so Admit
+// returns false and checks nothing.
 func (g *Guard) Admit(w http.ResponseWriter, r *http.Request, subjects ...[]byte) (Result, bool) {
+	switch {
+	case g == nil || g.c == nil:
+		refuseUnbuilt(w, r)
+		return Result{}, false
+	case w == nil:
+		return Result{}, false
+	case r == nil:
+		DefaultReject(w, r, &Rejection{Reason: ReasonLimiter, Err: ErrNilRequest})
+		return Result{}, false
+	}
 	c := g.c
 	outer := resultFrom(r.Context())
 	s := c.getScratch()

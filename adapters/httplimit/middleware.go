@@ -13,6 +13,11 @@ import "net/http"
 // Its Handler method fits http.ServeMux (Go 1.22 patterns included) and
 // any router that takes func(http.Handler) http.Handler. It is safe for
 // concurrent use.
+//
+// Build a Middleware with [NewMiddleware]. A nil *Middleware or a zero
+// Middleware has no limiter and fails closed: its handler answers every
+// request with [DefaultReject]'s 503 Service Unavailable for a
+// [Rejection] whose Err is [ErrNotBuilt], and never calls next.
 type Middleware struct {
 	c   *core
 	key KeyFunc
@@ -31,11 +36,13 @@ func NewMiddleware(cfg Config) (*Middleware, error) {
 	return &Middleware{c: c, key: cfg.Key}, nil
 }
 
-// Handler returns next behind the middleware.
+// Handler returns next behind the middleware. A nil next is a mistake the
+// handler fails closed on: every request is refused before any check, as a
+// failure ([ReasonLimiter], [ErrNilHandler], 503 by [DefaultReject]).
+// A nil *http.Request is refused with [ErrNilRequest] by [DefaultReject]
+// (a RejectFunc may read the request), and a nil ResponseWriter gets
+// nothing; neither reaches next.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
-	if next == nil {
-		panic("httplimit: Middleware.Handler of a nil handler")
-	}
 	return &handler{m: m, next: next}
 }
 
@@ -45,7 +52,24 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.m == nil || h.m.c == nil || h.m.key == nil {
+		refuseUnbuilt(w, r)
+		return
+	}
 	c := h.m.c
+	switch {
+	case w == nil:
+		return
+	case r == nil:
+		// A RejectFunc may read the request: only DefaultReject is safe.
+		DefaultReject(w, r, &Rejection{Reason: ReasonLimiter, Err: ErrNilRequest})
+		return
+	case h.next == nil:
+		s := c.getScratch()
+		c.refuse(w, r, s, resultFrom(r.Context()), Rejection{Reason: ReasonLimiter, Err: ErrNilHandler})
+		c.putScratch(s)
+		return
+	}
 	outer := resultFrom(r.Context())
 	s := c.getScratch()
 	subject, err := h.m.key(s.subject[:0], r)
@@ -64,4 +88,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := &resultContext{Context: r.Context(), res: Result{v: v, limits: c.limits, outer: outer}}
 	h.next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// refuseUnbuilt answers a request that reached a nil or zero Middleware or
+// Guard: there is no limiter and no configured RejectFunc, so it is refused
+// with DefaultReject's 503. Nothing is written without a ResponseWriter.
+func refuseUnbuilt(w http.ResponseWriter, r *http.Request) {
+	if w == nil {
+		return
+	}
+	DefaultReject(w, r, &Rejection{Reason: ReasonLimiter, Err: ErrNotBuilt})
 }

@@ -467,7 +467,9 @@ func TestRouterMiddlewareShape(t *testing.T) {
 	}
 	require.Equal(t, []int{200, 200, 429}, codes)
 	require.Equal(t, 3, logged)
-	require.Panics(t, func() { mw(nil) })
+	// A nil handler fails closed rather than panicking (TestNilHandlerFailsClosed).
+	require.NotPanics(t, func() { mw(nil) })
+	require.Equal(t, http.StatusServiceUnavailable, do(mw(nil), request("GET", "/", "192.0.2.2:1", "")).Code)
 }
 
 func TestConfigErrors(t *testing.T) {

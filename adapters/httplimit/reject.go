@@ -48,7 +48,9 @@ func (r Reason) String() string {
 // rej nor its error holds it, but the request does.
 type RejectFunc func(w http.ResponseWriter, r *http.Request, rej *Rejection)
 
-// Rejection describes a refused request to a [RejectFunc].
+// Rejection describes a refused request to a [RejectFunc]. A nil
+// *Rejection describes a failure with no fields: Status is 503 and every
+// other method reports nothing.
 type Rejection struct {
 	// Reason says why the request was refused.
 	Reason Reason
@@ -66,13 +68,18 @@ type Rejection struct {
 
 // Denied returns the index of the limit that denied the request and its
 // denial (ReasonQuota, ReasonCapacity).
-func (rej *Rejection) Denied() (index int, denial domain.Denial, ok bool) { return rej.v.denied() }
+func (rej *Rejection) Denied() (index int, denial domain.Denial, ok bool) {
+	if rej == nil {
+		return 0, domain.Denial{}, false
+	}
+	return rej.v.denied()
+}
 
 // Limit returns the field name and policy of limit i of the refused batch,
 // such as the index [Rejection.Denied] returns, so that a RejectFunc can
 // log or count which limit denied. ok is false when i is out of range.
 func (rej *Rejection) Limit(i int) (name string, policy domain.Policy, ok bool) {
-	if i < 0 || i >= len(rej.limits) {
+	if rej == nil || i < 0 || i >= len(rej.limits) {
 		return "", domain.Policy{}, false
 	}
 	return rej.limits[i].name, rej.limits[i].policy, true
@@ -82,7 +89,7 @@ func (rej *Rejection) Limit(i int) (name string, policy domain.Policy, ok bool) 
 // Requests for a denial, quota or storage capacity alike, and 503 Service
 // Unavailable for an error, so that a failure never looks like success.
 func (rej *Rejection) Status() int {
-	if rej.Reason == ReasonQuota || rej.Reason == ReasonCapacity {
+	if rej != nil && (rej.Reason == ReasonQuota || rej.Reason == ReasonCapacity) {
 		return http.StatusTooManyRequests
 	}
 	return http.StatusServiceUnavailable
@@ -92,16 +99,33 @@ func (rej *Rejection) Status() int {
 // the denial's own retry time, raised to the end of the window of any other
 // enforcing limit this response reports as exhausted. ok is false for
 // errors and for a storage-capacity denial whose store knows no retry time.
-func (rej *Rejection) RetryAfter() (seconds int64, ok bool) { return rej.retry, rej.hasRetry }
+func (rej *Rejection) RetryAfter() (seconds int64, ok bool) {
+	if rej == nil {
+		return 0, false
+	}
+	return rej.retry, rej.hasRetry
+}
 
 // Quotas returns the state of every limit checked for the request, most
 // restrictive first, as the fields report them. The slice is valid only
 // during the RejectFunc call.
-func (rej *Rejection) Quotas() []Quota { return rej.quotas }
+func (rej *Rejection) Quotas() []Quota {
+	if rej == nil {
+		return nil
+	}
+	return rej.quotas
+}
 
 // WriteFields writes the configured rate-limit fields and, when
 // [Rejection.RetryAfter] has a value, Retry-After as delay-seconds.
 func (rej *Rejection) WriteFields(h http.Header) {
+	if h == nil {
+		return
+	}
+	if rej == nil {
+		delete(h, HeaderRetryAfter)
+		return
+	}
 	if rej.fields != nil {
 		rej.fields.WriteFields(h, rej.quotas)
 	}
@@ -116,8 +140,12 @@ func (rej *Rejection) WriteFields(h http.Header) {
 // DefaultReject writes rej's fields and Retry-After, Cache-Control:
 // no-store (a refusal describes this moment only), and a plain-text body
 // that is the status text, such as "Too Many Requests". Nothing in it
-// depends on the request.
+// depends on the request, which may be nil. A nil rej is a failure (503);
+// a nil w gets nothing.
 func DefaultReject(w http.ResponseWriter, _ *http.Request, rej *Rejection) {
+	if w == nil {
+		return
+	}
 	h := w.Header()
 	rej.WriteFields(h)
 	delete(h, "Content-Length")

@@ -31,11 +31,22 @@ func (r Result) ShadowDenied() (index int, denial domain.Denial, ok bool) { retu
 // Len returns the number of limits checked.
 func (r Result) Len() int { return len(r.limits) }
 
-// Name returns the field name of limit i.
-func (r Result) Name(i int) string { return r.limits[i].name }
+// Name returns the field name of limit i, or "" when i is out of range.
+func (r Result) Name(i int) string {
+	if i < 0 || i >= len(r.limits) {
+		return ""
+	}
+	return r.limits[i].name
+}
 
-// Policy returns the policy of limit i.
-func (r Result) Policy(i int) domain.Policy { return r.limits[i].policy }
+// Policy returns the policy of limit i, or the zero Policy when i is out
+// of range.
+func (r Result) Policy(i int) domain.Policy {
+	if i < 0 || i >= len(r.limits) {
+		return domain.Policy{}
+	}
+	return r.limits[i].policy
+}
 
 // Outer returns the result of the Middleware around the one that decided
 // r, when middleware are nested.
@@ -94,12 +105,17 @@ func (c *resultContext) Value(key any) any {
 //	}
 //
 // Without it, the second Guard's fields would replace the first one's.
+// A nil ctx stands for context.Background.
 func NewContext(ctx context.Context, res Result) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return &resultContext{Context: ctx, res: res}
 }
 
 // FromContext returns the result of the innermost [Middleware] that
-// admitted the request carrying ctx, or the one [NewContext] put there.
+// admitted the request carrying ctx, or the one [NewContext] put there. A
+// nil ctx carries none.
 func FromContext(ctx context.Context) (Result, bool) {
 	if r := resultFrom(ctx); r != nil {
 		return *r, true
@@ -108,6 +124,9 @@ func FromContext(ctx context.Context) (Result, bool) {
 }
 
 func resultFrom(ctx context.Context) *Result {
+	if ctx == nil {
+		return nil
+	}
 	r, _ := ctx.Value(resultKey{}).(*Result)
 	return r
 }

@@ -95,13 +95,13 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	return d, err
 }
 
-// usable reports a nil ctx, a caller's mistake, and then a nil store, which
-// holds nothing and fails closed.
+// usable reports a nil ctx, a caller's mistake, and then a nil or zero
+// store, which holds nothing and fails closed.
 func usable(ctx context.Context, s *Store) error {
 	if ctx == nil {
 		return &OpError{Op: "admit", Err: ports.ErrNilContext}
 	}
-	if s == nil {
+	if s == nil || len(s.shards) == 0 {
 		return &OpError{Op: "admit", Err: ErrClosed}
 	}
 	return nil

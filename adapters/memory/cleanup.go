@@ -27,7 +27,7 @@ func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error)
 	if ctx == nil {
 		return 0, &OpError{Op: "cleanup", Err: ports.ErrNilContext}
 	}
-	if s == nil {
+	if s == nil || len(s.shards) == 0 {
 		return 0, &OpError{Op: "cleanup", Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {

@@ -22,7 +22,9 @@ import (
 // millisecond under any load.
 //
 // Stop the clock when its store is no longer used. A CoarseClock that
-// becomes unreachable stops itself.
+// becomes unreachable stops itself. Only [NewCoarseClock] makes a working
+// one: [New] rejects a zero CoarseClock, and Stop of a nil or zero one
+// does nothing.
 type CoarseClock struct {
 	*coarseTicker
 }
@@ -75,6 +77,9 @@ func (c *CoarseClock) Now() time.Duration { return time.Duration(c.now.Load()) }
 // Stop ends the clock's goroutine and waits for it. Now keeps returning the
 // last reading. Stop is idempotent.
 func (c *CoarseClock) Stop() {
+	if c == nil || c.coarseTicker == nil {
+		return
+	}
 	c.halt()
 	<-c.done
 }

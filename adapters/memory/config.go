@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
@@ -47,7 +48,9 @@ type Config struct {
 	// ([domain.DefaultMaxBatchSize]).
 	MaxBatchSize int
 	// Clock is the store's time source. Default: the process's monotonic
-	// clock, measured from the moment New is called.
+	// clock, measured from the moment New is called. A nil pointer in the
+	// interface, such as a nil *ManualClock, or a zero CoarseClock is a
+	// [*ConfigError].
 	Clock Clock
 }
 
@@ -101,6 +104,16 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.MaxBatchSize = domain.DefaultMaxBatchSize
 	case cfg.MaxBatchSize < 0:
 		return cfg, &ConfigError{Field: "MaxBatchSize", Value: cfg.MaxBatchSize, Want: "at least 1 (0 means 32)"}
+	}
+	// A nil *ManualClock in the interface, or a CoarseClock that
+	// NewCoarseClock did not start, would panic on the first check.
+	if cfg.Clock != nil {
+		if v := reflect.ValueOf(cfg.Clock); v.Kind() == reflect.Pointer && v.IsNil() {
+			return cfg, &ConfigError{Field: "Clock", Want: "a clock, not a nil pointer (nil Clock means the default)"}
+		}
+		if c, ok := cfg.Clock.(*CoarseClock); ok && c.coarseTicker == nil {
+			return cfg, &ConfigError{Field: "Clock", Want: "a CoarseClock from NewCoarseClock, not a zero one"}
+		}
 	}
 	return cfg, nil
 }

@@ -18,7 +18,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	if ctx == nil {
 		return ports.Stats{}, &OpError{Op: "stats", Err: ports.ErrNilContext}
 	}
-	if s == nil {
+	if s == nil || len(s.shards) == 0 {
 		return ports.Stats{}, &OpError{Op: "stats", Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {

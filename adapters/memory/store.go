@@ -16,9 +16,10 @@ import (
 // each batch atomically under the locks of the shards it touches. It is safe
 // for concurrent use.
 //
-// A nil *Store holds nothing and fails closed like a closed store: its
-// operations return an [OpError] matching [ErrClosed] (after reporting
-// invalid input as such) and never panic.
+// A nil *Store, or a zero Store that [New] did not build, holds nothing and
+// fails closed like a closed store: its operations return an [OpError]
+// matching [ErrClosed] (after reporting invalid input as such) and never
+// panic.
 type Store struct {
 	shards []shard
 	// clock is the configured Clock, or nil for the process's monotonic

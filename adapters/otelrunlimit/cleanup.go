@@ -13,8 +13,13 @@ import (
 // StartCleanup starts a runlimit.cleanup span for a pass over store, when
 // t has a tracer, and returns the context the pass runs with. With
 // EndCleanup it makes t a wiring.CleanupObserver (Config.CleanupObserver).
+//
+// A nil ctx stands for context.Background here and in EndCleanup.
 func (t *Telemetry) StartCleanup(ctx context.Context, store string) context.Context {
-	if t.tracer == nil {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if t == nil || t.tracer == nil {
 		return ctx
 	}
 	ctx, _ = t.tracer.Start(ctx, SpanCleanup, trace.WithSpanKind(trace.SpanKindInternal),
@@ -27,6 +32,12 @@ func (t *Telemetry) StartCleanup(ctx context.Context, store string) context.Cont
 // closing (a cancelled context) is neither a run nor a failure; what it
 // removed still counts.
 func (t *Telemetry) EndCleanup(ctx context.Context, store string, removed int, err error) {
+	if t == nil {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	stopping := err != nil && errors.Is(err, context.Canceled)
 	if m := t.metrics; m != nil {
 		set := metric.WithAttributes(AttrStore.String(store))

@@ -19,12 +19,14 @@ type Config struct {
 	// MeterProvider records the metrics. Default nil: the global provider
 	// (otel.GetMeterProvider) if the host has set one by the time New is
 	// called, and otherwise none: no metrics are recorded and admissions
-	// pay nothing for them. A no-op provider records none either.
+	// pay nothing for them. A no-op provider records none either, and a
+	// nil pointer in the interface counts as nil.
 	MeterProvider metric.MeterProvider
 	// TracerProvider records a span per admission and per cleanup pass.
 	// Default nil: the global provider (otel.GetTracerProvider) if the
 	// host has set one by the time New is called, and otherwise none. A
-	// no-op provider records none either.
+	// no-op provider records none either, and a nil pointer in the
+	// interface counts as nil.
 	TracerProvider trace.TracerProvider
 	// StatsInterval is the least time between two reads of a watched
 	// store's occupancy: a collection within it reports the last reading,

@@ -21,6 +21,9 @@ const globalPkg = "go.opentelemetry.io/otel/internal/global"
 // observer over the delegate would cost every admission for nothing, and
 // hosts set their providers at start, before they build what they use.
 func meterProvider(mp metric.MeterProvider) metric.MeterProvider {
+	if isNilPointer(mp) {
+		mp = nil
+	}
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 		if isUnsetGlobal(mp) {
@@ -35,6 +38,9 @@ func meterProvider(mp metric.MeterProvider) metric.MeterProvider {
 
 // tracerProvider is meterProvider for spans.
 func tracerProvider(tp trace.TracerProvider) trace.TracerProvider {
+	if isNilPointer(tp) {
+		tp = nil
+	}
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 		if isUnsetGlobal(tp) {
@@ -56,4 +62,12 @@ func isUnsetGlobal(p any) bool {
 		t = t.Elem()
 	}
 	return t.PkgPath() == globalPkg
+}
+
+// isNilPointer reports whether p holds a nil pointer, such as a nil
+// *sdkmetric.MeterProvider in the interface: it counts as no provider,
+// where its methods would panic.
+func isNilPointer(p any) bool {
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -2,6 +2,7 @@ package otelrunlimit
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -16,6 +17,10 @@ import (
 // passes as a wiring.CleanupObserver (its StartCleanup and EndCleanup
 // methods), and stores' headroom through [Telemetry.WatchStore]. It is
 // safe for concurrent use.
+//
+// A nil *Telemetry or a zero Telemetry records nothing, as one built
+// without providers does: its Observer is nil, and its methods never
+// panic.
 type Telemetry struct {
 	metrics  *instruments // nil: no metrics
 	tracer   trace.Tracer // nil: no spans
@@ -72,7 +77,12 @@ func NewObserver(mp metric.MeterProvider) (app.Observer, error) {
 // wiring.Config.Observer: it records the admission metrics, and with a
 // tracer a span per admission, which makes it an [app.ContextObserver].
 // Nil when t records nothing: a limiter then runs unobserved.
-func (t *Telemetry) Observer() app.Observer { return t.observer }
+func (t *Telemetry) Observer() app.Observer {
+	if t == nil {
+		return nil
+	}
+	return t.observer
+}
 
 // WatchStore reports the headroom of a store through the gauges
 // runlimit.store.headroom and runlimit.store.fullest_partition.headroom,
@@ -82,9 +92,13 @@ func (t *Telemetry) Observer() app.Observer { return t.observer }
 // Config.StatsInterval, and a collection in between reports its last
 // answer. A collection whose Stats fails reports no headroom for that
 // store, and the others' as usual. Without metrics WatchStore does
-// nothing.
+// nothing. A nil stats is an error matching [app.ErrInvalidConfig], which
+// would otherwise panic in the exporter's collection.
 func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.Stats, error)) (stop func(), err error) {
-	if t.metrics == nil {
+	if stats == nil {
+		return nil, fmt.Errorf("%w: otelrunlimit: WatchStore(%q) has a nil stats function", app.ErrInvalidConfig, store)
+	}
+	if t == nil || t.metrics == nil {
 		return func() {}, nil
 	}
 	return t.metrics.watch(store, stats, t.interval, t.now)

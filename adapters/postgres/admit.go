@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Admit applies batch atomically under the protocol of [domain.Batch]:
@@ -21,10 +22,15 @@ import (
 // looked at. A denial is a decision, read from the batch; Admit then
 // returns nil even if the rollback failed (the connection is closed instead
 // of pooled). An error is an [*AdmissionError] (or a structural error
-// matching [domain.ErrInvalidInput]) and always fails closed.
+// matching [domain.ErrInvalidInput]) and always fails closed. A nil ctx
+// is an AdmissionError matching [ports.ErrNilContext] (and so
+// domain.ErrInvalidInput), found before the store's state is looked at.
 func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 	if err := batch.Ready(); err != nil {
 		return err
+	}
+	if s == nil || s.pool == nil {
+		return unbuiltAdmission(ctx)
 	}
 	a := s.admissions.Get().(*admission)
 	kept, err := s.admit(ctx, a, batch)
@@ -43,6 +49,12 @@ func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 // with its own error before anything else, a closed store or a done
 // context included.
 func (s *Store) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
+	if s == nil || s.pool == nil {
+		if err := domain.ValidateCheck(&check); err != nil {
+			return domain.Decision{}, err
+		}
+		return domain.Decision{}, unbuiltAdmission(ctx)
+	}
 	a := s.admissions.Get().(*admission)
 	b := &a.single
 	if err := b.ResetSingle(&check); err != nil {
@@ -70,6 +82,9 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 	}
 	if err := a.prepare(b, s.cfg.RowsPerShard); err != nil {
 		return true, err
+	}
+	if ctx == nil {
+		return true, &AdmissionError{Op: OpAdmit, Err: ports.ErrNilContext}
 	}
 	if s.closed.Load() {
 		return true, &AdmissionError{Op: OpAdmit, Err: ErrClosed}
@@ -583,4 +598,14 @@ func resize[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+// unbuiltAdmission is the error of an admission on a nil or zero Store,
+// once its input is known to be valid: a nil context, or else the store
+// is as good as closed.
+func unbuiltAdmission(ctx context.Context) error {
+	if ctx == nil {
+		return &AdmissionError{Op: OpAdmit, Err: ports.ErrNilContext}
+	}
+	return &AdmissionError{Op: OpAdmit, Err: ErrClosed}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/runlimit/runlimit/ports"
 )
 
 // CleanupExpired deletes at most maxRows expired counters and returns how
@@ -13,14 +15,17 @@ import (
 // for example from a ticker in a goroutine of their own.
 //
 // A negative maxRows is rejected first, matching [domain.ErrInvalidInput],
-// whatever the store's state or the context's. Any other error is a
+// whatever the store's state or the context's; a nil context next
+// ([ports.ErrNilContext]). Any other error is a
 // [*MaintenanceError]; its MayHaveRemovedRows says whether the deletion may
 // have committed anyway.
 func (s *Store) CleanupExpired(ctx context.Context, maxRows int) (int, error) {
 	switch {
 	case maxRows < 0:
 		return 0, &MaintenanceError{Op: opCleanup, Err: ErrNegativeMax}
-	case s.closed.Load():
+	case ctx == nil:
+		return 0, &MaintenanceError{Op: opCleanup, Err: ports.ErrNilContext}
+	case s.unusable():
 		return 0, &MaintenanceError{Op: opCleanup, Err: ErrClosed}
 	case maxRows == 0:
 		return 0, nil

@@ -66,6 +66,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 // TableStats reports occupancy, the fullest shards, sizes and dead tuples,
 // for dashboards and the runlimit status command.
 func (s *Store) TableStats(ctx context.Context) (TableStats, error) {
+	if err := s.refuseRead(ctx); err != nil {
+		return TableStats{}, err
+	}
 	var ledger [ShardCount]int64
 	ts := TableStats{
 		Capacity:     int64(ShardCount) * int64(s.cfg.RowsPerShard),
@@ -99,8 +102,8 @@ func (s *Store) headroom(rows int64) int64 { return max(int64(s.cfg.RowsPerShard
 // read runs a read-only query function on a connection held within the
 // store's timeouts.
 func (s *Store) read(ctx context.Context, f func(*session) error) error {
-	if s.closed.Load() {
-		return &MaintenanceError{Op: opStats, Err: ErrClosed}
+	if err := s.refuseRead(ctx); err != nil {
+		return err
 	}
 	return s.maintain(ctx, opStats, func(ss *session) error {
 		if err := f(ss); err != nil {
@@ -140,6 +143,18 @@ func (s *Store) readLedger(ss *session, ledger *[ShardCount]int64) error {
 	}
 	if seen != ShardCount {
 		return ErrLedger
+	}
+	return nil
+}
+
+// refuseRead returns the error of a read that cannot start: a nil context,
+// or a closed, nil or zero store.
+func (s *Store) refuseRead(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return &MaintenanceError{Op: opStats, Err: ports.ErrNilContext}
+	case s.unusable():
+		return &MaintenanceError{Op: opStats, Err: ErrClosed}
 	}
 	return nil
 }

@@ -18,6 +18,11 @@ import (
 //
 // A Store is safe for concurrent use. It borrows connections from a pool
 // that its caller owns and never closes.
+//
+// A nil *Store or a zero Store, which [New] did not build, holds nothing
+// and fails closed like a closed store: after reporting invalid input (a
+// nil context included) as such, its operations return an error matching
+// [ErrClosed] that consumed and removed nothing. They never panic.
 type Store struct {
 	pool   *pgxpool.Pool
 	cfg    Config
@@ -38,10 +43,12 @@ var (
 
 // New returns a store over pool, whose schema must already be migrated (see
 // [github.com/runlimit/runlimit/migrations]). It validates cfg and fills in
-// its defaults; it does not touch the database.
+// its defaults; it does not touch the database. A nil pool is an error
+// matching both [ErrNilPool] and [ErrInvalidConfig], the contract every
+// constructor shares.
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
-		return nil, ErrNilPool
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNilPool)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -53,18 +60,33 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 }
 
 // Config returns the store's configuration, defaults filled in.
-func (s *Store) Config() Config { return s.cfg }
+func (s *Store) Config() Config {
+	if s == nil {
+		return Config{}
+	}
+	return s.cfg
+}
+
+// unusable reports whether s is closed, or was never built by [New]: a nil
+// or zero Store has no pool.
+func (s *Store) unusable() bool { return s == nil || s.pool == nil || s.closed.Load() }
 
 // Close marks the store closed: later calls fail closed with [ErrClosed]
 // without consuming quota. Calls in flight finish. It never closes the
 // pool, which belongs to the caller. Closing twice is harmless.
 func (s *Store) Close() error {
+	if s == nil {
+		return nil
+	}
 	s.closed.Store(true)
 	return nil
 }
 
 // String describes the store's configuration.
 func (s *Store) String() string {
+	if s == nil {
+		return "postgres.Store(nil)"
+	}
 	return fmt.Sprintf("postgres.Store{Schema: %q, RowsPerShard: %d, MaxBatchSize: %d, AcquireTimeout: %v, OperationTimeout: %v}",
 		s.cfg.Schema, s.cfg.RowsPerShard, s.cfg.MaxBatchSize, s.cfg.AcquireTimeout, s.cfg.OperationTimeout)
 }

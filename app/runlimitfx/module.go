@@ -3,6 +3,7 @@ package runlimitfx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -92,7 +93,14 @@ type Result struct {
 // closes what the Runtime opened. Config.NewStoreFunc and
 // Config.KeySecretFunc are called here, with a background context: fx
 // gives constructors none.
+//
+// A nil Lifecycle, as a Params built by hand rather than by fx may have,
+// is an error matching [wiring.ErrInvalidConfig], returned before anything
+// is built: the Runtime could never be started or closed.
 func New(p Params) (Result, error) {
+	if p.Lifecycle == nil {
+		return Result{}, fmt.Errorf("%w: runlimitfx: Params.Lifecycle is nil", wiring.ErrInvalidConfig)
+	}
 	cfg := p.Config
 	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
 		cfg.Pool = p.Pool

@@ -127,7 +127,8 @@ type Config struct {
 
 	// CleanupObserver, when set, sees every pass of the cleanup loop over
 	// each store, before and after it: for cleanup spans and counters,
-	// such as those of the otelrunlimit adapter. Default nil.
+	// such as those of the otelrunlimit adapter. Default nil; a nil pointer
+	// in the interface counts as nil.
 	CleanupObserver CleanupObserver
 
 	// CleanupErrorFunc, when set, receives every error of the cleanup loop,
@@ -252,6 +253,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.CleanupBatch == 0 {
 		cfg.CleanupBatch = DefaultCleanupBatch
+	}
+	// A nil pointer or func in the interface would panic on every pass
+	// (recovered, but logged each time): it is no observer.
+	if isNil(cfg.CleanupObserver) {
+		cfg.CleanupObserver = nil
 	}
 	return cfg, nil
 }

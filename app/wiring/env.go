@@ -71,8 +71,12 @@ func (e *EnvError) Unwrap() error { return ErrInvalidConfig }
 func ConfigFromEnv() (Config, error) { return ConfigFromLookup(os.LookupEnv) }
 
 // ConfigFromLookup is [ConfigFromEnv] reading variables through lookup,
-// such as a test's map or a host's own source.
+// such as a test's map or a host's own source. A nil lookup is an error
+// matching [ErrInvalidConfig].
 func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
+	if lookup == nil {
+		return Config{}, fmt.Errorf("%w: nil lookup function", ErrInvalidConfig)
+	}
 	var (
 		cfg  Config
 		errs []error

@@ -49,13 +49,14 @@ func (r *runtimeState) addStore(name string, store ports.Store) {
 	}
 }
 
-// isNil reports whether store is nil or holds a nil pointer, map, slice,
-// func or chan, whose methods would most likely panic on first use.
-func isNil(store ports.Store) bool {
-	if store == nil {
+// isNil reports whether x, a store or an observer, is nil or holds a nil
+// pointer, map, slice, func or chan, whose methods would most likely panic
+// on first use.
+func isNil(x any) bool {
+	if x == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(store); v.Kind() {
+	switch v := reflect.ValueOf(x); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
 		return v.IsNil()
 	}

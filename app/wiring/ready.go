@@ -15,6 +15,10 @@ var (
 	// ErrClosed is the answer of [Runtime.Ready] and [Runtime.Start] once
 	// [Runtime.Close] has begun.
 	ErrClosed = errors.New("runlimit: runtime is closed")
+	// ErrNotBuilt is the answer of [Runtime.Start] and [Runtime.Ready] on
+	// a nil or zero Runtime, which [New] or [Open] did not build. It is
+	// [ports.ErrNotBuilt].
+	ErrNotBuilt = ports.ErrNotBuilt
 )
 
 // NotReadyError reports a store that failed its readiness check: its Stats
@@ -57,12 +61,16 @@ type reporter struct {
 // (for PostgreSQL: the database answers and the schema is there).
 // Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError].
 // A host store that reports no stats is ready while the Runtime runs. Ready
-// is safe for concurrent use and never waits for Start or Close.
+// is safe for concurrent use and never waits for Start or Close. A nil ctx
+// is [ports.ErrNilContext]; a nil or zero Runtime is [ErrNotBuilt].
 func (r *Runtime) Ready(ctx context.Context) error {
 	if ctx == nil {
 		return ports.ErrNilContext
 	}
 	st := r.state()
+	if st == nil {
+		return ErrNotBuilt
+	}
 	switch st.phase.Load() {
 	case phaseNew:
 		return ErrNotStarted
@@ -92,6 +100,9 @@ func (r *runtimeState) storesReady(ctx context.Context) error {
 // those the otelrunlimit adapter registers. The map is r's answer to keep.
 func (r *Runtime) StatsFuncs() map[string]func(context.Context) (ports.Stats, error) {
 	st := r.state()
+	if st == nil {
+		return map[string]func(context.Context) (ports.Stats, error){}
+	}
 	out := make(map[string]func(context.Context) (ports.Stats, error), len(st.reporters))
 	for _, rep := range st.reporters {
 		out[rep.name] = rep.Stats

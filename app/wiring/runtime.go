@@ -34,6 +34,12 @@ import (
 // A Runtime prints as an address under every printer: it holds the key
 // hasher, the config and the pool, whose config holds the database
 // password.
+//
+// A nil *Runtime or a zero Runtime, which New or Open did not build, holds
+// nothing and never panics: Start and Ready return [ErrNotBuilt], Close
+// returns nil, Limiter and Gate return nil (a nil *app.Limiter fails every
+// check with [ports.ErrNotBuilt]), KeyHasher the zero hasher and
+// StatsFuncs an empty map.
 type Runtime struct {
 	// st is the *runtimeState held as an unsafe.Pointer, which printers
 	// that walk values by reflection (fmt's bad-verb path, spew in
@@ -42,8 +48,13 @@ type Runtime struct {
 	st unsafe.Pointer
 }
 
-// state returns r's state.
-func (r *Runtime) state() *runtimeState { return (*runtimeState)(r.st) }
+// state returns r's state, or nil for a nil or zero Runtime.
+func (r *Runtime) state() *runtimeState {
+	if r == nil {
+		return nil
+	}
+	return (*runtimeState)(r.st)
+}
 
 // runtimeState is everything a [Runtime] holds.
 type runtimeState struct {
@@ -89,7 +100,8 @@ const (
 // Config.DatabaseURL (or borrows Config.Pool), applies the schema when
 // Config.Migrate is set, checks that the store answers and starts the cleanup
 // loop. Call [Runtime.Close] when done. A bad config or secret is a
-// [*ConfigError]; nothing stays open after an error.
+// [*ConfigError]; nothing stays open after an error. A nil ctx is
+// [ports.ErrNilContext], before anything is built.
 func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	r, err := New(ctx, cfg)
 	if err != nil {
@@ -105,8 +117,19 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 // store answers and starts the cleanup loop. Starting twice is harmless. If
 // it cannot start, it closes the Runtime, since a host that saw the start
 // fail has no reason to call Close (fx runs no OnStop for a hook whose
-// OnStart failed).
-func (r *Runtime) Start(ctx context.Context) error { return r.state().startOrClose(ctx) }
+// OnStart failed). A nil ctx is [ports.ErrNilContext], returned before any
+// work and leaving the Runtime as it was; a nil or zero Runtime is
+// [ErrNotBuilt].
+func (r *Runtime) Start(ctx context.Context) error {
+	st := r.state()
+	switch {
+	case ctx == nil:
+		return ports.ErrNilContext
+	case st == nil:
+		return ErrNotBuilt
+	}
+	return st.startOrClose(ctx)
+}
 
 // startOrClose starts r, and closes it if it cannot start.
 func (r *runtimeState) startOrClose(ctx context.Context) error {
@@ -126,8 +149,12 @@ func (r *runtimeState) startOrClose(ctx context.Context) error {
 // touching the network: a pool opened from a URL connects on first use.
 // [Runtime.Start] does the I/O; the fx module calls New from its
 // constructor and Start from OnStart. A bad config or secret is a
-// [*ConfigError]; nothing stays open after an error.
+// [*ConfigError]; nothing stays open after an error. A nil ctx is
+// [ports.ErrNilContext], before anything is built.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if ctx == nil {
+		return nil, ports.ErrNilContext
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -285,8 +312,19 @@ func (r *runtimeState) logger() *slog.Logger {
 // stop using the Runtime's limiters once it is closed. If ctx ends before
 // the loop stops,
 // nothing else is closed and Close may be called again; once it has
-// succeeded, later calls return nil.
-func (r *Runtime) Close(ctx context.Context) error { return r.state().Close(ctx) }
+// succeeded, later calls return nil. A nil ctx waits for the loop without
+// a deadline, as context.Background does; a nil or zero Runtime has
+// nothing to close and returns nil.
+func (r *Runtime) Close(ctx context.Context) error {
+	st := r.state()
+	if st == nil {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return st.Close(ctx)
+}
 
 // Close is [Runtime.Close].
 func (r *runtimeState) Close(ctx context.Context) error {
@@ -327,7 +365,12 @@ func (r *runtimeState) Close(ctx context.Context) error {
 
 // Limiter returns the limiter over the shared quota: the store
 // Config.Backend selects.
-func (r *Runtime) Limiter() *app.Limiter { return r.state().limiter }
+func (r *Runtime) Limiter() *app.Limiter {
+	if st := r.state(); st != nil {
+		return st.limiter
+	}
+	return nil
+}
 
 // Gate returns the limiter over the memory gate, or nil when Config.Gate is
 // not set.
@@ -339,8 +382,18 @@ func (r *Runtime) Limiter() *app.Limiter { return r.state().limiter }
 // memory and work that attacker-chosen subjects can cost before any
 // database round trip; what it admitted stays consumed even if the shared
 // quota then denies.
-func (r *Runtime) Gate() *app.Limiter { return r.state().gate }
+func (r *Runtime) Gate() *app.Limiter {
+	if st := r.state(); st != nil {
+		return st.gate
+	}
+	return nil
+}
 
 // KeyHasher returns the hasher built from the key secret, for deriving the
 // subject keys of checks.
-func (r *Runtime) KeyHasher() domain.KeyHasher { return r.state().hasher }
+func (r *Runtime) KeyHasher() domain.KeyHasher {
+	if st := r.state(); st != nil {
+		return st.hasher
+	}
+	return domain.KeyHasher{}
+}

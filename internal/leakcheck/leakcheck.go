@@ -192,3 +192,27 @@ func Check[T any](t testing.TB, name string, v T, secrets ...[]byte) {
 		}
 	}
 }
+
+// CheckPrintable fails t when printing v through any printer of [Prints],
+// alone or in a host struct, panics or makes fmt report a panic of one of
+// v's methods ("%!v(PANIC=..."). Zero values and nil pointers of a
+// package's types must print, as hosts log whatever they hold.
+func CheckPrintable[T any](t testing.TB, name string, v T) {
+	t.Helper()
+	for host, hv := range Hosts(v) {
+		var outs map[string]string
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("leakcheck: printing %s %s panicked: %v", name, host, r)
+				}
+			}()
+			outs = Prints(hv)
+		}()
+		for printer, out := range outs {
+			if strings.Contains(out, "PANIC=") {
+				t.Fatalf("leakcheck: %s %s, printed by %s, panicked:\n%s", name, host, printer, out)
+			}
+		}
+	}
+}

@@ -86,3 +86,20 @@ func TestRenderingsCoverEveryWindow(t *testing.T) {
 	short := leakcheck.Renderings([]byte("pw1"))
 	require.Contains(t, short, "pw1")
 }
+
+// panicky is a value whose String method panics, as a method of a zero
+// value that dereferences a nil field would.
+type panicky struct{ p *int }
+
+func (v panicky) String() string { return fmt.Sprint(*v.p) }
+
+func TestCheckPrintableCatchesPanics(t *testing.T) {
+	t.Parallel()
+	r := &fatalRecorder{TB: t}
+	leakcheck.CheckPrintable(r, "panicky", panicky{})
+	require.NotEmpty(t, r.failed, "fmt's recovered panic is reported")
+
+	r = &fatalRecorder{TB: t}
+	leakcheck.CheckPrintable(r, "redacted", redacted{})
+	require.Empty(t, r.failed)
+}
