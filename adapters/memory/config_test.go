@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,10 +27,22 @@ func TestNewRejectsConfigOutOfBounds(t *testing.T) {
 		{"Shards negative", memory.Config{MaxKeys: 4, Shards: -1}, "Shards", -1},
 		{"Shards above MaxKeys", memory.Config{MaxKeys: 4, Shards: 5}, "Shards", 5},
 		{"Shards above MaxShards", memory.Config{MaxKeys: 1 << 20, Shards: memory.MaxShards + 1}, "Shards", memory.MaxShards + 1},
-		{"shard capacity above MaxShardCapacity", memory.Config{MaxKeys: memory.MaxShardCapacity + 1}, "MaxKeys", memory.MaxShardCapacity + 1},
-		{"largest of two shards above MaxShardCapacity", memory.Config{MaxKeys: 2*memory.MaxShardCapacity + 1, Shards: 2}, "MaxKeys", 2*memory.MaxShardCapacity + 1},
 		{"CleanupPerCheck negative", memory.Config{MaxKeys: 4, CleanupPerCheck: -1}, "CleanupPerCheck", -1},
 		{"MaxBatchSize negative", memory.Config{MaxKeys: 4, MaxBatchSize: -1}, "MaxBatchSize", -1},
+	}
+	// Where int has 32 bits, no MaxKeys exceeds MaxShardCapacity. The sums
+	// are computed at run time, so that they compile there too.
+	if strconv.IntSize == 64 {
+		capacity := memory.MaxShardCapacity
+		tests = append(tests, []struct {
+			name  string
+			cfg   memory.Config
+			field string
+			value int
+		}{
+			{"shard capacity above MaxShardCapacity", memory.Config{MaxKeys: capacity + 1}, "MaxKeys", capacity + 1},
+			{"largest of two shards above MaxShardCapacity", memory.Config{MaxKeys: 2*capacity + 1, Shards: 2}, "MaxKeys", 2*capacity + 1},
+		}...)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,9 +73,16 @@ func TestNewAcceptsConfigAtItsBounds(t *testing.T) {
 		{"Shards at MaxShards", memory.Config{MaxKeys: memory.MaxShards, Shards: memory.MaxShards}, memory.MaxShards},
 		// Storage grows on demand, so a huge bound costs nothing up front.
 		{"one shard at MaxShardCapacity", memory.Config{MaxKeys: memory.MaxShardCapacity}, 1},
-		{"two shards at MaxShardCapacity", memory.Config{MaxKeys: 2 * memory.MaxShardCapacity, Shards: 2}, 2},
 		{"CleanupPerCheck one", memory.Config{MaxKeys: 4, CleanupPerCheck: 1}, 1},
 		{"MaxBatchSize one", memory.Config{MaxKeys: 4, MaxBatchSize: 1}, 1},
+	}
+	if strconv.IntSize == 64 { // see TestNewRejectsConfigOutOfBounds
+		capacity := memory.MaxShardCapacity
+		tests = append(tests, struct {
+			name   string
+			cfg    memory.Config
+			shards int
+		}{"two shards at MaxShardCapacity", memory.Config{MaxKeys: 2 * capacity, Shards: 2}, 2})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
