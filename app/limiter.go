@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"unsafe"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -69,7 +69,7 @@ var _ ports.Limiter = (*Limiter)(nil)
 // NewLimiter returns a limiter over store. A nil store, a nil pointer in
 // the interface included, is an error matching [ErrInvalidConfig].
 func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
-	if isNil(store) {
+	if nilcheck.IsNil(store) {
 		return nil, fmt.Errorf("%w: no store", ErrInvalidConfig)
 	}
 	if cfg.MaxBatchSize < 0 {
@@ -92,20 +92,6 @@ func NewLimiter(store ports.Store, cfg LimiterConfig) (*Limiter, error) {
 	e := new(engine)
 	e.init(store, cfg.MaxBatchSize)
 	return &Limiter{engine: unsafe.Pointer(e)}, nil
-}
-
-// isNil reports whether v, a store or an observer, is nil or holds a nil
-// pointer, map, slice, func or chan, whose methods would most likely panic
-// on first use.
-func isNil(x any) bool {
-	if x == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(x); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }
 
 // Check applies one check. Over the limit is a decision, not an error; an

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -55,7 +56,7 @@ func JoinObservers(observers ...Observer) Observer {
 		case joinedObservers:
 			joined = append(joined, o...)
 		default:
-			if !isNil(o) {
+			if !nilcheck.IsNil(o) {
 				joined = append(joined, o)
 			}
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/internal/pgerror"
 )
 
@@ -59,7 +59,7 @@ func RustMigrated(ctx context.Context, q Querier, schema string) (bool, error) {
 	switch {
 	case ctx == nil:
 		return false, fmt.Errorf("%w: context", ErrNilArgument)
-	case q == nil || isNilPointer(q):
+	case nilcheck.IsNil(q):
 		return false, fmt.Errorf("%w: querier", ErrNilArgument)
 	}
 	var tracked, sqlx, table bool
@@ -134,11 +134,4 @@ func adopt(ctx context.Context, conn *pgx.Conn, schema string) (bool, error) {
 		return false, fmt.Errorf("runlimit: migrations: adopt: %w", pgerror.Sanitize(err))
 	}
 	return true, nil
-}
-
-// isNilPointer reports whether q holds a nil pointer, such as a nil
-// *pgxpool.Pool, whose QueryRow would panic.
-func isNilPointer(q Querier) bool {
-	v := reflect.ValueOf(q)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -3,10 +3,10 @@ package httplimit
 import (
 	"fmt"
 	"net/http"
-	"reflect"
 	"sync"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -39,7 +39,7 @@ type scratch struct {
 
 func newCore(cfg Config) (*core, error) {
 	switch {
-	case isNil(cfg.Limiter):
+	case nilcheck.IsNil(cfg.Limiter):
 		// A nil *app.Limiter in the interface would fail every request.
 		return nil, &ConfigError{Field: "Limiter", Want: "set (a nil pointer is not)"}
 	case cfg.Hasher.IsZero():
@@ -51,7 +51,7 @@ func newCore(cfg Config) (*core, error) {
 	if c.reject == nil {
 		c.reject = DefaultReject
 	}
-	if isNil(c.fields) {
+	if nilcheck.IsNil(c.fields) {
 		c.fields = Draft11{}
 	}
 	for i, l := range cfg.Limits {
@@ -185,17 +185,4 @@ func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer 
 	}
 	s.rej = rej
 	c.reject(w, r, &s.rej)
-}
-
-// isNil reports whether x is nil or holds a nil pointer, map, slice, func
-// or chan, whose methods would most likely panic on first use.
-func isNil(x any) bool {
-	if x == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(x); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package otelrunlimit
 import (
 	"reflect"
 
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -21,7 +22,7 @@ const globalPkg = "go.opentelemetry.io/otel/internal/global"
 // observer over the delegate would cost every admission for nothing, and
 // hosts set their providers at start, before they build what they use.
 func meterProvider(mp metric.MeterProvider) metric.MeterProvider {
-	if isNilPointer(mp) {
+	if nilcheck.IsNil(mp) {
 		mp = nil
 	}
 	if mp == nil {
@@ -38,7 +39,7 @@ func meterProvider(mp metric.MeterProvider) metric.MeterProvider {
 
 // tracerProvider is meterProvider for spans.
 func tracerProvider(tp trace.TracerProvider) trace.TracerProvider {
-	if isNilPointer(tp) {
+	if nilcheck.IsNil(tp) {
 		tp = nil
 	}
 	if tp == nil {
@@ -62,12 +63,4 @@ func isUnsetGlobal(p any) bool {
 		t = t.Elem()
 	}
 	return t.PkgPath() == globalPkg
-}
-
-// isNilPointer reports whether p holds a nil pointer, such as a nil
-// *sdkmetric.MeterProvider in the interface: it counts as no provider,
-// where its methods would panic.
-func isNilPointer(p any) bool {
-	v := reflect.ValueOf(p)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

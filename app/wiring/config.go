@@ -12,6 +12,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -256,7 +257,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	// A nil pointer or func in the interface would panic on every pass
 	// (recovered, but logged each time): it is no observer.
-	if isNil(cfg.CleanupObserver) {
+	if nilcheck.IsNil(cfg.CleanupObserver) {
 		cfg.CleanupObserver = nil
 	}
 	return cfg, nil

@@ -3,8 +3,8 @@ package wiring
 import (
 	"context"
 	"fmt"
-	"reflect"
 
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -20,12 +20,12 @@ func (r *runtimeState) hostStore(ctx context.Context) (ports.Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runlimit: NewStoreFunc: %w", err)
 		}
-		if c, ok := s.(ports.Closer); ok && !isNil(s) {
+		if c, ok := s.(ports.Closer); ok && !nilcheck.IsNil(s) {
 			r.closers = append(r.closers, c)
 		}
 		store = s
 	}
-	if isNil(store) {
+	if nilcheck.IsNil(store) {
 		return nil, &ConfigError{Field: field, Reason: "holds no store (nil)"}
 	}
 	r.addStore(string(BackendStore), store)
@@ -47,18 +47,4 @@ func (r *runtimeState) addStore(name string, store ports.Store) {
 	if sr, ok := store.(ports.StatsReporter); ok {
 		r.reporters = append(r.reporters, reporter{name: name, StatsReporter: sr})
 	}
-}
-
-// isNil reports whether x, a store or an observer, is nil or holds a nil
-// pointer, map, slice, func or chan, whose methods would most likely panic
-// on first use.
-func isNil(x any) bool {
-	if x == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(x); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }
