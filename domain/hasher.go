@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"fmt"
-	"hash"
-	"sync"
 	"unsafe"
 )
 
@@ -28,8 +26,7 @@ const subjectKeyDomain = "runlimit/subject-key/v1"
 type KeyHasher struct {
 	// st is a *hasherState held as an unsafe.Pointer, so that no printer
 	// that walks values by reflection can reach the keyed state, from which
-	// every subject key can be computed, or the scratch buffers, which hold
-	// recent subjects. fmt prints a host struct's unexported fields without
+	// every subject key can be computed. fmt prints a host struct's unexported fields without
 	// calling their methods; under a verb that does not fit a pointer (%s,
 	// %q, %t) it goes on to print the pointed-to struct in full, and spew
 	// (testify's diffs) follows pointers. Both print an unsafe.Pointer as
@@ -42,16 +39,6 @@ func (h KeyHasher) state() *hasherState { return (*hasherState)(h.st) }
 
 type hasherState struct {
 	inner, outer []byte // marshaled SHA-256 states after the ipad and opad blocks
-	scratch      sync.Pool
-}
-
-// scratch is one goroutine's working set; its buffer lives on the heap with
-// it, so passing it to the hash interfaces does not allocate per call.
-type scratch struct {
-	inner, outer   hash.Hash
-	innerU, outerU encoding.BinaryUnmarshaler
-	buf            [512]byte // holds the prefix (at most 283 bytes) and the first part of the subject
-	sum            [sha256.Size]byte
 }
 
 // NewKeyHasher builds a hasher from a raw secret of at least 32 bytes. The
@@ -79,12 +66,6 @@ func NewKeyHasher(secret []byte) (KeyHasher, error) {
 	}
 	st.outer = keyedState(pad[:])
 	clear(pad[:])
-	st.scratch.New = func() any {
-		s := &scratch{inner: sha256.New(), outer: sha256.New()}
-		s.innerU = s.inner.(encoding.BinaryUnmarshaler)
-		s.outerU = s.outer.(encoding.BinaryUnmarshaler)
-		return s
-	}
 	return KeyHasher{st: unsafe.Pointer(st)}, nil
 }
 
@@ -116,37 +97,29 @@ func (h KeyHasher) derive(p *Policy, subject string) SubjectKey {
 	if st == nil {
 		return SubjectKey{}
 	}
-	s := st.scratch.Get().(*scratch)
-	// Restoring a keyed state cannot fail: the same implementation produced
-	// it in NewKeyHasher. Restoring instead of rebuilding the HMAC saves two
-	// block compressions and every allocation.
-	_ = s.innerU.UnmarshalBinary(st.inner)
-	var b []byte
+	// Both hashes are this call's own. sha256.New is inlined here, so the
+	// compiler knows their type, calls their methods directly and keeps
+	// them, and the subject, on the stack: no allocation, no pool, and
+	// nothing of a subject left behind on the heap. Restoring a keyed state
+	// cannot fail, as the same implementation produced it in NewKeyHasher;
+	// restoring instead of rebuilding the HMAC saves two block compressions.
+	inner := sha256.New()
+	_ = inner.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.inner)
+	// The zero Policy's identifiers are empty.
+	prefix := subjectKeyDomain + "\x00\x00\x00"
 	if p.def != nil {
-		b = append(s.buf[:0], p.def.keyPrefix...)
-	} else {
-		// The zero Policy's identifiers are empty.
-		b = append(s.buf[:0], subjectKeyDomain+"\x00\x00\x00"...)
+		prefix = p.def.keyPrefix
 	}
-	// The subject goes through the scratch buffer rather than straight into
-	// the hash interface, so the caller's bytes never escape to the heap.
-	for len(subject) > 0 {
-		n := copy(s.buf[len(b):cap(b)], subject)
-		b = s.buf[:len(b)+n]
-		subject = subject[n:]
-		if len(b) == cap(b) {
-			s.inner.Write(b)
-			b = s.buf[:0]
-		}
-	}
-	s.inner.Write(b)
-	inner := s.inner.Sum(s.sum[:0])
-	_ = s.outerU.UnmarshalBinary(st.outer)
-	s.outer.Write(inner)
-	s.outer.Sum(s.sum[:0])
-	key := SubjectKey{masked: maskKey(&s.sum), set: true}
-	st.scratch.Put(s)
-	return key
+	// Write only reads the strings' bytes, and only during the call.
+	inner.Write(unsafe.Slice(unsafe.StringData(prefix), len(prefix)))
+	inner.Write(unsafe.Slice(unsafe.StringData(subject), len(subject)))
+	var sum [sha256.Size]byte
+	inner.Sum(sum[:0])
+	outer := sha256.New()
+	_ = outer.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.outer)
+	outer.Write(sum[:])
+	outer.Sum(sum[:0])
+	return SubjectKey{masked: maskKey(&sum), set: true}
 }
 
 // IsZero reports whether h is the zero value rather than a built hasher.
