@@ -10,6 +10,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/testkit"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -19,7 +20,7 @@ import (
 // hasher's keyed state.
 func TestNothingPrintsKeysOrSubjects(t *testing.T) {
 	t.Parallel()
-	clock := new(trapClock)
+	clock := new(testkit.TrapClock)
 	f := setup(t, memory.Config{MaxKeys: 6, Shards: 2, Clock: clock})
 	ctx := context.Background()
 	p := policy(2, time.Minute)
@@ -40,9 +41,9 @@ func TestNothingPrintsKeysOrSubjects(t *testing.T) {
 	require.ErrorAs(t, err, new(*memory.ShardOverflowError))
 	cases = append(cases, leakcheck.Value("ShardOverflowError", err))
 
-	clock.armed.Store(true)
+	clock.Arm(true)
 	require.Panics(t, func() { _, _ = f.limiter.Check(ctx, checks[5]) })
-	clock.armed.Store(false)
+	clock.Arm(false)
 	_, err = f.limiter.Check(ctx, checks[5])
 	require.ErrorAs(t, err, new(*memory.PoisonedShardError))
 	cases = append(cases, leakcheck.Value("PoisonedShardError", err), leakcheck.Value("Store with a poisoned shard", f.store))

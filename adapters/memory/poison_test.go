@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,24 +9,9 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/testkit"
 	"github.com/runlimit/runlimit/ports"
 )
-
-// trapClock is a manual clock that panics while armed, standing in for any
-// panic that strikes while a shard is locked.
-type trapClock struct {
-	memory.ManualClock
-	armed atomic.Bool
-}
-
-const trapped = "clock exploded"
-
-func (c *trapClock) Now() time.Duration {
-	if c.armed.Load() {
-		panic(trapped)
-	}
-	return c.ManualClock.Now()
-}
 
 func requirePoisoned(t *testing.T, err error, shard int) {
 	t.Helper()
@@ -40,7 +24,7 @@ func requirePoisoned(t *testing.T, err error, shard int) {
 
 func TestPanicPoisonsTheShardItHeld(t *testing.T) {
 	t.Parallel()
-	clock := new(trapClock)
+	clock := new(testkit.TrapClock)
 	f := setup(t, memory.Config{MaxKeys: 40, Shards: 4, Clock: clock})
 	ctx := context.Background()
 	p := policy(10, time.Minute)
@@ -48,9 +32,9 @@ func TestPanicPoisonsTheShardItHeld(t *testing.T) {
 	f.allow(t, victim)
 	f.allow(t, bystander)
 
-	clock.armed.Store(true)
-	require.PanicsWithValue(t, trapped, func() { _, _ = f.limiter.Check(ctx, victim) }, "the panic propagates")
-	clock.armed.Store(false)
+	clock.Arm(true)
+	require.PanicsWithValue(t, testkit.TrapPanic, func() { _, _ = f.limiter.Check(ctx, victim) }, "the panic propagates")
+	clock.Arm(false)
 
 	_, err := f.limiter.Check(ctx, victim)
 	requirePoisoned(t, err, 1)
@@ -78,7 +62,7 @@ func TestPanicPoisonsTheShardItHeld(t *testing.T) {
 
 func TestPanicInBatchPoisonsEveryShardHeld(t *testing.T) {
 	t.Parallel()
-	clock := new(trapClock)
+	clock := new(testkit.TrapClock)
 	f := setup(t, memory.Config{MaxKeys: 40, Shards: 4, Clock: clock})
 	ctx := context.Background()
 	p := policy(10, time.Minute)
@@ -86,9 +70,9 @@ func TestPanicInBatchPoisonsEveryShardHeld(t *testing.T) {
 	f.allow(t, healthy)
 	f.allow(t, healthy)
 
-	clock.armed.Store(true)
-	require.PanicsWithValue(t, trapped, func() { _, _ = f.limiter.CheckAll(ctx, []domain.Check{high, low}) })
-	clock.armed.Store(false)
+	clock.Arm(true)
+	require.PanicsWithValue(t, testkit.TrapPanic, func() { _, _ = f.limiter.CheckAll(ctx, []domain.Check{high, low}) })
+	clock.Arm(false)
 
 	require.Equal(t, []int{0, 3}, f.store.PoisonedShards())
 	_, err := f.limiter.Check(ctx, high)
@@ -106,11 +90,11 @@ func TestPanicInBatchPoisonsEveryShardHeld(t *testing.T) {
 
 func TestPanickingClockInCleanupPoisonsNothing(t *testing.T) {
 	t.Parallel()
-	clock := new(trapClock)
+	clock := new(testkit.TrapClock)
 	f := setup(t, memory.Config{MaxKeys: 4, Clock: clock})
-	clock.armed.Store(true)
-	require.PanicsWithValue(t, trapped, func() { _, _ = f.store.CleanupExpired(context.Background(), 1) })
-	clock.armed.Store(false)
+	clock.Arm(true)
+	require.PanicsWithValue(t, testkit.TrapPanic, func() { _, _ = f.store.CleanupExpired(context.Background(), 1) })
+	clock.Arm(false)
 	require.Nil(t, f.store.PoisonedShards())
 	f.allow(t, f.check(policy(1, time.Second), "subject"))
 }

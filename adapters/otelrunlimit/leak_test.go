@@ -1,11 +1,9 @@
 package otelrunlimit_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,49 +14,8 @@ import (
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/testkit"
 )
-
-// syncBuffer is a log sink safe for the runtime's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// trapClock is a manual clock that panics while armed, standing in for any
-// panic that strikes while a memory shard is locked.
-type trapClock struct {
-	*memory.ManualClock
-	mu    sync.Mutex
-	armed bool
-}
-
-func (c *trapClock) Now() time.Duration {
-	c.mu.Lock()
-	armed := c.armed
-	c.mu.Unlock()
-	if armed {
-		panic("clock exploded")
-	}
-	return c.ManualClock.Now()
-}
-
-func (c *trapClock) arm(on bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.armed = on
-}
 
 // TestNoTelemetryHoldsKeyMaterial runs a Runtime with a gate, observed by
 // metrics and spans and logging at debug level, through every outcome, a
@@ -71,9 +28,9 @@ func TestNoTelemetryHoldsKeyMaterial(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := setup(t, true)
-	var logs syncBuffer
+	var logs testkit.LogBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	clock := &trapClock{ManualClock: memory.NewManualClock()}
+	clock := new(testkit.TrapClock)
 	store, err := memory.New(memory.Config{MaxKeys: 3, Clock: clock})
 	require.NoError(t, err)
 	subjects := []string{"alice@example.test", "198.51.100.7", "bob@example.test", "carol@example.test"}
@@ -127,9 +84,9 @@ func TestNoTelemetryHoldsKeyMaterial(t *testing.T) {
 	require.Equal(t, domain.Denied, d.Outcome())
 	f.collect(t) // the gauges read the stores
 
-	clock.arm(true)
+	clock.Arm(true)
 	require.Panics(t, func() { _, _ = r.Limiter().Check(ctx, bob) })
-	clock.arm(false)
+	clock.Arm(false)
 	_, err = r.Limiter().Check(ctx, bob)
 	require.ErrorIs(t, err, memory.ErrPoisoned)
 	require.NoError(t, r.Ready(ctx)) // logs the poisoned shard

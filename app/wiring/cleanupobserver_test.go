@@ -13,6 +13,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/testkit"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -135,11 +136,11 @@ func TestCleanupObserverSeesEveryPass(t *testing.T) {
 func TestCleanupObserverPanicsAreLogged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs logBuffer
+	var logs testkit.LogBuffer
 	store := newFakeStore(t)
 	ticks := make(chan time.Time)
 	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
 		CleanupObserver: &cleanupRecorder{panics: true},
 	}, ticks)
 	require.NoError(t, err)
@@ -154,36 +155,14 @@ func TestCleanupObserverPanicsAreLogged(t *testing.T) {
 	require.GreaterOrEqual(t, store.cleanups, 1)
 }
 
-// trapClock is a manual clock that panics while armed, standing in for any
-// panic that strikes while a memory shard is locked.
-type trapClock struct {
-	*memory.ManualClock
-	mu    sync.Mutex
-	armed bool
-}
-
-func (c *trapClock) Now() time.Duration {
-	c.mu.Lock()
-	armed := c.armed
-	c.mu.Unlock()
-	if armed {
-		panic("clock exploded")
-	}
-	return c.ManualClock.Now()
-}
-
 // poison makes a check of subject panic inside its shard's lock.
-func (c *trapClock) poison(t *testing.T, r *wiring.Runtime, p domain.Policy, subject string) {
+func poison(t *testing.T, c *testkit.TrapClock, r *wiring.Runtime, p domain.Policy, subject string) {
 	t.Helper()
-	c.mu.Lock()
-	c.armed = true
-	c.mu.Unlock()
+	c.Arm(true)
 	require.Panics(t, func() {
 		_, _ = r.Limiter().Check(context.Background(), domain.NewCheck(p, r.KeyHasher().KeyString(p, subject)))
 	})
-	c.mu.Lock()
-	c.armed = false
-	c.mu.Unlock()
+	c.Arm(false)
 }
 
 // TestPoisonedShardsAreLoggedOncePerShard: a shard poisoned by a panic is
@@ -194,22 +173,22 @@ func (c *trapClock) poison(t *testing.T, r *wiring.Runtime, p domain.Policy, sub
 func TestPoisonedShardsAreLoggedOncePerShard(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs logBuffer
-	clock := &trapClock{ManualClock: memory.NewManualClock()}
+	var logs testkit.LogBuffer
+	clock := new(testkit.TrapClock)
 	store, err := memory.New(memory.Config{MaxKeys: 100, Shards: 1, Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	ticks := make(chan time.Time)
 	done := make(passDone, 4)
 	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(), CleanupObserver: done,
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(), CleanupObserver: done,
 	}, ticks)
 	require.NoError(t, err)
 	p := loginPolicy(t, "auth.login")
 	const subject = "alice@example.test"
 	key := r.KeyHasher().KeyString(p, subject)
 
-	clock.poison(t, r, p, subject)
+	poison(t, clock, r, p, subject)
 	for range 3 {
 		_, err := r.Limiter().Check(ctx, domain.NewCheck(p, key))
 		require.ErrorIs(t, err, memory.ErrPoisoned)
@@ -230,7 +209,7 @@ func TestPoisonedShardsAreLoggedOncePerShard(t *testing.T) {
 
 	require.Equal(t, 1, store.RecoverPoisoned())
 	require.NoError(t, r.Ready(ctx))
-	clock.poison(t, r, p, subject)
+	poison(t, clock, r, p, subject)
 	require.NoError(t, r.Ready(ctx))
 	require.NoError(t, r.Close(ctx))
 	out = logs.String()

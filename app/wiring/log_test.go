@@ -1,12 +1,9 @@
 package wiring_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,38 +14,8 @@ import (
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/internal/testkit"
 )
-
-// logBuffer collects a logger's text records, without their times, safe for
-// the cleanup loop's goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{
-		Level: slog.LevelDebug,
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
-}
 
 // requireNoLeak fails when logs spell any window of any secret.
 func requireNoLeak(t *testing.T, logs string, secrets ...[]byte) {
@@ -66,11 +33,11 @@ func requireNoLeak(t *testing.T, logs string, secrets ...[]byte) {
 func TestRuntimeLogsItsLifeWithoutSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs logBuffer
+	var logs testkit.LogBuffer
 	store := newFakeStore(t)
 	ticks := make(chan time.Time)
 	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
 	}, ticks)
 	require.NoError(t, err)
 
@@ -104,13 +71,13 @@ func TestRuntimeLogsItsLifeWithoutSecrets(t *testing.T) {
 func TestCleanupErrorFuncTakesTheFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs logBuffer
+	var logs testkit.LogBuffer
 	store := newFakeStore(t)
 	store.set(nil, errors.New("redis: READONLY"))
 	errs := make(chan error, 4)
 	ticks := make(chan time.Time)
 	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
 		CleanupErrorFunc: func(err error) { errs <- err },
 	}, ticks)
 	require.NoError(t, err)
@@ -125,10 +92,10 @@ func TestPostgresRuntimeLogsMigrationAndFailedStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.NewEmpty(t)
-	var logs logBuffer
+	var logs testkit.LogBuffer
 	r, err := wiring.Open(ctx, wiring.Config{
 		Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(db.URL), Migrate: true,
-		KeySecret: wiring.NewSecret(testSecret), Logger: logs.logger(),
+		KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, r.Close(ctx))
@@ -137,9 +104,9 @@ func TestPostgresRuntimeLogsMigrationAndFailedStart(t *testing.T) {
 	// Nothing listens on port 1: the start fails, and its record names
 	// neither the password nor the secret.
 	const password = "hunter2-log-password"
-	var failed logBuffer
+	var failed testkit.LogBuffer
 	_, err = wiring.Open(ctx, wiring.Config{
-		Backend: wiring.BackendPostgres, KeySecret: wiring.NewSecret(testSecret), Logger: failed.logger(),
+		Backend: wiring.BackendPostgres, KeySecret: wiring.NewSecret(testSecret), Logger: failed.Logger(),
 		DatabaseURL: wiring.NewSecret("postgres://quotauser:" + password + "@127.0.0.1:1/quotas?connect_timeout=5"),
 	})
 	require.Error(t, err)
@@ -153,9 +120,9 @@ func TestPostgresRuntimeLogsMigrationAndFailedStart(t *testing.T) {
 func TestObserverPanicsGoToTheRuntimeLogger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs logBuffer
+	var logs testkit.LogBuffer
 	cfg := memoryConfig(t)
-	cfg.Logger = logs.logger()
+	cfg.Logger = logs.Logger()
 	cfg.Observer = app.ObserverFunc(func(app.Event) { panic("observer bug") })
 	r, err := wiring.Open(ctx, cfg)
 	require.NoError(t, err)
