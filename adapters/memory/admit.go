@@ -26,6 +26,11 @@ import (
 //     the whole batch is allowed;
 //  6. unlock.
 //
+// A batch of one is a single check, and is applied as [Store.AdmitCheck]
+// applies one: optimistically, under its entry's lock, when its key is
+// stored and active (see the package documentation), and otherwise
+// through the steps above.
+//
 // A panic while shards are locked, such as from a panicking [Clock], marks
 // every one of them poisoned before it propagates. Errors never consume
 // quota: see [ErrClosed], [ErrPoisoned], [ShardOverflowError] and
@@ -48,8 +53,12 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if err := usable(ctx, s); err != nil {
 		return err
 	}
-	if n := b.Len(); n > s.maxBatch {
+	n := b.Len()
+	if n > s.maxBatch {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}
+	}
+	if n == 1 {
+		return s.admitOne(ctx, b)
 	}
 	p := s.plans.Get().(*plan)
 	err := s.prepare(p, b)
@@ -79,20 +88,112 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	if err := usable(ctx, s); err != nil {
 		return domain.Decision{}, err
 	}
-	// A batch of one cannot overflow its shard: New never makes more
-	// shards than MaxKeys, so every shard holds at least one key.
+	if err := s.admitOne(ctx, &b); err != nil {
+		return domain.Decision{}, err
+	}
+	d, _, err := b.DecisionOf(0)
+	return d, err
+}
+
+// admitOne applies b, a ready batch of one, for Admit and AdmitCheck
+// alike: optimistically when it can ([Store.admitOptimistic]), otherwise
+// through the locked flow, planned in arrays of one on the stack. A batch
+// of one cannot overflow its shard: New never makes more shards than
+// MaxKeys, so every shard holds at least one key.
+func (s *Store) admitOne(ctx context.Context, b *domain.Batch) error {
 	var checks [1]planned
 	pc := &checks[0]
 	pc.key = b.Key(0)
 	pc.hash = pc.key.Hash64()
 	i := s.shardAt(pc.hash)
 	pc.sh, pc.index = &s.shards[i], int32(i)
-	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
-	if err := apply(s, ctx, &b, &checks, &shards); err != nil {
-		return domain.Decision{}, err
+	if done, err := s.admitOptimistic(ctx, b, pc); done {
+		return err
 	}
-	d, _, err := b.DecisionOf(0)
-	return d, err
+	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
+	return apply(s, ctx, b, &checks, &shards)
+}
+
+// admitOptimistic is the path of the common single check, on a key its
+// shard holds in an active window with nothing there to clean up: it
+// takes the entry's own lock instead of the shard's, so that checks of
+// different keys write no memory in common and cores do not take cache
+// lines from each other. It runs the steps of the locked flow in the same
+// order on the one key: the lock, one clock sample raised to the shard's
+// latest time, the observation, the domain's evaluation and the write of
+// the counter, which keeps its window. It reports done=false, having
+// changed nothing but the shard's latest time, whenever any of that does
+// not hold, and the locked flow takes over:
+//
+//   - the store is closed, the shard poisoned or ctx done;
+//   - the key is not found, or a holder of the shard's lock was at work
+//     while it was being found: the shard's sequence number was odd or
+//     moved between the first read and the entry's lock, and what was read
+//     may be stale;
+//   - an entry of the shard has expired (cleanup is due), or the key's own
+//     window has (a renewal moves its expiry in the heap).
+//
+// Holders of the shard's lock read or write an entry's counter only under
+// the entry's lock, so a check that has validated its entry finishes its
+// write before any of them sees the counter, and none of them starts
+// without making the sequence number odd first.
+//
+// A panic with the entry's lock held, as from a panicking Clock, unlocks
+// the entry and poisons the shard before it goes on, as in the locked
+// flow.
+func (s *Store) admitOptimistic(ctx context.Context, b *domain.Batch, pc *planned) (done bool, err error) {
+	sh := pc.sh
+	seq := sh.seq.Load()
+	if seq&1 != 0 || ctx.Err() != nil {
+		return false, nil
+	}
+	e := sh.lockEntry(&pc.key, pc.hash, seq)
+	if e == nil {
+		return false, nil
+	}
+	defer func() {
+		if e != nil {
+			e.mu.Unlock()
+			sh.lockWriter()
+			s.poison(int(pc.index))
+			sh.unlockWriter()
+		}
+	}()
+	if s.closed.Load() || sh.poisoned.Load() {
+		e.mu.Unlock()
+		e = nil
+		return false, nil
+	}
+	var now domain.Instant
+	if s.clock == nil {
+		now = s.sampleMonotonic()
+	} else {
+		now = s.sample()
+	}
+	now = sh.clamp(now)
+	if domain.Instant(sh.firstExpiry.Load()) <= now || !e.counter.Active(now) {
+		e.mu.Unlock()
+		e = nil
+		return false, nil
+	}
+	b.Observe(0, domain.Observation{Counter: e.counter})
+	commit, err := b.Evaluate(now)
+	if commit {
+		next := b.Next(0)
+		if next.Expires != e.counter.Expires {
+			// An active window keeps its expiry; a domain that moved it
+			// would leave the heap wrong. Fail closed: the deferred
+			// handler poisons the shard.
+			panic("runlimit: memory store: an active window moved its expiry")
+		}
+		e.counter = next
+	}
+	e.mu.Unlock()
+	e = nil
+	if err != nil {
+		return true, &OpError{Op: "admit", Err: err}
+	}
+	return true, nil
 }
 
 // usable reports a nil ctx, a caller's mistake, and then a nil or zero
@@ -175,9 +276,9 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	var err error
 	for j := 0; ; {
 		sh := (*locked)[j].sh
-		sh.mu.Lock()
+		sh.lockWriter()
 		held++
-		if s.closed.Load() || sh.poisoned {
+		if s.closed.Load() || sh.poisoned.Load() {
 			err = s.unusable("admit", (*locked)[j].index)
 			break
 		}
@@ -249,7 +350,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 		}
 	}
 	for j := 0; ; {
-		(*locked)[j].sh.mu.Unlock()
+		(*locked)[j].sh.unlockWriter()
 		if j++; j == len(*locked) {
 			break
 		}
@@ -300,14 +401,14 @@ func (s *Store) prepare(p *plan, b *domain.Batch) error {
 func poisonHeld[S plannedShards](s *Store, locked *S, n int) {
 	for j := range n {
 		s.poison((*locked)[j].index)
-		(*locked)[j].sh.mu.Unlock()
+		(*locked)[j].sh.unlockWriter()
 	}
 }
 
 // unlock unlocks the first n shards of locked.
 func unlock[S plannedShards](locked *S, n int) {
 	for j := range n {
-		(*locked)[j].sh.mu.Unlock()
+		(*locked)[j].sh.unlockWriter()
 	}
 }
 

@@ -51,15 +51,15 @@ func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error)
 		}
 		i := (start + k) % n
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		sh.lockWriter()
 		if s.closed.Load() {
-			sh.mu.Unlock()
+			sh.unlockWriter()
 			return removed, &OpError{Op: "cleanup", Err: ErrClosed}
 		}
-		if !sh.poisoned {
+		if !sh.poisoned.Load() {
 			removed += sh.removeExpired(sh.clamp(sample), maxEntries-removed)
 		}
-		sh.mu.Unlock()
+		sh.unlockWriter()
 	}
 	if shards := s.PoisonedShards(); len(shards) > 0 {
 		return removed, &PoisonedShardError{Shard: shards[0]}

@@ -67,13 +67,29 @@
 // shard can ever hold is rejected before any lock with a
 // [*ShardOverflowError], which matches [domain.ErrInvalidInput].
 //
+// # Checks of stored keys
+//
+// The common single check, of a key its shard already holds in an active
+// window with nothing on the shard to clean up, takes its entry's own lock
+// instead of the shard's. It runs the same steps on that one key (lock,
+// clock sample raised to the shard's latest time, observation, the domain's
+// evaluation, the write of a counter that keeps its window), so checks of
+// different keys on different cores write no memory in common, and each core
+// keeps its keys' cache lines. Anything else (a new key, a renewal, cleanup
+// due, a batch, a closed or poisoned store) goes through the shard's lock.
+// A holder of that lock announces itself before it reads or changes
+// anything, and reads and writes a counter only under its entry's lock, so
+// an optimistic check either finishes before it sees the counter or steps
+// aside to the locked flow: both paths count every check exactly once.
+// A panic with an entry's lock held poisons the shard, as above.
+//
 // # Failures
 //
 // Every error fails closed and consumed nothing:
 // [ports.MayHaveConsumedQuota] answers false for all of them. If a panic
-// strikes while shards are locked (a panicking [Clock], say), those shards
-// are marked poisoned before the panic goes on: their counters may be
-// half-changed, so every later operation touching them fails with a
+// strikes while shards or an entry are locked (a panicking [Clock], say),
+// those shards are marked poisoned before the panic goes on: their counters
+// may be half-changed, so every later operation touching them fails with a
 // [*PoisonedShardError] naming the shard, while other shards keep working.
 // With the default single shard that is the whole store. Alert on it
 // ([Store.PoisonedShards] suits a readiness check) and recover explicitly

@@ -23,5 +23,14 @@ func (s *Store) Floor(i int) domain.Instant {
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.last
+	return domain.Instant(sh.last.Load())
+}
+
+// HoldShard takes shard i's lock as a reader of the shard does (Stats,
+// PoisonedShards), without announcing a change, and returns its release,
+// so that external tests can see which checks need that lock.
+func (s *Store) HoldShard(i int) (release func()) {
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	return sh.mu.Unlock
 }

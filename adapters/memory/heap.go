@@ -9,7 +9,7 @@ package memory
 // entry.
 func (t *table) place(pos int, node heapNode) {
 	t.heap[pos] = node
-	t.entries[node.slot].heapPos = int32(pos)
+	t.entry(node.slot).heapPos = int32(pos)
 }
 
 // up moves the node at pos towards the root while it expires before its

@@ -217,7 +217,7 @@ func (m *model) verify() {
 		require.LessOrEqual(t, sh.len(), sh.capacity, "shard %d", s)
 		require.GreaterOrEqual(t, sh.len(), activeOn[s], "shard %d lost an active entry", s)
 		if m.last[s] != math.MinInt64 {
-			require.Equal(t, m.last[s], sh.last, "shard %d", s)
+			require.Equal(t, m.last[s], domain.Instant(sh.last.Load()), "shard %d", s)
 		}
 	}
 }
@@ -265,7 +265,7 @@ func runModel(t *testing.T, data []byte) {
 			// as active again. Which shards it visits depends on the budget.
 			sample := m.clockInstant()
 			for s := range m.last {
-				got := m.store.shards[s].last
+				got := domain.Instant(m.store.shards[s].last.Load())
 				if got != m.last[s] {
 					require.Equal(t, max(m.last[s], sample), got, "shard %d", s)
 					m.last[s] = got

@@ -11,7 +11,7 @@ func (s *Store) PoisonedShards() []int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		if sh.poisoned {
+		if sh.poisoned.Load() {
 			out = append(out, i)
 		}
 		sh.mu.Unlock()
@@ -31,14 +31,14 @@ func (s *Store) RecoverPoisoned() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
-		if sh.poisoned {
+		sh.lockWriter()
+		if sh.poisoned.Load() {
 			sh.reset()
-			sh.poisoned = false
+			sh.poisoned.Store(false)
 			s.poisoned.Add(-1)
 			n++
 		}
-		sh.mu.Unlock()
+		sh.unlockWriter()
 	}
 	return n
 }

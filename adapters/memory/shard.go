@@ -3,6 +3,7 @@ package memory
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/runlimit/runlimit/domain"
@@ -22,34 +23,114 @@ type shard struct {
 // shardState is everything a shard guards with its lock.
 type shardState struct {
 	mu sync.Mutex
-	// poisoned is set when a panic unwound through an operation holding mu.
-	// The shard's storage may be half-changed, so nothing reads or writes it
-	// until RecoverPoisoned empties it.
-	poisoned bool
+	// seq is odd while a holder of mu may be changing the shard, and moves
+	// on by two with every such holder. The optimistic path of a single
+	// check trusts what it read of the shard without mu only if seq was even
+	// and unchanged from before its first read until it held its entry's
+	// lock.
+	seq atomic.Uint64
+	// poisoned is set when a panic unwound through an operation holding mu
+	// or an entry's lock. The shard's storage may be half-changed, so
+	// nothing reads or writes it until RecoverPoisoned empties it.
+	poisoned atomic.Bool
 	// capacity is the fixed number of keys the shard may hold.
 	capacity int
 	// last is the latest time the shard has been evaluated at. Admissions
 	// never evaluate it at an earlier time, however the clock moves.
-	last domain.Instant
+	last atomic.Int64
+	// firstExpiry is the earliest expiry stored (math.MaxInt64 for none), as
+	// the last holder of mu left it: the optimistic path reads it to know
+	// that no entry of the shard needs cleanup at its time.
+	firstExpiry atomic.Int64
 	table
 }
 
-func newShardState(capacity int) shardState {
-	return shardState{capacity: capacity, last: math.MinInt64, table: newTable(capacity)}
+// init prepares a shard of the given capacity.
+func (sh *shardState) init(capacity int) {
+	sh.capacity = capacity
+	sh.last.Store(math.MinInt64)
+	sh.firstExpiry.Store(math.MaxInt64)
+	sh.table = newTable(capacity)
 }
 
-// clamp returns the time an operation holding sh's lock evaluates at: t,
-// or the latest time sh has seen when t is earlier, which sh then
-// remembers. It is the one place where a shard's time is kept from going
-// backwards, whatever the clock does. The latest time is written only when
-// it moves, so checks on one shard from several cores do not keep taking
-// its cache line from each other.
-func (sh *shard) clamp(t domain.Instant) domain.Instant {
-	if t <= sh.last {
-		return sh.last
+// lockWriter takes the shard's lock for an operation that may change it.
+func (sh *shard) lockWriter() {
+	sh.mu.Lock()
+	sh.seq.Add(1)
+}
+
+// unlockWriter publishes the earliest expiry and releases lockWriter's
+// lock.
+func (sh *shard) unlockWriter() {
+	e := domain.Instant(math.MaxInt64)
+	if len(sh.heap) > 0 {
+		e = sh.heap[0].expires
 	}
-	sh.last = t
-	return t
+	if domain.Instant(sh.firstExpiry.Load()) != e {
+		sh.firstExpiry.Store(int64(e))
+	}
+	sh.seq.Add(1)
+	sh.mu.Unlock()
+}
+
+// clamp returns the time an operation on sh evaluates at: t, or the latest
+// time sh has seen when t is earlier, which sh then remembers. It is the
+// one place where a shard's time is kept from going backwards, whatever
+// the clock does, for the holders of its lock and the optimistic path
+// alike. The latest time is written only when it moves, so checks on one
+// shard from several cores do not keep taking its cache line from each
+// other.
+func (sh *shard) clamp(t domain.Instant) domain.Instant {
+	for {
+		last := sh.last.Load()
+		if int64(t) <= last {
+			return domain.Instant(last)
+		}
+		if sh.last.CompareAndSwap(last, int64(t)) {
+			return t
+		}
+	}
+}
+
+// lockEntry finds the entry of k, whose digest is h, without the shard's
+// lock, for the optimistic path, and returns it with its lock held, or nil.
+// seq is the shard's sequence number read before anything else, even. The
+// find is trusted only if seq is unchanged once the entry's lock is held:
+// then no holder of the shard's lock changed anything while it ran, and
+// none will touch the entry before its lock is released. A probe is
+// bounded by the cells of the array it reads, so a changing index cannot
+// keep it going.
+func (sh *shard) lockEntry(k *domain.CounterKey, h uint64, seq uint64) *entry {
+	p := sh.index.arr.Load()
+	if p == nil {
+		return nil
+	}
+	mask := p.Load()
+	tag := uint32(h)
+	i := h & mask
+	for range mask + 1 {
+		c := cellAt(p, i)
+		if c.empty() {
+			return nil
+		}
+		if c.tag() == tag {
+			e := sh.entryIfAllocated(c.slot())
+			if e == nil {
+				return nil
+			}
+			e.mu.Lock()
+			if sh.seq.Load() != seq {
+				e.mu.Unlock()
+				return nil
+			}
+			if sameKey(&e.key, k) {
+				return e
+			}
+			e.mu.Unlock()
+		}
+		i = (i + 1) & mask
+	}
+	return nil
 }
 
 // due reports whether the locked shard holds an entry expired at now: the
@@ -67,7 +148,7 @@ func (sh *shard) observe(b *domain.Batch, i int, k *domain.CounterKey, h uint64,
 	if slot, ok := sh.find(k, h); ok {
 		// Present, even if expired: an expired entry is renewed in place
 		// and needs no new slot.
-		b.Observe(i, domain.Observation{Counter: sh.entries[slot].counter})
+		b.Observe(i, domain.Observation{Counter: sh.counter(slot)})
 		return slot, false
 	}
 	if sh.len()+pending < sh.capacity {
@@ -95,7 +176,7 @@ func (sh *shard) add(k *domain.CounterKey, h uint64, c domain.Counter) {
 // headroom returns the free slots, or 0 when poisoned: a poisoned shard
 // admits nothing.
 func (sh *shard) headroom() int {
-	if sh.poisoned {
+	if sh.poisoned.Load() {
 		return 0
 	}
 	return sh.capacity - sh.len()

@@ -68,7 +68,7 @@ func New(cfg Config) (*Store, error) {
 		if i < extra {
 			capacity++
 		}
-		s.shards[i].shardState = newShardState(capacity)
+		s.shards[i].init(capacity)
 	}
 	s.plans.New = func() any { return new(plan) }
 	return s, nil
@@ -131,8 +131,8 @@ func (s *Store) unusable(op string, i int) error {
 
 // poison marks the locked shard i after a panic.
 func (s *Store) poison(i int) {
-	if sh := &s.shards[i]; !sh.poisoned {
-		sh.poisoned = true
+	if sh := &s.shards[i]; !sh.poisoned.Load() {
+		sh.poisoned.Store(true)
 		s.poisoned.Add(1)
 	}
 }
@@ -146,9 +146,9 @@ func (s *Store) Close() error {
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		sh.lockWriter()
 		sh.reset()
-		sh.mu.Unlock()
+		sh.unlockWriter()
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package memory
 
 import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/runlimit/runlimit/domain"
@@ -12,26 +15,39 @@ import (
 const maxIndexHint = 1024
 
 // table is one shard's storage, built without pointers that the garbage
-// collector would have to follow: an open-addressing index from a key's
-// 64-bit digest to a slot number ([index]), the slots themselves, a free
-// list of vacated slots, and a min-heap of (expiry, slot) pairs that finds
-// the oldest expiry for cleanup. Every stored entry is in both the index
-// and the heap; each entry remembers its heap position so a renewed window
-// can be re-sifted in place.
+// collector would have to follow beyond a few per shard: an open-addressing
+// index from a key's 64-bit digest to a slot number ([index]), the slots
+// themselves in chunks that never move, a free list of vacated slots, and a
+// min-heap of (expiry, slot) pairs that finds the oldest expiry for
+// cleanup. Every stored entry is in both the index and the heap; each entry
+// remembers its heap position so a renewed window can be re-sifted in
+// place.
 //
-// A table does not enforce capacity and does no locking: its shard does.
+// A table does not enforce capacity and does no locking of its own: its
+// shard does. Its index and its chunks are read without the shard's lock
+// by the optimistic path of a single check ([shard.tryEntry]), which is why
+// they are published atomically and why an entry's key and counter are
+// written only while the entry's own lock is held.
 type table struct {
-	index   index      // created on the first insert
-	entries []entry    // grows on demand, never beyond the shard's capacity
-	free    []int32    // vacated slots, reused before entries grows
-	heap    []heapNode // min-heap by expiry
-	hint    int        // initial size of index
+	index index
+	// chunks holds each allocated chunk's first entry; the chunk's length
+	// follows from its number (chunkSize).
+	chunks [maxChunks]atomic.Pointer[entry]
+	slots  int32      // slots handed out so far: the chunks hold at least as many
+	free   []int32    // vacated slots, reused before a new slot is handed out
+	heap   []heapNode // min-heap by expiry
+	hint   int        // initial size of index
 }
 
 // entry is one stored counter. The key is kept so that a lookup can confirm
 // a digest's match, and so that cleanup, which finds entries through the
 // heap, can delete them from the index.
+//
+// mu guards key and counter against the optimistic path: whoever writes
+// either holds it, and the optimistic path reads them only while holding
+// it. heapPos belongs to the shard's lock alone.
 type entry struct {
+	mu      sync.Mutex
 	key     domain.CounterKey
 	counter domain.Counter
 	heapPos int32
@@ -44,6 +60,67 @@ type heapNode struct {
 	slot    int32
 }
 
+// Slots live in chunks that are allocated once and never move, so that a
+// pointer to an entry stays valid while the table grows: chunk 0 holds
+// firstChunk slots and chunk c > 0 holds firstChunk<<(c-1), so the chunks
+// double the room like a growing slice but without copying. maxChunks
+// chunks hold more than the 2^31 slots a shard can ever have.
+const (
+	firstChunk = 4
+	maxChunks  = 30
+)
+
+// chunkOf returns the chunk holding slot and the slot's offset in it.
+func chunkOf(slot int32) (c, off int) {
+	s := uint32(slot)
+	c = bits.Len32(s / firstChunk)
+	if c == 0 {
+		return 0, int(s)
+	}
+	return c, int(s - firstChunk<<(c-1))
+}
+
+// chunkSize returns how many slots chunk c holds.
+func chunkSize(c int) int {
+	if c == 0 {
+		return firstChunk
+	}
+	return firstChunk << (c - 1)
+}
+
+// chunk returns chunk c, or nil when it is not allocated.
+func (t *table) chunk(c int) []entry {
+	p := t.chunks[c].Load()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice(p, chunkSize(c))
+}
+
+// entry returns slot's entry, for the holder of the shard's lock. The slot
+// must have been handed out.
+func (t *table) entry(slot int32) *entry {
+	c, off := chunkOf(slot)
+	return &t.chunk(c)[off]
+}
+
+// entryIfAllocated is entry for a slot read without the shard's lock, which
+// may be stale: it returns nil when no chunk holds slot yet. It reaches the
+// entry from the chunk's first one by its offset, which chunkOf keeps below
+// the chunk's length: one pointer load, no slice header, and no bounds to
+// check twice.
+func (t *table) entryIfAllocated(slot int32) *entry {
+	c, off := chunkOf(slot)
+	if slot < 0 || c >= maxChunks {
+		return nil
+	}
+	p := t.chunks[c].Load()
+	if p == nil {
+		return nil
+	}
+	return (*entry)(unsafe.Add(unsafe.Pointer(p), uintptr(off)*unsafe.Sizeof(entry{})))
+}
+
 func newTable(capacity int) table {
 	return table{hint: min(capacity, maxIndexHint)}
 }
@@ -54,23 +131,23 @@ func (t *table) len() int { return t.index.count }
 // lookup returns the slot of k.
 func (t *table) lookup(k *domain.CounterKey) (int32, bool) { return t.find(k, k.Hash64()) }
 
-// find returns the slot of k, whose digest is h. Cells are compared by
-// their part of the digest first, and a match is confirmed against the key
-// in its slot, so keys whose digests collide stay apart.
+// find returns the slot of k, whose digest is h, for a caller holding the
+// shard's lock. Cells are compared by their part of the digest first, and
+// a match is confirmed against the key in its slot, so keys whose digests
+// collide stay apart.
 func (t *table) find(k *domain.CounterKey, h uint64) (int32, bool) {
-	x := &t.index
-	if len(x.cells) == 0 {
+	a, ok := t.index.load()
+	if !ok {
 		return -1, false
 	}
-	mask := uint64(len(x.cells) - 1)
 	tag := uint32(h)
-	for i := h & mask; ; i = (i + 1) & mask {
-		c := x.cells[i]
-		if c.ref == 0 {
+	for i := h & a.mask; ; i = (i + 1) & a.mask {
+		c := cell(a.cells[i].Load())
+		if c.empty() {
 			return -1, false
 		}
-		if c.tag == tag && sameKey(&t.entries[c.ref-1].key, k) {
-			return c.ref - 1, true
+		if c.tag() == tag && sameKey(&t.entry(c.slot()).key, k) {
+			return c.slot(), true
 		}
 	}
 }
@@ -95,7 +172,12 @@ var (
 )
 
 // counter returns the counter stored in slot.
-func (t *table) counter(slot int32) domain.Counter { return t.entries[slot].counter }
+func (t *table) counter(slot int32) domain.Counter {
+	e := t.entry(slot)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.counter
+}
 
 // insert stores a new entry for k, whose digest is h. The caller has
 // checked that its shard has a free slot and that k is absent.
@@ -105,11 +187,14 @@ func (t *table) insert(k *domain.CounterKey, h uint64, c domain.Counter) {
 		slot = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		slot = int32(len(t.entries))
-		t.entries = growEntries(t.entries)
+		slot = t.newSlot()
 	}
 	pos := len(t.heap)
-	t.entries[slot] = entry{key: *k, counter: c, heapPos: int32(pos)}
+	e := t.entry(slot)
+	e.mu.Lock()
+	e.key, e.counter = *k, c
+	e.mu.Unlock()
+	e.heapPos = int32(pos)
 	t.index.add(h, slot, t.hint)
 	t.heap = append(t.heap, heapNode{expires: c.Expires, slot: slot})
 	t.up(pos)
@@ -121,9 +206,11 @@ func (t *table) insert(k *domain.CounterKey, h uint64, c domain.Counter) {
 // c comes by value, in registers: copying a counter the domain has just
 // written field by field with wider moves would wait on those writes.
 func (t *table) update(slot int32, c domain.Counter) {
-	e := &t.entries[slot]
+	e := t.entry(slot)
+	e.mu.Lock()
 	moved := e.counter.Expires != c.Expires
 	e.counter = c
+	e.mu.Unlock()
 	if moved {
 		pos := int(e.heapPos)
 		t.heap[pos].expires = c.Expires
@@ -146,37 +233,54 @@ func (t *table) removeExpired(now domain.Instant, limit int) int {
 	n := 0
 	for n < limit && len(t.heap) > 0 && t.heap[0].expires <= now {
 		slot := t.popMin()
-		e := &t.entries[slot]
+		e := t.entry(slot)
 		t.index.remove(e.key.Hash64(), slot)
-		*e = entry{} // leave no key bytes behind in a vacant slot
+		e.mu.Lock()
+		// Leave no key bytes behind in a vacant slot.
+		e.key, e.counter = domain.CounterKey{}, domain.Counter{}
+		e.mu.Unlock()
+		e.heapPos = 0
 		t.free = append(t.free, slot)
 		n++
 	}
 	return n
 }
 
-// reset drops every entry and releases the memory.
-func (t *table) reset() { *t = table{hint: t.hint} }
+// reset drops every entry and releases the memory. An optimistic check
+// still holding an entry of the old chunks keeps them alive until it
+// returns, and it cannot have validated against the shard once its lock
+// holder started.
+func (t *table) reset() {
+	t.index.arr.Store(nil)
+	t.index.count = 0
+	for c := range t.chunks {
+		t.chunks[c].Store(nil)
+	}
+	t.slots, t.free, t.heap = 0, nil, nil
+}
 
-// entryPad is how many entries of unused space surround each shard's entry
-// array: at least two cache lines, so that no other allocation shares a line
-// (or an adjacent-line prefetch pair) with an entry. Every check writes its
-// entry; without the pad, shards whose small arrays were allocated one after
-// another (as at warm-up) shared lines, and two goroutines on two different
-// shards ran at half speed.
+// entryPad is how many entries of unused space surround each chunk of
+// entries: at least two cache lines, so that no other allocation shares a
+// line (or an adjacent-line prefetch pair) with an entry. Every check
+// writes its entry; without the pad, shards whose small arrays were
+// allocated one after another (as at warm-up) shared lines, and two
+// goroutines on two different shards ran at half speed.
 const entryPad = (2*cacheLinePad + int(unsafe.Sizeof(entry{})) - 1) / int(unsafe.Sizeof(entry{}))
 
-// growEntries returns entries with one more (zero) entry. It grows the
-// array by doubling like append, inside a larger allocation that leaves
-// entryPad unused entries before and after it.
-func growEntries(entries []entry) []entry {
-	n := len(entries)
-	if n < cap(entries) {
-		return entries[:n+1]
+// newSlot hands out the next slot that was never used, allocating its
+// chunk when it is the chunk's first, inside a larger allocation that
+// leaves entryPad unused entries before and after it. A chunk is published
+// complete, so a reader without the shard's lock sees it whole or not at
+// all.
+func (t *table) newSlot() int32 {
+	slot := t.slots
+	c, off := chunkOf(slot)
+	if off == 0 {
+		size := chunkSize(c)
+		buf := make([]entry, size+2*entryPad)
+		chunk := buf[entryPad : entryPad+size : entryPad+size]
+		t.chunks[c].Store(&chunk[0])
 	}
-	size := max(2*n, 4)
-	buf := make([]entry, size+2*entryPad)
-	grown := buf[entryPad : entryPad+n+1 : entryPad+size]
-	copy(grown, entries)
-	return grown
+	t.slots++
+	return slot
 }

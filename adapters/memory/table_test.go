@@ -22,25 +22,36 @@ func checkTable(t *table) error {
 	if t.len() != len(t.heap) {
 		return fmt.Errorf("%d indexed entries, %d heap nodes", t.len(), len(t.heap))
 	}
-	if t.len()+len(t.free) != len(t.entries) {
-		return fmt.Errorf("%d indexed + %d free slots != %d slots", t.len(), len(t.free), len(t.entries))
+	if t.len()+len(t.free) != int(t.slots) {
+		return fmt.Errorf("%d indexed + %d free slots != %d slots", t.len(), len(t.free), t.slots)
+	}
+	for slot := range t.slots {
+		if t.entryIfAllocated(slot) == nil {
+			return fmt.Errorf("slot %d was handed out but no chunk holds it", slot)
+		}
 	}
 	slots := make(map[int32]domain.CounterKey, t.len())
 	used := 0
-	for _, c := range t.index.cells {
-		if c.ref == 0 {
+	var cells []cell
+	if a, ok := t.index.load(); ok {
+		for i := range a.cells {
+			cells = append(cells, cell(a.cells[i].Load()))
+		}
+	}
+	for _, c := range cells {
+		if c.empty() {
 			continue
 		}
 		used++
-		slot := c.ref - 1
-		if slot < 0 || int(slot) >= len(t.entries) {
+		slot := c.slot()
+		if slot < 0 || slot >= t.slots {
 			return fmt.Errorf("slot %d out of range", slot)
 		}
 		if _, dup := slots[slot]; dup {
 			return fmt.Errorf("slot %d is indexed twice", slot)
 		}
-		k := t.entries[slot].key
-		if c.tag != uint32(k.Hash64()) {
+		k := t.entry(slot).key
+		if c.tag() != uint32(k.Hash64()) {
 			return fmt.Errorf("slot %d is indexed under another key's digest", slot)
 		}
 		if found, ok := t.lookup(&k); !ok || found != slot {
@@ -51,11 +62,11 @@ func checkTable(t *table) error {
 	if used != t.index.count {
 		return fmt.Errorf("%d cells in use, the index counts %d", used, t.index.count)
 	}
-	if n := len(t.index.cells); n > 0 && (n&(n-1) != 0 || used*4 > n*3) {
+	if n := len(cells); n > 0 && (n&(n-1) != 0 || used*4 > n*3) {
 		return fmt.Errorf("%d cells in use of %d: not a power of two or over three quarters full", used, n)
 	}
 	for slot, k := range slots {
-		e := t.entries[slot]
+		e := t.entry(slot)
 		if e.key != k {
 			return fmt.Errorf("slot %d holds another key", slot)
 		}
@@ -73,8 +84,11 @@ func checkTable(t *table) error {
 	}
 	seen := make(map[int32]bool)
 	for _, slot := range t.free {
-		if seen[slot] || slot < 0 || int(slot) >= len(t.entries) || t.entries[slot] != (entry{}) {
-			return fmt.Errorf("free slot %d is duplicated, out of range or not cleared", slot)
+		if seen[slot] || slot < 0 || slot >= t.slots {
+			return fmt.Errorf("free slot %d is duplicated or out of range", slot)
+		}
+		if e := t.entry(slot); e.key != (domain.CounterKey{}) || e.counter != (domain.Counter{}) || e.heapPos != 0 {
+			return fmt.Errorf("free slot %d is not cleared", slot)
 		}
 		seen[slot] = true
 	}
@@ -246,28 +260,51 @@ func TestTableDigestCollisionsKeepKeysApart(t *testing.T) {
 	require.Equal(t, 0, tb.len())
 }
 
-func TestGrowEntriesPadsEveryArray(t *testing.T) {
+// Slots map onto chunks that double like a growing slice, each chunk
+// allocated once, padded, and never moved, so that an entry's address stays
+// valid while the table grows.
+func TestChunksHoldEverySlotWithoutMoving(t *testing.T) {
 	t.Parallel()
 
 	require.GreaterOrEqual(t, entryPad*int(unsafe.Sizeof(entry{})), 2*cacheLinePad,
 		"the pad must cover two cache lines on each side")
-	var entries []entry
-	for n := 1; n <= 40; n++ {
-		before := cap(entries)
-		entries = growEntries(entries)
-		require.Len(t, entries, n)
-		if n > before {
-			// A new allocation: its capacity stops where the trailing pad
-			// starts, so appending can never write into the pad.
-			require.Equal(t, max(2*before, 4), cap(entries))
-		} else {
-			require.Equal(t, before, cap(entries), "growing within capacity must not reallocate")
+	var tb table
+	var addrs []*entry
+	covered := 0
+	for c := range 12 {
+		require.Equal(t, covered, int(mustChunkStart(t, c)), "chunk %d starts after the last", c)
+		covered += chunkSize(c)
+	}
+	for n := range int32(600) {
+		slot := tb.newSlot()
+		require.Equal(t, n, slot)
+		c, off := chunkOf(slot)
+		chunk := tb.chunk(c)
+		require.Len(t, chunk, chunkSize(c))
+		e := tb.entry(slot)
+		require.Same(t, &chunk[off], e)
+		e.counter.Used = int64(n) + 1
+		addrs = append(addrs, e)
+	}
+	require.Nil(t, tb.entryIfAllocated(-1))
+	require.Nil(t, tb.entryIfAllocated(tb.slots+1024), "no chunk holds a slot beyond the last chunk")
+	for i, e := range addrs {
+		require.Same(t, e, tb.entry(int32(i)), "slot %d moved", i)
+		require.Equal(t, int64(i)+1, e.counter.Used, "growing keeps every entry")
+	}
+}
+
+// mustChunkStart returns the first slot of chunk c, found through chunkOf.
+func mustChunkStart(t *testing.T, c int) int32 {
+	t.Helper()
+	for slot := int32(0); slot < 1<<20; slot++ {
+		if got, off := chunkOf(slot); got == c {
+			require.Zero(t, off, "chunk %d's first slot %d must be at offset 0", c, slot)
+			return slot
 		}
-		entries[n-1].counter.Used = int64(n)
 	}
-	for i, e := range entries {
-		require.Equal(t, int64(i+1), e.counter.Used, "growing keeps every entry")
-	}
+	t.Fatalf("no slot falls in chunk %d", c)
+	return 0
 }
 
 // homeKey returns a distinct counter key for each i whose digest has the

@@ -1,0 +1,119 @@
+package memory
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// The optimistic path steps aside, changing no counter, whenever what it
+// read without the shard's lock may be stale or the locked flow has work
+// to do; and it takes the check when none of that holds.
+func TestOptimisticPathStepsAside(t *testing.T) {
+	t.Parallel()
+	hasher, err := domain.NewKeyHasher([]byte("optimistic-test-secret-of-32-by!"))
+	require.NoError(t, err)
+	long := domain.MustPolicy("test.optimistic", "long", 5, time.Hour)
+	short := domain.MustPolicy("test.optimistic", "short", 5, time.Second)
+	stored := domain.NewCheck(long, hasher.KeyString(long, "stored"))
+	absent := domain.NewCheck(long, hasher.KeyString(long, "absent"))
+	expiring := domain.NewCheck(short, hasher.KeyString(short, "expiring"))
+
+	type fixture struct {
+		s     *Store
+		clock *ManualClock
+		sh    *shard
+	}
+	fresh := func(t *testing.T) fixture {
+		clock := NewManualClock()
+		s, err := New(Config{MaxKeys: 8, Clock: clock})
+		require.NoError(t, err)
+		_, err = s.AdmitCheck(context.Background(), stored)
+		require.NoError(t, err)
+		return fixture{s: s, clock: clock, sh: &s.shards[0]}
+	}
+	// try runs c through the optimistic path alone and returns whether it
+	// took the check, and the stored counter's use afterwards.
+	try := func(t *testing.T, f fixture, ctx context.Context, c domain.Check) (bool, int64) {
+		var b domain.Batch
+		require.NoError(t, b.ResetSingle(&c))
+		pc := planned{key: b.Key(0)}
+		pc.hash = pc.key.Hash64()
+		pc.sh, pc.index = f.sh, 0
+		done, err := f.s.admitOptimistic(ctx, &b, &pc)
+		require.NoError(t, err)
+		k := stored.CounterKey()
+		return done, f.sh.counter(must(f.sh.lookup(&k))).Used
+	}
+
+	t.Run("takes an active stored key", func(t *testing.T) {
+		f := fresh(t)
+		done, used := try(t, f, context.Background(), stored)
+		require.True(t, done)
+		require.Equal(t, int64(2), used)
+	})
+	t.Run("a holder of the shard's lock is at work", func(t *testing.T) {
+		f := fresh(t)
+		f.sh.lockWriter()
+		done, used := try(t, f, context.Background(), stored)
+		f.sh.unlockWriter()
+		require.False(t, done)
+		require.Equal(t, int64(1), used)
+	})
+	t.Run("the shard changed after the sequence number was read", func(t *testing.T) {
+		f := fresh(t)
+		seq := f.sh.seq.Load()
+		f.sh.lockWriter()
+		f.sh.unlockWriter()
+		k := stored.CounterKey()
+		require.Nil(t, f.sh.lockEntry(&k, k.Hash64(), seq), "a find across a change is not trusted")
+		e := f.sh.lockEntry(&k, k.Hash64(), f.sh.seq.Load())
+		require.NotNil(t, e)
+		e.mu.Unlock()
+	})
+	t.Run("an absent key needs a slot", func(t *testing.T) {
+		f := fresh(t)
+		done, _ := try(t, f, context.Background(), absent)
+		require.False(t, done)
+		require.Equal(t, 1, f.sh.len())
+	})
+	t.Run("cleanup is due on the shard", func(t *testing.T) {
+		f := fresh(t)
+		_, err := f.s.AdmitCheck(context.Background(), expiring)
+		require.NoError(t, err)
+		f.clock.Advance(2 * time.Second)
+		done, used := try(t, f, context.Background(), stored)
+		require.False(t, done)
+		require.Equal(t, int64(1), used)
+	})
+	t.Run("the key's own window has expired", func(t *testing.T) {
+		f := fresh(t)
+		f.clock.Advance(2 * time.Hour)
+		done, used := try(t, f, context.Background(), stored)
+		require.False(t, done)
+		require.Equal(t, int64(1), used)
+	})
+	t.Run("closed, poisoned or cancelled", func(t *testing.T) {
+		f := fresh(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		done, _ := try(t, f, ctx, stored)
+		require.False(t, done)
+
+		f.sh.lockWriter()
+		f.s.poison(0)
+		f.sh.unlockWriter()
+		done, _ = try(t, f, context.Background(), stored)
+		require.False(t, done)
+
+		g := fresh(t)
+		g.s.closed.Store(true) // closed, its memory not yet released
+		done, used := try(t, g, context.Background(), stored)
+		require.False(t, done)
+		require.Equal(t, int64(1), used)
+	})
+}
