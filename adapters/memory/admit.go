@@ -219,11 +219,13 @@ type plan struct {
 
 // planned is one check's place: its key (built once), the key's digest,
 // its shard, the position of that shard in plan.shards, and the slot
-// observe found.
+// observe found with its entry, whose lock the admission holds from the
+// observation to the commit.
 type planned struct {
 	key   domain.CounterKey
 	hash  uint64
 	sh    *shard
+	held  *entry
 	index int32
 	at    int32
 	slot  int32
@@ -266,6 +268,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	held := 0
 	defer func() {
 		if held > 0 {
+			release(checks)
 			poisonHeld(s, locked, held)
 		}
 	}()
@@ -326,11 +329,9 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	for i := 0; ; {
 		pc := &(*checks)[i]
 		ps := &(*locked)[pc.at]
-		slot, claims := pc.sh.observe(b, i, &pc.key, pc.hash, ps.pending)
-		if claims {
+		if pc.sh.observe(b, i, pc, ps.pending) {
 			ps.pending++
 		}
-		pc.slot = slot
 		if i++; i == len(*checks) {
 			break
 		}
@@ -339,8 +340,8 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 	if commit {
 		for i := 0; ; {
 			pc := &(*checks)[i]
-			if pc.slot >= 0 {
-				pc.sh.update(pc.slot, b.Next(i))
+			if pc.held != nil {
+				pc.sh.update(pc.held, b.Next(i))
 			} else {
 				pc.sh.add(&pc.key, pc.hash, b.Next(i))
 			}
@@ -349,6 +350,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 			}
 		}
 	}
+	release(checks)
 	for j := 0; ; {
 		(*locked)[j].sh.unlockWriter()
 		if j++; j == len(*locked) {
@@ -402,6 +404,16 @@ func poisonHeld[S plannedShards](s *Store, locked *S, n int) {
 	for j := range n {
 		s.poison((*locked)[j].index)
 		(*locked)[j].sh.unlockWriter()
+	}
+}
+
+// release unlocks the entries observe locked.
+func release[C plannedChecks](checks *C) {
+	for i := range len(*checks) {
+		if pc := &(*checks)[i]; pc.held != nil {
+			pc.held.mu.Unlock()
+			pc.held = nil
+		}
 	}
 }
 

@@ -139,26 +139,33 @@ func (sh *shard) due(now domain.Instant) bool {
 	return len(sh.heap) > 0 && sh.heap[0].expires <= now
 }
 
-// observe reads k, whose digest is h, for an admission, after cleanup, and
-// reports it to b as check i. pending is the number of new keys that
-// earlier checks of the same batch have already claimed on this shard: new
-// keys take the free slots in caller order. It returns k's slot (-1 when
-// absent) and whether k claims a free slot.
-func (sh *shard) observe(b *domain.Batch, i int, k *domain.CounterKey, h uint64, pending int) (int32, bool) {
-	if slot, ok := sh.find(k, h); ok {
+// observe reads the key of pc, check i, for an admission, after cleanup,
+// and reports it to b. pending is the number of new keys that earlier
+// checks of the same batch have already claimed on this shard: new keys
+// take the free slots in caller order. It records the key's slot in pc (-1
+// when absent) and, for a stored key, its entry, whose lock it takes: an
+// optimistic check that found the entry before the admission began
+// finishes first, and none touches it until the admission releases it.
+// It reports whether the key claims a free slot.
+func (sh *shard) observe(b *domain.Batch, i int, pc *planned, pending int) bool {
+	pc.slot, pc.held = -1, nil
+	if slot, ok := sh.find(&pc.key, pc.hash); ok {
 		// Present, even if expired: an expired entry is renewed in place
 		// and needs no new slot.
-		b.Observe(i, domain.Observation{Counter: sh.counter(slot)})
-		return slot, false
+		e := sh.entry(slot)
+		e.mu.Lock()
+		pc.slot, pc.held = slot, e
+		b.Observe(i, domain.Observation{Counter: e.counter})
+		return false
 	}
 	if sh.len()+pending < sh.capacity {
 		b.Observe(i, domain.Observation{})
-		return -1, true
+		return true
 	}
 	o := domain.Observation{Full: true}
 	o.EarliestExpiry, o.HasEarliestExpiry = sh.earliest()
 	b.Observe(i, o)
-	return -1, false
+	return false
 }
 
 // add persists the committed counter of a new key k, whose digest is h,

@@ -98,10 +98,12 @@ func (t *table) chunk(c int) []entry {
 }
 
 // entry returns slot's entry, for the holder of the shard's lock. The slot
-// must have been handed out.
+// must have been handed out, so its chunk is allocated; the entry is
+// reached from the chunk's first one by its offset, as in
+// entryIfAllocated.
 func (t *table) entry(slot int32) *entry {
 	c, off := chunkOf(slot)
-	return &t.chunk(c)[off]
+	return (*entry)(unsafe.Add(unsafe.Pointer(t.chunks[c].Load()), uintptr(off)*unsafe.Sizeof(entry{})))
 }
 
 // entryIfAllocated is entry for a slot read without the shard's lock, which
@@ -200,17 +202,15 @@ func (t *table) insert(k *domain.CounterKey, h uint64, c domain.Counter) {
 	t.up(pos)
 }
 
-// update replaces the counter in slot. A renewed window moves its expiry,
-// so the entry is re-sifted; an active window keeps it and costs nothing.
+// update replaces the counter of e, a stored entry whose lock the caller
+// holds. A renewed window moves its expiry, so the entry is re-sifted; an
+// active window keeps it and costs nothing.
 //
 // c comes by value, in registers: copying a counter the domain has just
 // written field by field with wider moves would wait on those writes.
-func (t *table) update(slot int32, c domain.Counter) {
-	e := t.entry(slot)
-	e.mu.Lock()
+func (t *table) update(e *entry, c domain.Counter) {
 	moved := e.counter.Expires != c.Expires
 	e.counter = c
-	e.mu.Unlock()
 	if moved {
 		pos := int(e.heapPos)
 		t.heap[pos].expires = c.Expires

@@ -127,7 +127,7 @@ func TestTableKeepsItsInvariantsAndRemovesOldestFirst(t *testing.T) {
 						continue
 					}
 					exp := want[k] + domain.Instant(rng.IntN(500)) // renewals only move later
-					tb.update(slot, domain.Counter{Used: 2, Start: exp - 1, Expires: exp})
+					tb.update(tb.entry(slot), domain.Counter{Used: 2, Start: exp - 1, Expires: exp})
 					want[k] = exp
 					require.Equal(t, slot, must(tb.lookup(&k)), "an update keeps the slot")
 				default:
@@ -346,7 +346,7 @@ func TestTableIndexKeepsKeysSharingAHomeReachable(t *testing.T) {
 					// Expire exactly this key: renew it to the earliest
 					// expiry and remove one entry at that time.
 					slot := must(tb.lookup(&k))
-					tb.update(slot, domain.Counter{Used: 1, Start: -2, Expires: -1})
+					tb.update(tb.entry(slot), domain.Counter{Used: 1, Start: -2, Expires: -1})
 					require.Equal(t, 1, tb.removeExpired(-1, 1), "step %d", step)
 					delete(present, i)
 				} else {
