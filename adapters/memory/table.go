@@ -11,8 +11,13 @@ import (
 
 // maxIndexHint bounds the size hint a shard's index is created with, so a
 // store sized for millions of keys does not allocate them all up front; the
-// index grows on demand up to the shard's capacity.
-const maxIndexHint = 1024
+// index grows on demand up to the shard's capacity. It is small because an
+// index is only as compact as its first array: a shard holding 150 keys in
+// an array sized for 1,024 (as in a store of 2,000,000 keys over 64 shards
+// holding 10,000) gives each key a cache line of its own, and a check of
+// many keys then misses the cache on every cell. Doubling from a small
+// array costs a few rehashes of a shard's first keys.
+const maxIndexHint = 64
 
 // table is one shard's storage, built without pointers that the garbage
 // collector would have to follow beyond a few per shard: an open-addressing
