@@ -117,8 +117,8 @@ func (s *Store) admitOne(ctx context.Context, b *domain.Batch) error {
 // admitOptimistic is the path of the common single check, on a key its
 // shard holds in an active window with nothing there to clean up: it
 // takes the entry's own lock instead of the shard's, so that checks of
-// different keys write no memory in common and cores do not take cache
-// lines from each other. It runs the steps of the locked flow in the same
+// different keys write no memory in common (but the shard's clock floor,
+// once a millisecond) and cores do not take cache lines from each other. It runs the steps of the locked flow in the same
 // order on the one key: the lock, one clock sample raised to the shard's
 // latest time, the observation, the domain's evaluation and the write of
 // the counter, which keeps its window. It reports done=false, having

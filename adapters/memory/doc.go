@@ -74,8 +74,9 @@
 // instead of the shard's. It runs the same steps on that one key (lock,
 // clock sample raised to the shard's latest time, observation, the domain's
 // evaluation, the write of a counter that keeps its window), so checks of
-// different keys on different cores write no memory in common, and each core
-// keeps its keys' cache lines. Anything else (a new key, a renewal, cleanup
+// different keys on different cores write no memory in common (but the
+// shard's latest time, once a millisecond), and each core keeps its keys'
+// cache lines. Anything else (a new key, a renewal, cleanup
 // due, a batch, a closed or poisoned store) goes through the shard's lock.
 // A holder of that lock announces itself before it reads or changes
 // anything, and reads and writes a counter only under its entry's lock, so
