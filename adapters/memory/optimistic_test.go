@@ -16,7 +16,7 @@ import (
 // A single check of a stored key in an active window takes only its
 // entry's lock: it completes while another goroutine holds the shard's
 // lock to read the shard, as Stats does. A check that needs the shard (a
-// new key) waits for that lock, and so does a batch.
+// new key) completes once the lock is released.
 func TestActiveKeyCheckDoesNotWaitForTheShardLock(t *testing.T) {
 	t.Parallel()
 	f := setup(t, memory.Config{MaxKeys: 8})
