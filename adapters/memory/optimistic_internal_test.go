@@ -81,22 +81,28 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 		require.False(t, done)
 		require.Equal(t, 1, f.sh.len())
 	})
-	t.Run("cleanup is due on the shard", func(t *testing.T) {
-		f := fresh(t)
-		_, err := f.s.AdmitCheck(context.Background(), expiring)
-		require.NoError(t, err)
-		f.clock.Advance(2 * time.Second)
-		done, used := try(t, f, context.Background(), stored)
-		require.False(t, done)
-		require.Equal(t, int64(1), used)
-	})
-	t.Run("the key's own window has expired", func(t *testing.T) {
-		f := fresh(t)
-		f.clock.Advance(2 * time.Hour)
-		done, used := try(t, f, context.Background(), stored)
-		require.False(t, done)
-		require.Equal(t, int64(1), used)
-	})
+	// Time moves past an expiry: another key's (cleanup is due on the
+	// shard) or the stored key's own (a renewal).
+	for _, c := range []struct {
+		name    string
+		expired []domain.Check
+		advance time.Duration
+	}{
+		{"cleanup is due on the shard", []domain.Check{expiring}, 2 * time.Second},
+		{"the key's own window has expired", nil, 2 * time.Hour},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := fresh(t)
+			for _, e := range c.expired {
+				_, err := f.s.AdmitCheck(context.Background(), e)
+				require.NoError(t, err)
+			}
+			f.clock.Advance(c.advance)
+			done, used := try(t, f, context.Background(), stored)
+			require.False(t, done)
+			require.Equal(t, int64(1), used)
+		})
+	}
 	t.Run("closed, poisoned or cancelled", func(t *testing.T) {
 		f := fresh(t)
 		ctx, cancel := context.WithCancel(context.Background())

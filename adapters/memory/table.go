@@ -93,29 +93,22 @@ func chunkSize(c int) int {
 	return firstChunk << (c - 1)
 }
 
-// chunk returns chunk c, or nil when it is not allocated.
-func (t *table) chunk(c int) []entry {
-	p := t.chunks[c].Load()
-	if p == nil {
-		return nil
-	}
-	return unsafe.Slice(p, chunkSize(c))
-}
-
 // entry returns slot's entry, for the holder of the shard's lock. The slot
-// must have been handed out, so its chunk is allocated; the entry is
-// reached from the chunk's first one by its offset, as in
-// entryIfAllocated.
+// must have been handed out, so its chunk is allocated.
 func (t *table) entry(slot int32) *entry {
 	c, off := chunkOf(slot)
-	return (*entry)(unsafe.Add(unsafe.Pointer(t.chunks[c].Load()), uintptr(off)*unsafe.Sizeof(entry{})))
+	return entryAt(t.chunks[c].Load(), off)
+}
+
+// entryAt returns the entry off places after first, a chunk's first entry.
+// chunkOf keeps off below the chunk's length, so the entry is inside the
+// chunk: one pointer load, no slice header, and no bounds to check twice.
+func entryAt(first *entry, off int) *entry {
+	return (*entry)(unsafe.Add(unsafe.Pointer(first), uintptr(off)*unsafe.Sizeof(entry{})))
 }
 
 // entryIfAllocated is entry for a slot read without the shard's lock, which
-// may be stale: it returns nil when no chunk holds slot yet. It reaches the
-// entry from the chunk's first one by its offset, which chunkOf keeps below
-// the chunk's length: one pointer load, no slice header, and no bounds to
-// check twice.
+// may be stale: it returns nil when no chunk holds slot yet.
 func (t *table) entryIfAllocated(slot int32) *entry {
 	c, off := chunkOf(slot)
 	if slot < 0 || c >= maxChunks {
@@ -125,7 +118,7 @@ func (t *table) entryIfAllocated(slot int32) *entry {
 	if p == nil {
 		return nil
 	}
-	return (*entry)(unsafe.Add(unsafe.Pointer(p), uintptr(off)*unsafe.Sizeof(entry{})))
+	return entryAt(p, off)
 }
 
 func newTable(capacity int) table {

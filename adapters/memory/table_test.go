@@ -294,6 +294,15 @@ func TestChunksHoldEverySlotWithoutMoving(t *testing.T) {
 	}
 }
 
+// chunk returns chunk c, or nil when it is not allocated.
+func (t *table) chunk(c int) []entry {
+	p := t.chunks[c].Load()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice(p, chunkSize(c))
+}
+
 // mustChunkStart returns the first slot of chunk c, found through chunkOf.
 func mustChunkStart(t *testing.T, c int) int32 {
 	t.Helper()
