@@ -82,7 +82,10 @@ type ClientConfig struct {
 // Entries left of it were written by the client and are never parsed. When
 // every entry is a trusted proxy the leftmost is the client; when the
 // header is absent the peer is. Multiple header lines form one list, in
-// order.
+// order. The header is found under any spelling of its name, as a map
+// built outside net/http may hold "x-forwarded-for"; a map holding it
+// under two spellings fails closed, as the order of their lines is
+// unknown.
 //
 // An entry that a trusted proxy must have written but that does not parse,
 // that says "unknown" or an obfuscated identifier, or a chain longer than

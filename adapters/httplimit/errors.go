@@ -70,6 +70,11 @@ const (
 	// ForwardingTooManyHops: the header names more trusted proxies than
 	// [ClientConfig.MaxHops].
 	ForwardingTooManyHops
+	// ForwardingAmbiguous: the request's header map holds the header
+	// under two spellings, such as "X-Forwarded-For" and
+	// "x-forwarded-for", so the order of its lines is unknown. net/http
+	// never builds such a map; code that fills one by hand can. Hop is 0.
+	ForwardingAmbiguous
 )
 
 // ForwardingError reports a Forwarded or X-Forwarded-For header that a
@@ -88,6 +93,8 @@ func (e *ForwardingError) Error() string {
 		return fmt.Sprintf("httplimit: %s hop %d from the right does not name an address", e.Header, e.Hop)
 	case ForwardingTooManyHops:
 		return fmt.Sprintf("httplimit: %s hop %d from the right is one trusted proxy more than MaxHops", e.Header, e.Hop)
+	case ForwardingAmbiguous:
+		return fmt.Sprintf("httplimit: %s is in the request's header map under more than one spelling", e.Header)
 	default:
 		return fmt.Sprintf("httplimit: %s hop %d from the right is malformed", e.Header, e.Hop)
 	}

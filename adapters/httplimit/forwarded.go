@@ -11,8 +11,10 @@ import (
 // connection's trusted peer, is the client when the header has no entry.
 func (c *ClientNetwork) forwardedClient(h http.Header, peer netip.Addr) (netip.Addr, error) {
 	name := c.header.String()
-	// The names are canonical already: index the map directly.
-	lines := h[name]
+	lines, ok := headerLines(h, name)
+	if !ok {
+		return netip.Addr{}, &ForwardingError{Header: name, Problem: ForwardingAmbiguous}
+	}
 	client := peer
 	hop, trustedHops := 0, 0
 	for li := len(lines) - 1; li >= 0; li-- {
@@ -47,6 +49,27 @@ func (c *ClientNetwork) forwardedClient(h http.Header, peer netip.Addr) (netip.A
 		}
 	}
 	return client, nil
+}
+
+// headerLines returns the lines of the header name, which is in canonical
+// form, as http.Header.Values does, and also under a spelling that is not
+// canonical: a map built outside net/http (a test, a serverless adapter)
+// may hold "x-forwarded-for", and ignoring it would count every client
+// behind the proxy as the proxy. ok is false when the map holds the header
+// under two spellings: the order of their lines, and so which entry the
+// nearest proxy added, is unknown.
+func headerLines(h http.Header, name string) (lines []string, ok bool) {
+	lines, found := h[name]
+	for k, v := range h {
+		if len(k) != len(name) || k == name || !strings.EqualFold(k, name) {
+			continue
+		}
+		if found {
+			return nil, false
+		}
+		lines, found = v, true
+	}
+	return lines, true
 }
 
 // cutLastElement splits a comma-separated list into the text before its

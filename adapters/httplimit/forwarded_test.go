@@ -161,6 +161,54 @@ func TestForwardingFailsClosed(t *testing.T) {
 	}
 }
 
+// A header map built outside net/http may hold a forwarding header under
+// a spelling that is not canonical. From a trusted proxy it is read as the
+// canonical one would be; from an untrusted peer it is ignored as the
+// canonical one is; under two spellings at once the order of the lines is
+// unknown, and the request fails closed.
+func TestForwardingHeaderSpelling(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		header    httplimit.ForwardingHeader
+		spellings []string
+		line      string
+	}{
+		{httplimit.XForwardedForHeader, []string{"x-forwarded-for", "X-FORWARDED-FOR", "x-Forwarded-for"}, "203.0.113.9"},
+		{httplimit.ForwardedHeader, []string{"forwarded", "FORWARDED"}, "for=203.0.113.9"},
+	} {
+		c := clientNetwork(t, httplimit.ClientConfig{TrustedProxies: trusted, Header: tc.header})
+		for _, name := range tc.spellings {
+			t.Run(tc.header.String()+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				r := request("GET", "/", "10.0.0.1:1", "")
+				r.Header = http.Header{name: {"1.1.1.1", tc.line}}
+				if tc.header == httplimit.ForwardedHeader {
+					r.Header[name][0] = "for=1.1.1.1"
+				}
+				require.Equal(t, "203.0.113.9/32", subjectOf(t, c.AppendSubject, r))
+
+				// The same spoof from an untrusted peer is never read.
+				r.RemoteAddr = "198.51.100.7:1"
+				require.Equal(t, "198.51.100.7/32", subjectOf(t, c.AppendSubject, r))
+
+				// Under two spellings, which line a proxy appended is unknown.
+				r.RemoteAddr = "10.0.0.1:1"
+				r.Header[tc.header.String()] = []string{tc.line}
+				_, err := c.Addr(r)
+				var fe *httplimit.ForwardingError
+				require.ErrorAs(t, err, &fe)
+				require.Equal(t, httplimit.ForwardingError{Header: tc.header.String(), Problem: httplimit.ForwardingAmbiguous}, *fe)
+				require.ErrorIs(t, err, httplimit.ErrForwarding)
+				leakcheck.Check(t, "ForwardingError", err, []byte(tc.line), []byte("1.1.1.1"))
+
+				// An untrusted peer's two spellings are not read either.
+				r.RemoteAddr = "198.51.100.7:1"
+				require.Equal(t, "198.51.100.7/32", subjectOf(t, c.AppendSubject, r))
+			})
+		}
+	}
+}
+
 // MaxHops trusted proxies in front of the client are allowed.
 func TestForwardingMaxHops(t *testing.T) {
 	t.Parallel()
