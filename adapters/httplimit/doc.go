@@ -92,7 +92,11 @@
 //	Retry-After: 37
 //
 // A policy is named by its id and scope ("auth.login/client") unless
-// [Limit.Name] says otherwise. The most restrictive limit comes first.
+// [Limit.Name] says otherwise. RateLimit puts the most restrictive limit
+// first by its live state, the fewest requests left; RateLimit-Policy
+// describes the policies, so its order is fixed by configuration, the
+// lowest rate first, and one client sees the same field on every
+// response (see [Draft11]).
 // Windows and waits are whole seconds rounded up; a quota or shadow denial
 // shows r=0. Retry-After, on denials only, is never earlier than the t of
 // a limit the response reports as exhausted. Only the limits whose state

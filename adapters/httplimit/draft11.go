@@ -1,6 +1,10 @@
 package httplimit
 
-import "net/http"
+import (
+	"cmp"
+	"math/bits"
+	"net/http"
+)
 
 // Field names. net/http stores header names in canonical form, so these
 // are the map keys; HTTP field names are case-insensitive.
@@ -20,11 +24,22 @@ const (
 // RateLimit-Policy names every quota with its limit (q) and its window in
 // whole seconds, rounded up (w); RateLimit names every known quota with the
 // units left (r, 0 for a quota or shadow denial) and the seconds until its
-// window ends, rounded up (t). Items keep the order they are given, most
-// restrictive first. Integers above 999,999,999,999,999 are written as that
-// bound. A quota whose name an sf-string cannot carry is left out, so that
-// no byte outside printable ASCII reaches a header; a field with no item is
-// removed.
+// window ends, rounded up (t).
+//
+// RateLimit keeps the order the quotas are given in, most restrictive
+// first by their live state. RateLimit-Policy does not: it describes the
+// policies, so one client sees the same field on every response however
+// the counts move. Its order is fixed by configuration alone, most
+// restrictive first by rate: fewest requests (Limit / Cost) per second of
+// window; at equal rates fewest requests per window; then by name, byte
+// by byte, which is unique within a response. A quota without a window
+// comes last.
+//
+// Integers above 999,999,999,999,999 are written as that bound. A quota
+// whose name an sf-string cannot carry is left out, so that no byte
+// outside printable ASCII reaches a header, and so is a quota whose name
+// an earlier quota of the slice already has, so that a client never sees
+// one name twice. A field with no item is removed.
 type Draft11 struct{}
 
 var _ FieldWriter = Draft11{}
@@ -39,9 +54,13 @@ func (Draft11) WriteFields(h http.Header, quotas []Quota) {
 	// one backing array for their []string: two allocations per response.
 	var buf [512]byte
 	b := buf[:0]
+	var orderBuf [32]int
 	n := 0
-	for i := range quotas {
+	for _, i := range policyOrder(orderBuf[:0], quotas) {
 		q := &quotas[i]
+		if repeatsName(quotas, i) {
+			continue
+		}
 		start := len(b)
 		if n > 0 {
 			b = append(b, ", "...)
@@ -63,7 +82,7 @@ func (Draft11) WriteFields(h http.Header, quotas []Quota) {
 	m := 0
 	for i := range quotas {
 		q := &quotas[i]
-		if !q.Known {
+		if !q.Known || repeatsName(quotas, i) {
 			continue
 		}
 		start := len(b)
@@ -96,4 +115,67 @@ func (Draft11) WriteFields(h http.Header, quotas []Quota) {
 	}
 	vals[1] = s[split:]
 	h[HeaderRateLimit] = vals[1:2:2]
+}
+
+// policyOrder appends to dst the indexes of quotas in RateLimit-Policy's
+// order: the order of [comparePolicies], ties (one name twice) in the
+// order given. An insertion sort: a response has a handful of quotas, and
+// dst can live on the caller's stack.
+func policyOrder(dst []int, quotas []Quota) []int {
+	for i := range quotas {
+		dst = append(dst, i)
+		j := len(dst) - 1
+		for j > 0 && comparePolicies(&quotas[i], &quotas[dst[j-1]]) < 0 {
+			dst[j] = dst[j-1]
+			j--
+		}
+		dst[j] = i
+	}
+	return dst
+}
+
+// comparePolicies orders two quotas by what they are configured to allow,
+// never by their state: fewest requests per second of window first, then
+// fewest requests per window, then by name. A quota without a positive
+// window has no rate and comes after every quota with one.
+func comparePolicies(a, b *Quota) int {
+	ra, rb := perWindow(a), perWindow(b)
+	wa, wb := a.Window > 0, b.Window > 0
+	switch {
+	case wa && !wb:
+		return -1
+	case !wa && wb:
+		return 1
+	case wa && wb:
+		// ra/Wa against rb/Wb, cross-multiplied in 128 bits: both sides
+		// are non-negative and below 2^63, so nothing overflows.
+		hiA, loA := bits.Mul64(ra, uint64(b.Window))
+		hiB, loB := bits.Mul64(rb, uint64(a.Window))
+		if c := cmp.Compare(hiA, hiB); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(loA, loB); c != 0 {
+			return c
+		}
+	}
+	if c := cmp.Compare(ra, rb); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// perWindow is the number of requests q's window admits; a negative limit
+// admits none, and a cost below one is read as one.
+func perWindow(q *Quota) uint64 {
+	return uint64(max(q.Limit, 0) / max(q.Cost, 1))
+}
+
+// repeatsName reports whether a quota before quotas[i] has its name.
+func repeatsName(quotas []Quota, i int) bool {
+	for j := range i {
+		if quotas[j].Name == quotas[i].Name {
+			return true
+		}
+	}
+	return false
 }

@@ -35,6 +35,25 @@ func TestDraft11Fields(t *testing.T) {
 			rl:     `"a";r=0;t=12, "b";r=39;t=60`,
 		},
 		{
+			name: "RateLimit in the order given, RateLimit-Policy by rate",
+			quotas: []httplimit.Quota{
+				{Name: "a", Limit: 40, Window: minute, Known: true, Remaining: 0, Reset: 12 * time.Second},
+				{Name: "b", Limit: 8, Window: minute, Known: true, Remaining: 7, Reset: minute},
+			},
+			policy: `"b";q=8;w=60, "a";q=40;w=60`,
+			rl:     `"a";r=0;t=12, "b";r=7;t=60`,
+		},
+		{
+			name: "a name given twice is written once, as the first quota with it",
+			quotas: []httplimit.Quota{
+				{Name: "api/client", Limit: 1000, Window: time.Hour, Known: true, Remaining: 999, Reset: time.Hour},
+				{Name: "api/client", Limit: 10, Window: time.Second, Known: true, Remaining: 9, Reset: time.Second},
+				{Name: "other", Limit: 5, Window: time.Second, Known: true, Remaining: 4, Reset: time.Second},
+			},
+			policy: `"api/client";q=1000;w=3600, "other";q=5;w=1`,
+			rl:     `"api/client";r=999;t=3600, "other";r=4;t=1`,
+		},
+		{
 			name: "unknown quota only in the policy field",
 			quotas: []httplimit.Quota{
 				{Name: "denied", Limit: 8, Window: minute, Known: true, Remaining: 0, Reset: time.Second},
@@ -114,6 +133,74 @@ func TestDraft11Fields(t *testing.T) {
 			require.Equal(t, fieldOrNil(tc.rl), h.Values("RateLimit"))
 		})
 	}
+}
+
+// RateLimit-Policy is ordered by what the policies allow, never by their
+// state or the order they come in: every permutation of one set of quotas,
+// with any remaining counts, writes the same field.
+func TestDraft11PolicyOrder(t *testing.T) {
+	t.Parallel()
+	q := func(name string, limit, cost int64, window time.Duration) httplimit.Quota {
+		return httplimit.Quota{Name: name, Limit: limit, Cost: cost, Window: window}
+	}
+	for _, tc := range []struct {
+		name   string
+		quotas []httplimit.Quota
+		want   string
+	}{
+		{"lowest rate first", []httplimit.Quota{q("fast", 10, 1, time.Second), q("slow", 100, 1, time.Hour)},
+			`"slow";q=100;w=3600, "fast";q=10;w=1`},
+		{"rate counts requests, not units", []httplimit.Quota{q("units", 10, 1, time.Minute), q("costly", 30, 5, time.Minute)},
+			`"costly";q=30;w=60, "units";q=10;w=60`},
+		{"equal rates: fewer per window first", []httplimit.Quota{q("hour", 3600, 1, time.Hour), q("second", 1, 1, time.Second)},
+			`"second";q=1;w=1, "hour";q=3600;w=3600`},
+		{"equal policies: by name", []httplimit.Quota{q("b", 5, 1, time.Minute), q("a", 5, 1, time.Minute)},
+			`"a";q=5;w=60, "b";q=5;w=60`},
+		{"no window last", []httplimit.Quota{q("none", 1, 1, 0), q("some", 1<<62, 1, time.Millisecond)},
+			`"some";q=999999999999999;w=1, "none";q=1`},
+		{"largest values do not overflow", []httplimit.Quota{
+			q("big", 1<<63-1, 1, 9_007_199_254_740*time.Millisecond), q("bigger", 1<<63-1, 1, 9_007_199_254_739*time.Millisecond)},
+			`"big";q=999999999999999;w=9007199255, "bigger";q=999999999999999;w=9007199255`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, perm := range [][]httplimit.Quota{tc.quotas, {tc.quotas[1], tc.quotas[0]}} {
+				h := http.Header{}
+				httplimit.Draft11{}.WriteFields(h, perm)
+				require.Equal(t, tc.want, h.Get("RateLimit-Policy"))
+			}
+		})
+	}
+
+	// Four quotas in every order, with counts that rank them differently
+	// each time: one field.
+	base := []httplimit.Quota{
+		q("login/identity", 5, 1, time.Minute), q("login.trial/network", 10, 1, time.Minute),
+		q("login/client", 20, 1, time.Minute), q("login.gate/network", 60, 1, time.Minute),
+	}
+	const want = `"login/identity";q=5;w=60, "login.trial/network";q=10;w=60, "login/client";q=20;w=60, "login.gate/network";q=60;w=60`
+	seen := 0
+	var permute func(k int)
+	permute = func(k int) {
+		if k == len(base) {
+			qs := append([]httplimit.Quota(nil), base...)
+			for i := range qs {
+				qs[i].Known, qs[i].Remaining, qs[i].Reset = i%2 == 0, int64(i), time.Duration(i)*time.Second
+			}
+			h := http.Header{}
+			httplimit.Draft11{}.WriteFields(h, qs)
+			require.Equal(t, want, h.Get("RateLimit-Policy"))
+			seen++
+			return
+		}
+		for i := k; i < len(base); i++ {
+			base[k], base[i] = base[i], base[k]
+			permute(k + 1)
+			base[k], base[i] = base[i], base[k]
+		}
+	}
+	permute(0)
+	require.Equal(t, 24, seen)
 }
 
 func fieldOrNil(v string) []string {

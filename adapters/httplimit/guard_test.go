@@ -95,7 +95,7 @@ func TestGuardLogin(t *testing.T) {
 	w = do(s.handler, loginRequest("192.0.2.3:1", "alice@example.com"))
 	require.Equal(t, http.StatusTooManyRequests, w.Code)
 	requireHeaders(t, rejectHeaders(map[string]string{
-		"Ratelimit-Policy": `"auth.login/identity";q=2;w=60, "auth.login/network";q=100;w=60, "auth.login/client";q=5;w=60`,
+		"Ratelimit-Policy": `"auth.login/identity";q=2;w=60, "auth.login/client";q=5;w=60, "auth.login/network";q=100;w=60`,
 		"Ratelimit":        `"auth.login/identity";r=0;t=30, "auth.login/network";r=99;t=60`,
 		"Retry-After":      "30",
 	}), w)

@@ -113,8 +113,9 @@ func TestMiddlewareDenies(t *testing.T) {
 	require.Equal(t, http.StatusOK, do(h, request("GET", "/", "192.0.2.1:1", "")).Code)
 }
 
-// All limits are one batch: a denial by one consumes none of the others,
-// and the fields put the most restrictive first.
+// All limits are one batch: a denial by one consumes none of the others.
+// RateLimit puts the limit with fewest requests left first; RateLimit-Policy
+// the one with the lowest rate, on every response.
 func TestMiddlewareBatchIsAtomic(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -123,14 +124,14 @@ func TestMiddlewareBatchIsAtomic(t *testing.T) {
 
 	w := do(h, request("GET", "/", remote, ""))
 	require.Equal(t, `"test.http/burst";r=1;t=60, "test.http/hourly";r=4;t=600`, w.Header().Get("RateLimit"))
-	require.Equal(t, `"test.http/burst";q=2;w=60, "test.http/hourly";q=5;w=600`, w.Header().Get("RateLimit-Policy"))
+	require.Equal(t, `"test.http/hourly";q=5;w=600, "test.http/burst";q=2;w=60`, w.Header().Get("RateLimit-Policy"))
 	require.Equal(t, http.StatusOK, do(h, request("GET", "/", remote, "")).Code)
 
 	f.clock.Advance(time.Second)
 	w = do(h, request("GET", "/", remote, ""))
 	require.Equal(t, http.StatusTooManyRequests, w.Code)
 	require.Equal(t, `"test.http/burst";r=0;t=59`, w.Header().Get("RateLimit"), "the hourly limit's state is not known")
-	require.Equal(t, `"test.http/burst";q=2;w=60, "test.http/hourly";q=5;w=600`, w.Header().Get("RateLimit-Policy"))
+	require.Equal(t, `"test.http/hourly";q=5;w=600, "test.http/burst";q=2;w=60`, w.Header().Get("RateLimit-Policy"))
 	require.Equal(t, "59", w.Header().Get("Retry-After"))
 
 	f.clock.Advance(59 * time.Second)
@@ -249,7 +250,8 @@ func TestMiddlewareFailsClosed(t *testing.T) {
 		policies := `"test.http/client";q=3;w=60`
 		allowed := decisionOf(t, memory.Config{MaxKeys: 8}, perMinute, 0, 0)
 		if len(limits) == 2 {
-			policies += `, "test.http/hourly";q=5;w=600`
+			// 5 per 600 s is a lower rate than 3 per 60 s.
+			policies = `"test.http/hourly";q=5;w=600, ` + policies
 		}
 		for _, tc := range []struct {
 			name    string
@@ -354,6 +356,32 @@ func TestMiddlewareCustomReject(t *testing.T) {
 	require.Empty(t, w.Body.String())
 }
 
+// RateLimit-Policy describes the policies: a client sees the same field on
+// every response while the limits' remaining counts cross over and
+// RateLimit's order turns around.
+func TestPolicyFieldStable(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	tenSeconds := domain.MustPolicy("test.http", "ten-seconds", 2, 10*time.Second)
+	h := f.middleware(t, httplimit.RemoteNetwork, limitOf(tenSeconds), limitOf(perMinute)).Handler(&recorder{})
+	const policy = `"test.http/client";q=3;w=60, "test.http/ten-seconds";q=2;w=10`
+	for i, want := range []struct {
+		status    int
+		rateLimit string
+	}{
+		{http.StatusOK, `"test.http/ten-seconds";r=1;t=10, "test.http/client";r=2;t=60`},
+		{http.StatusOK, `"test.http/client";r=1;t=50, "test.http/ten-seconds";r=1;t=10`},
+		{http.StatusOK, `"test.http/client";r=0;t=40, "test.http/ten-seconds";r=1;t=10`},
+		{http.StatusTooManyRequests, `"test.http/client";r=0;t=30`},
+	} {
+		w := do(h, request("GET", "/", "192.0.2.1:1", ""))
+		require.Equal(t, want.status, w.Code, "response %d", i)
+		require.Equal(t, want.rateLimit, w.Header().Get("RateLimit"), "response %d", i)
+		require.Equal(t, []string{policy}, w.Header().Values("RateLimit-Policy"), "response %d", i)
+		f.clock.Advance(10 * time.Second)
+	}
+}
+
 // Nested middleware: the inner one's fields include the outer one's, and
 // its Retry-After is never earlier than the end of a window the response
 // reports as exhausted.
@@ -369,7 +397,7 @@ func TestMiddlewareNested(t *testing.T) {
 	w := do(h, request("GET", "/", "192.0.2.1:1", ""))
 	require.Equal(t, http.StatusOK, w.Code)
 	require.Equal(t, `"test.http/short";r=0;t=10, "test.http/burst";r=1;t=60`, w.Header().Get("RateLimit"))
-	require.Equal(t, `"test.http/short";q=1;w=10, "test.http/burst";q=2;w=60`, w.Header().Get("RateLimit-Policy"))
+	require.Equal(t, `"test.http/burst";q=2;w=60, "test.http/short";q=1;w=10`, w.Header().Get("RateLimit-Policy"))
 	require.True(t, next.hasRes)
 	res := next.result
 	require.Equal(t, "test.http/short", res.Name(0))

@@ -30,7 +30,7 @@ func TestStorageCapacity(t *testing.T) {
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.clock.Advance(5 * time.Second)
 			s.expect(s.login("127.0.0.3", login.DemoIdentity, login.DemoPassword), want{
@@ -56,14 +56,14 @@ func TestStorageCapacityOfTheSharedQuota(t *testing.T) {
 		status:    200,
 		body:      okBody,
 		rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-		policy:    list(qTrial, qIdentity, qClient, qNetwork),
+		policy:    qAll,
 	})
 	s.clock.Advance(20 * time.Second)
 	s.expect(s.login("127.0.0.2", login.OtherDemoIdentity, login.OtherDemoPassword), want{
 		status:     429,
 		body:       tooManyBody,
 		rateLimit:  list(trial(0, 40), network(8, 40)),
-		policy:     list(qTrial, qNetwork, qClient, qIdentity),
+		policy:     qAll,
 		retryAfter: "40",
 	})
 	s.clock.Advance(40 * time.Second)
@@ -71,6 +71,6 @@ func TestStorageCapacityOfTheSharedQuota(t *testing.T) {
 		status:    200,
 		body:      okBody,
 		rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-		policy:    list(qTrial, qIdentity, qClient, qNetwork),
+		policy:    qAll,
 	})
 }

@@ -84,7 +84,7 @@ func TestForwardingHeaderGarbled(t *testing.T) {
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			require.Len(t, s.logs.records("login: request refused"), 3)
 		})

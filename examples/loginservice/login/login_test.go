@@ -29,14 +29,14 @@ func TestAllowed(t *testing.T) {
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.2", login.DemoIdentity, "not-the-password"), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(0, 50), identity(1, 50), client(4, 50), network(8, 50)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.note(login.OtherDemoIdentity, login.OtherDemoPassword)
 			json := `{"identity": "Bob@Example.com", "password": "` + login.OtherDemoPassword + `"}`
@@ -44,7 +44,7 @@ func TestAllowed(t *testing.T) {
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.expect(s.get("127.0.0.2", "/healthz"), want{status: 200, body: readyBody})
 		})
@@ -66,28 +66,28 @@ func TestDeniedByIdentity(t *testing.T) {
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.3", "Alice@Example.com", "guess-2"), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(1, 60), identity(1, 50), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.4", "ALICE@EXAMPLE.COM", "guess-3"), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(identity(0, 40), trial(1, 60), client(5, 60), network(9, 60)),
-				policy:    list(qIdentity, qTrial, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.5", " alice@example.com", login.DemoPassword), want{
 				status:     429,
 				body:       tooManyBody,
 				rateLimit:  list(identity(0, 30), trial(1, 60), network(9, 60)),
-				policy:     list(qIdentity, qTrial, qNetwork, qClient),
+				policy:     qAll,
 				retryAfter: "30",
 			})
 			// The denied batch left the client's quota whole: client r=5.
@@ -95,7 +95,7 @@ func TestDeniedByIdentity(t *testing.T) {
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(0, 60), identity(2, 60), client(5, 60), network(8, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 		})
 	}
@@ -104,7 +104,9 @@ func TestDeniedByIdentity(t *testing.T) {
 // TestDeniedByClient: one network trying seven identities gets its
 // client quota of 6, then 429; the shadow trial policy said r=0 from the
 // third attempt on without refusing any. The refused batch consumed
-// nothing: its identity still has its whole quota.
+// nothing: its identity still has its whole quota. From the fourth
+// attempt on the client has fewer requests left than the identity and
+// comes before it in RateLimit; RateLimit-Policy stays the same field.
 func TestDeniedByClient(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends() {
@@ -119,31 +121,23 @@ func TestDeniedByClient(t *testing.T) {
 				list(trial(0, 60), client(1, 60), identity(2, 60), network(5, 60)),
 				list(trial(0, 60), client(0, 60), identity(2, 60), network(4, 60)),
 			}
-			policies := []string{
-				list(qTrial, qIdentity, qClient, qNetwork),
-				list(qTrial, qIdentity, qClient, qNetwork),
-				list(qTrial, qIdentity, qClient, qNetwork),
-				list(qTrial, qClient, qIdentity, qNetwork),
-				list(qTrial, qClient, qIdentity, qNetwork),
-				list(qTrial, qClient, qIdentity, qNetwork),
-			}
 			for i, w := range wants {
 				s.expect(s.login("127.0.0.6", "user"+string(rune('1'+i))+"@example.com", "guess"), want{
-					status: 401, body: invalidBody, rateLimit: w, policy: policies[i],
+					status: 401, body: invalidBody, rateLimit: w, policy: qAll,
 				})
 			}
 			s.expect(s.login("127.0.0.6", "user7@example.com", "guess"), want{
 				status:     429,
 				body:       tooManyBody,
 				rateLimit:  list(trial(0, 60), client(0, 60), network(3, 60)),
-				policy:     list(qTrial, qClient, qNetwork, qIdentity),
+				policy:     qAll,
 				retryAfter: "60",
 			})
 			s.expect(s.login("127.0.0.7", "user7@example.com", "guess"), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			require.Len(t, s.logs.records("login: shadow denial"), 5, "attempts 3 to 7 were over the trial limit")
 		})
@@ -164,14 +158,14 @@ func TestShadow(t *testing.T) {
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.7", login.OtherDemoIdentity, login.OtherDemoPassword), want{
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(0, 50), identity(2, 60), client(4, 50), network(8, 50)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			require.Empty(t, s.logs.records("login: shadow denial"))
 			s.clock.Advance(10 * time.Second)
@@ -179,7 +173,7 @@ func TestShadow(t *testing.T) {
 				status:    200,
 				body:      okBody,
 				rateLimit: list(trial(0, 40), identity(1, 40), client(3, 40), network(7, 40)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			records := s.logs.records("login: shadow denial")
 			require.Len(t, records, 1)
@@ -222,7 +216,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for i, c := range cases {
 		left := 9 - i
-		w := want{status: c.status, body: c.answer, rateLimit: list(trial(1, 60), network(left, 60)), policy: list(qTrial, qNetwork)}
+		w := want{status: c.status, body: c.answer, rateLimit: list(trial(1, 60), network(left, 60)), policy: qGate}
 		if i > 0 {
 			w.rateLimit = list(trial(0, 60), network(left, 60))
 		}
@@ -230,7 +224,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	// A password in the query string is not read: the body has none.
 	query := s.postTo("127.0.0.2", "/login?password=secret-guess", "application/x-www-form-urlencoded", "identity=alice%40example.com", nil)
-	s.expect(query, want{status: 400, body: incompleteBody, rateLimit: list(network(0, 60), trial(0, 60)), policy: list(qNetwork, qTrial)})
+	s.expect(query, want{status: 400, body: incompleteBody, rateLimit: list(network(0, 60), trial(0, 60)), policy: qGate})
 	s.expect(s.post("127.0.0.2", "application/json", strings.Repeat("x", 1<<20), nil), want{
 		status:     429,
 		body:       tooManyBody,

@@ -34,7 +34,7 @@ func TestDatabaseStopped(t *testing.T) {
 		status:    200,
 		body:      okBody,
 		rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-		policy:    list(qTrial, qIdentity, qClient, qNetwork),
+		policy:    qAll,
 	})
 	s.expect(s.get("127.0.0.2", "/healthz"), want{status: 200, body: readyBody})
 
@@ -43,13 +43,13 @@ func TestDatabaseStopped(t *testing.T) {
 		status:    503,
 		body:      unavailableBody,
 		rateLimit: list(trial(0, 60), network(8, 60)),
-		policy:    list(qTrial, qNetwork, qClient, qIdentity),
+		policy:    qAll,
 	})
 	s.expect(s.login("127.0.0.3", login.DemoIdentity, "not-the-password"), want{
 		status:    503,
 		body:      unavailableBody,
 		rateLimit: list(trial(1, 60), network(9, 60)),
-		policy:    list(qTrial, qNetwork, qClient, qIdentity),
+		policy:    qAll,
 	})
 	s.expect(s.get("127.0.0.2", "/healthz"), want{status: 503, body: notReadyBody})
 	refused := s.logs.records("login: request refused")
@@ -69,7 +69,7 @@ func TestDatabaseStopped(t *testing.T) {
 		status:    200,
 		body:      okBody,
 		rateLimit: list(trial(1, 60), identity(1, 60), client(5, 60), network(9, 60)),
-		policy:    list(qTrial, qIdentity, qClient, qNetwork),
+		policy:    qAll,
 	})
 }
 

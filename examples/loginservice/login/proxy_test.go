@@ -36,25 +36,25 @@ func TestForgedForwardingHeaderIgnored(t *testing.T) {
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.expect(s.forged("127.0.0.2", "u2@example.com", http.Header{"X-Forwarded-For": {"198.51.100.2"}}), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(0, 60), identity(2, 60), client(4, 60), network(8, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.expect(s.forged("127.0.0.2", "u3@example.com", http.Header{"X-Forwarded-For": {"203.0.113.5, 198.51.100.3"}}), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(0, 60), identity(2, 60), client(3, 60), network(7, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			})
 			s.expect(s.forged("127.0.0.2", "u4@example.com", http.Header{"Forwarded": {"for=198.51.100.4"}}), want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(0, 60), client(2, 60), identity(2, 60), network(6, 60)),
-				policy:    list(qTrial, qClient, qIdentity, qNetwork),
+				policy:    qAll,
 			})
 		})
 	}
@@ -81,13 +81,13 @@ func TestForwardingHeaderFromTrustedProxy(t *testing.T) {
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			}
 			second := want{
 				status:    401,
 				body:      invalidBody,
 				rateLimit: list(trial(0, 60), identity(2, 60), client(4, 60), network(8, 60)),
-				policy:    list(qTrial, qIdentity, qClient, qNetwork),
+				policy:    qAll,
 			}
 			s.expect(s.forged("127.0.0.1", "u1@example.com", http.Header{"X-Forwarded-For": {"198.51.100.1"}}), fresh)
 			s.expect(s.forged("127.0.0.1", "u2@example.com", http.Header{"X-Forwarded-For": {"198.51.100.2"}}), fresh)
