@@ -10,7 +10,10 @@ type Limit struct {
 	// Policy is the policy to check. Required.
 	Policy domain.Policy
 	// Name names the policy in the RateLimit and RateLimit-Policy fields:
-	// 1 to 128 bytes of printable ASCII, unique within a Config. Clients
+	// 1 to 128 bytes of printable ASCII, unique within a Config and among
+	// the limits of every Middleware and Guard one request passes through:
+	// a layer whose limit has an enclosing layer's name refuses every
+	// request with a [*NameClashError]. Clients
 	// see it, so it must not say more about the service than you want
 	// them to know. Default: the policy id and scope joined by "/", such as
 	// "auth.login/client".

@@ -117,6 +117,25 @@ func (c *core) putScratch(s *scratch) {
 	c.scratch.Put(s)
 }
 
+// nameClash returns a *NameClashError for the first limit of c whose name
+// a limit of the outer chain has, so that a response never names two
+// quotas alike. It runs before anything is checked.
+func (c *core) nameClash(outer *Result) error {
+	if outer == nil {
+		return nil
+	}
+	for i := range c.limits {
+		for r := outer; r != nil; r = r.outer {
+			for j := range r.limits {
+				if r.limits[j].name == c.limits[i].name {
+					return &NameClashError{Name: c.limits[i].name, Limit: i}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // check builds the check of limit i for subject.
 func (c *core) check(i int, subject []byte) domain.Check {
 	l := &c.limits[i]

@@ -40,6 +40,8 @@ var (
 	// [Guard]. It is refused with 503 Service Unavailable. (A key function
 	// such as [RemoteNetwork] answers a nil request with [ErrRemoteAddr].)
 	ErrNilRequest = errors.New("httplimit: nil *http.Request")
+	// ErrNameClash is matched by every [*NameClashError].
+	ErrNameClash = errors.New("httplimit: a limit's name is also an enclosing limit's")
 )
 
 // ConfigError reports a [Config], [Limit] or [ClientConfig] field outside its
@@ -102,3 +104,31 @@ func (e *ForwardingError) Error() string {
 
 // Unwrap returns [ErrForwarding].
 func (e *ForwardingError) Unwrap() error { return ErrForwarding }
+
+// NameClashError reports a [Middleware] or [Guard] with a limit whose
+// field name is also the name of a limit of a Middleware or Guard around
+// it for the same request (its [Result] in the request's context), such as
+// two layers that each count policy "api" in scope "client" under the
+// default name "api/client". A client could not tell the two items of the
+// RateLimit fields apart, so the inner layer refuses every such request
+// before it checks anything, as a failure ([ReasonLimiter], 503 by
+// [DefaultReject]): set [Limit.Name] on one of them. Nothing was consumed
+// by the inner layer.
+//
+// Name is a configured field name, which every response shows clients;
+// the error holds no subject, key or request data.
+type NameClashError struct {
+	Name  string // the field name both limits have
+	Limit int    // the index of the inner layer's limit in its Config.Limits
+}
+
+func (e *NameClashError) Error() string {
+	return fmt.Sprintf("httplimit: Limits[%d].Name %q is also the name of a limit of an enclosing Middleware or Guard; give one a distinct Limit.Name", e.Limit, e.Name)
+}
+
+// Unwrap returns [ErrNameClash].
+func (e *NameClashError) Unwrap() error { return ErrNameClash }
+
+// MayHaveConsumedQuota returns false: the clash is found before the layer
+// checks any limit (see [ports.MayHaveConsumedQuota]).
+func (e *NameClashError) MayHaveConsumedQuota() bool { return false }

@@ -6,7 +6,9 @@ import "net/http"
 // subjects the request line and headers do not carry, such as the identity
 // in a login form. It answers exactly as a [Middleware] does: one atomic
 // batch, the same rejection function and rate-limit fields, which it merges
-// with those of the middleware that admitted the request.
+// with those of the middleware that admitted the request. Their limits'
+// names must differ: a Guard with a limit named like an enclosing one's
+// refuses the request before it checks anything (a [*NameClashError]).
 //
 // It is safe for concurrent use.
 //
@@ -57,6 +59,10 @@ func (g *Guard) Admit(w http.ResponseWriter, r *http.Request, subjects ...[]byte
 	outer := resultFrom(r.Context())
 	s := c.getScratch()
 	defer c.putScratch(s)
+	if err := c.nameClash(outer); err != nil {
+		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: err})
+		return Result{}, false
+	}
 	if len(subjects) != len(c.limits) {
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonKey, Err: ErrSubjectCount})
 		return Result{}, false

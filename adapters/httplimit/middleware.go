@@ -14,6 +14,11 @@ import "net/http"
 // any router that takes func(http.Handler) http.Handler. It is safe for
 // concurrent use.
 //
+// Middleware nest: the inner one's fields report the outer one's limits
+// too, so their names must differ. An inner Middleware with a limit named
+// like an outer one's refuses every request before it checks anything
+// (a [*NameClashError], 503 by [DefaultReject]).
+//
 // Build a Middleware with [NewMiddleware]. A nil *Middleware or a zero
 // Middleware has no limiter and fails closed: its handler answers every
 // request with [DefaultReject]'s 503 Service Unavailable for a
@@ -72,6 +77,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	outer := resultFrom(r.Context())
 	s := c.getScratch()
+	if err := c.nameClash(outer); err != nil {
+		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: err})
+		c.putScratch(s)
+		return
+	}
 	subject, err := h.m.key(s.subject[:0], r)
 	if err != nil {
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonKey, Err: err})

@@ -20,8 +20,10 @@ const (
 	// ReasonKey: the key function failed, or a Guard was given the wrong
 	// number of subjects. The subject is unknown, so nothing was checked.
 	ReasonKey
-	// ReasonLimiter: the limiter failed or returned no decision. Whether
-	// quota was consumed is for ports.MayHaveConsumedQuota to say.
+	// ReasonLimiter: the limiter failed or returned no decision, or the
+	// Middleware or Guard cannot check the request as it is set up
+	// ([ErrNilHandler], a [*NameClashError]). Whether quota was consumed
+	// is for ports.MayHaveConsumedQuota to say.
 	ReasonLimiter
 )
 

@@ -66,12 +66,31 @@ func (r *Result) appendQuotas(dst []Quota) []Quota {
 	return appendVerdictQuotas(dst, r.limits, &r.v)
 }
 
+// appendVerdictQuotas appends the quotas of one layer's limits. A limit
+// whose name a quota already in dst has, an enclosing layer's, is left
+// out: names are unique within a layer, and a clash between layers is
+// refused before anything is checked (core.nameClash), so this only keeps
+// that refusal, and anything that slips past it, from naming one quota
+// twice.
 func appendVerdictQuotas(dst []Quota, limits []limit, v *verdict) []Quota {
+	enclosing := len(dst)
 	for i := range limits {
+		if namedIn(dst[:enclosing], limits[i].name) {
+			continue
+		}
 		d, ok := v.decision(i)
 		dst = append(dst, quotaOf(&limits[i], d, ok))
 	}
 	return dst
+}
+
+func namedIn(qs []Quota, name string) bool {
+	for i := range qs {
+		if qs[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 type resultKey struct{}
