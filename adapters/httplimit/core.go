@@ -203,5 +203,9 @@ func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer 
 		rej.retry, rej.hasRetry = retryAfterSeconds(s.quotas, retry, ok)
 	}
 	s.rej = rej
-	c.reject(w, r, &s.rej)
+	// A fresh wrapper per refusal, not one kept in s: a RejectFunc that
+	// kept w past its call must not write into a later request's response.
+	rw := &rejectWriter{w: w, status: s.rej.Status()}
+	c.reject(rw, r, &s.rej)
+	rw.finish()
 }
