@@ -8,9 +8,9 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// engine is what a [Limiter] runs: validation, the single-check fast path
-// and pooled batches over a store. It is safe for concurrent use once init
-// has returned, and must not be copied after that.
+// engine is what a [Limiter] runs: the store, its single-check path
+// ([Limiter.Check] takes it) and pooled batches. It is safe for concurrent
+// use once init has returned, and must not be copied after that.
 type engine struct {
 	store ports.Store
 	// single is store's fast path for one check, when it has one.
@@ -26,26 +26,6 @@ func (l *engine) init(store ports.Store, maxBatch int) {
 	l.store, l.maxBatch = store, maxBatch
 	l.single, _ = store.(ports.CheckAdmitter)
 	l.batches.New = func() any { return new(domain.Batch) }
-}
-
-// Check applies one check, through the store's single-check path when it
-// has one ([ports.CheckAdmitter]): one interface call and no pooled batch.
-//
-// Invalid input never reaches the store, so it is reported as such (an
-// error matching [domain.ErrInvalidInput]) whatever state the store or the
-// context is in; a nil context is [ports.ErrNilContext].
-func (l *engine) Check(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	// A lone check reports its own error rather than a batch error about it.
-	if err := domain.ValidateCheck(&check); err != nil {
-		return domain.Decision{}, err
-	}
-	if ctx == nil {
-		return domain.Decision{}, ports.ErrNilContext
-	}
-	if l.single != nil {
-		return l.single.AdmitCheck(ctx, check)
-	}
-	return l.checkBatch(ctx, check)
 }
 
 // checkBatch applies one valid check as a batch of one, for stores without

@@ -58,7 +58,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}
 	}
 	if n == 1 {
-		return s.admitOne(ctx, b)
+		c := b.Check(0)
+		var d domain.Decision
+		return s.admitOne(ctx, &c, &d, b)
 	}
 	p := s.plans.Get().(*plan)
 	err := s.prepare(p, b)
@@ -71,59 +73,91 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // AdmitCheck applies a single check exactly as Admit applies a batch of
-// one, through the same flow: the check becomes a batch of one on the
-// stack ([domain.Batch.ResetSingle]), planned on the stack, that costs
-// neither a pooled batch nor an allocation ([ports.CheckAdmitter]). It is the path
-// app.Limiter's Check takes, and the one the single-check benchmarks
-// measure.
+// one, through the same code ([Store.admitOne]), without a pooled batch or
+// an allocation ([ports.CheckAdmitter]). It is the path app.Limiter's Check
+// takes, and the one the single-check benchmarks measure.
 //
 // An invalid check (its [domain.CheckError]) and a nil ctx
 // ([ports.ErrNilContext]) are reported before anything else, whatever state
 // the store or ctx is in, and before any lock or clock read.
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
-	var b domain.Batch
-	if err := b.ResetSingle(&c); err != nil {
+	if err := domain.ValidateCheck(&c); err != nil {
 		return domain.Decision{}, err
 	}
 	if err := usable(ctx, s); err != nil {
 		return domain.Decision{}, err
 	}
-	if err := s.admitOne(ctx, &b); err != nil {
+	var d domain.Decision
+	if err := s.admitOne(ctx, &c, &d, nil); err != nil {
 		return domain.Decision{}, err
 	}
-	d, _, err := b.DecisionOf(0)
-	return d, err
+	return d, nil
 }
 
-// admitOne applies b, a ready batch of one, for Admit and AdmitCheck
-// alike: optimistically when it can ([Store.admitOptimistic]), otherwise
-// through the locked flow, planned in arrays of one on the stack. A batch
-// of one cannot overflow its shard: New never makes more shards than
-// MaxKeys, so every shard holds at least one key.
-func (s *Store) admitOne(ctx context.Context, b *domain.Batch) error {
+// admitOne applies c, a valid check, for Admit and AdmitCheck alike, and
+// writes its decision to d: optimistically when it can
+// ([Store.admitOptimistic]), otherwise through the locked flow as a batch
+// of one planned in arrays of one on the stack. b is Admit's batch of c
+// alone, which ends evaluated either way; AdmitCheck has none, and a batch
+// of one is built on the stack only when the locked flow runs. A batch of
+// one cannot overflow its shard: New never makes more shards than MaxKeys,
+// so every shard holds at least one key.
+func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decision, b *domain.Batch) error {
 	var checks [1]planned
 	pc := &checks[0]
-	pc.key = b.Key(0)
+	pc.key = c.CounterKey()
 	pc.hash = pc.key.Hash64()
 	i := s.shardAt(pc.hash)
 	pc.sh, pc.index = &s.shards[i], int32(i)
-	if done, err := s.admitOptimistic(ctx, b, pc); done {
-		return err
+	var seen observed
+	if done, err := s.admitOptimistic(ctx, c, pc, &seen, d); done {
+		if err != nil || b == nil {
+			return err
+		}
+		// Admit's caller reads the batch: it evaluates what was observed,
+		// at the time it was observed, to the decision already written.
+		b.Observe(0, domain.Observation{Counter: seen.counter})
+		if _, err := b.Evaluate(seen.now); err != nil {
+			return &OpError{Op: "admit", Err: err}
+		}
+		return nil
 	}
 	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
-	return apply(s, ctx, b, &checks, &shards)
+	if b != nil {
+		return apply(s, ctx, b, &checks, &shards)
+	}
+	var one domain.Batch
+	if err := one.ResetSingle(c); err != nil {
+		return err
+	}
+	if err := apply(s, ctx, &one, &checks, &shards); err != nil {
+		return err
+	}
+	var err error
+	*d, _, err = one.DecisionOf(0)
+	return err
+}
+
+// observed is what the optimistic path read under its entry's lock: the
+// counter and the shard's time.
+type observed struct {
+	counter domain.Counter
+	now     domain.Instant
 }
 
 // admitOptimistic is the path of the common single check, on a key its
 // shard holds in an active window with nothing there to clean up: it
 // takes the entry's own lock instead of the shard's, so that checks of
 // different keys write no memory in common (but the shard's clock floor,
-// once a millisecond) and cores do not take cache lines from each other. It runs the steps of the locked flow in the same
-// order on the one key: the lock, one clock sample raised to the shard's
-// latest time, the observation, the domain's evaluation and the write of
-// the counter, which keeps its window. It reports done=false, having
-// changed nothing but the shard's latest time, whenever any of that does
-// not hold, and the locked flow takes over:
+// once a millisecond) and cores do not take cache lines from each other.
+// It runs the steps of the locked flow in the same order on the one key:
+// the lock, one clock sample raised to the shard's latest time
+// ([Store.now], [shard.clamp]), the observation, the domain's evaluation
+// ([domain.EvaluateCheck], the rules of a batch of one) and the write of
+// the counter, which keeps its window. It writes c's decision to d and
+// what it observed to seen. It reports done=false, having changed nothing
+// but the shard's latest time, whenever any of that does not hold, and the
+// locked flow takes over:
 //
 //   - the store is closed, the shard poisoned or ctx done;
 //   - the key is not found, or a holder of the shard's lock was at work
@@ -138,10 +172,10 @@ func (s *Store) admitOne(ctx context.Context, b *domain.Batch) error {
 // write before any of them sees the counter, and none of them starts
 // without making the sequence number odd first.
 //
-// A panic with the entry's lock held, as from a panicking Clock, unlocks
-// the entry and poisons the shard before it goes on, as in the locked
-// flow.
-func (s *Store) admitOptimistic(ctx context.Context, b *domain.Batch, pc *planned) (done bool, err error) {
+// The only code of someone else's that runs while the entry's lock is held
+// is an injected Clock: a panic there unlocks the entry and poisons the
+// shard before it goes on, as in the locked flow ([Store.sampleHolding]).
+func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planned, seen *observed, d *domain.Decision) (done bool, err error) {
 	sh := pc.sh
 	seq := sh.seq.Load()
 	if seq&1 != 0 || ctx.Err() != nil {
@@ -151,49 +185,65 @@ func (s *Store) admitOptimistic(ctx context.Context, b *domain.Batch, pc *planne
 	if e == nil {
 		return false, nil
 	}
-	defer func() {
-		if e != nil {
-			e.mu.Unlock()
-			sh.lockWriter()
-			s.poison(int(pc.index))
-			sh.unlockWriter()
-		}
-	}()
 	if s.closed.Load() || sh.poisoned.Load() {
 		e.mu.Unlock()
-		e = nil
 		return false, nil
 	}
 	var now domain.Instant
 	if s.clock == nil {
 		now = s.sampleMonotonic()
 	} else {
-		now = s.sample()
+		now = s.sampleHolding(e, int(pc.index))
 	}
 	now = sh.clamp(now)
 	if domain.Instant(sh.firstExpiry.Load()) <= now || !e.counter.Active(now) {
 		e.mu.Unlock()
-		e = nil
 		return false, nil
 	}
-	b.Observe(0, domain.Observation{Counter: e.counter})
-	commit, err := b.Evaluate(now)
+	seen.counter, seen.now = e.counter, now
+	o := domain.Observation{Counter: e.counter}
+	var next domain.Counter
+	commit, err := domain.EvaluateCheck(c, now, &o, &next, d)
 	if commit {
-		next := b.Next(0)
 		if next.Expires != e.counter.Expires {
 			// An active window keeps its expiry; a domain that moved it
-			// would leave the heap wrong. Fail closed: the deferred
-			// handler poisons the shard.
+			// would leave the heap wrong. Fail closed.
+			e.mu.Unlock()
+			s.poisonShard(int(pc.index))
 			panic("runlimit: memory store: an active window moved its expiry")
 		}
 		e.counter = next
 	}
 	e.mu.Unlock()
-	e = nil
 	if err != nil {
 		return true, &OpError{Op: "admit", Err: err}
 	}
 	return true, nil
+}
+
+// sampleHolding reads an injected clock for the optimistic path, which
+// holds e's lock: should the clock panic, e is unlocked and shard i
+// poisoned before the panic goes on.
+func (s *Store) sampleHolding(e *entry, i int) domain.Instant {
+	ok := false
+	defer func() {
+		if !ok {
+			e.mu.Unlock()
+			s.poisonShard(i)
+		}
+	}()
+	now := s.sample()
+	ok = true
+	return now
+}
+
+// poisonShard marks shard i poisoned under its lock, for a panic that
+// unwinds without it held.
+func (s *Store) poisonShard(i int) {
+	sh := &s.shards[i]
+	sh.lockWriter()
+	s.poison(i)
+	sh.unlockWriter()
 }
 
 // usable reports a nil ctx, a caller's mistake, and then a nil or zero

@@ -59,10 +59,11 @@
 //
 // A batch locks the shards of its keys in ascending shard order, so batches
 // naming the same keys in any order cannot deadlock, and stores its counters
-// only if every check is allowed. A single check ([Store.AdmitCheck]) is a
-// batch of one on the stack ([domain.Batch.ResetSingle]) and runs the same
-// flow as [Store.Admit]: one lock-and-poison guard, one clock floor, one
-// cleanup, one commit rule. New keys of a batch take the free slots of
+// only if every check is allowed. A single check ([Store.AdmitCheck]) and a
+// batch of one given to [Store.Admit] run the same code: the optimistic
+// path below when it applies, and otherwise the batch flow, as a batch of
+// one on the stack ([domain.Batch.ResetSingle]): one lock-and-poison guard,
+// one clock floor, one cleanup, one commit rule. New keys of a batch take the free slots of
 // their shard in caller order. A batch with more keys on one shard than that
 // shard can ever hold is rejected before any lock with a
 // [*ShardOverflowError], which matches [domain.ErrInvalidInput].
@@ -71,7 +72,8 @@
 //
 // The common single check, of a key its shard already holds in an active
 // window with nothing on the shard to clean up, takes its entry's own lock
-// instead of the shard's. It runs the same steps on that one key (lock,
+// instead of the shard's, and applies the domain's rules for one check
+// ([domain.EvaluateCheck]) without building a batch. It runs the same steps on that one key (lock,
 // clock sample raised to the shard's latest time, observation, the domain's
 // evaluation, the write of a counter that keeps its window), so checks of
 // different keys on different cores write no memory in common (but the

@@ -39,12 +39,14 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 	// try runs c through the optimistic path alone and returns whether it
 	// took the check, and the stored counter's use afterwards.
 	try := func(t *testing.T, f fixture, ctx context.Context, c domain.Check) (bool, int64) {
-		var b domain.Batch
-		require.NoError(t, b.ResetSingle(&c))
-		pc := planned{key: b.Key(0)}
+		pc := planned{key: c.CounterKey()}
 		pc.hash = pc.key.Hash64()
 		pc.sh, pc.index = f.sh, 0
-		done, err := f.s.admitOptimistic(ctx, &b, &pc)
+		var (
+			seen observed
+			d    domain.Decision
+		)
+		done, err := f.s.admitOptimistic(ctx, &c, &pc, &seen, &d)
 		require.NoError(t, err)
 		k := stored.CounterKey()
 		return done, f.sh.counter(must(f.sh.lookup(&k))).Used
