@@ -85,6 +85,7 @@ var targets = map[bs.Fault]string{
 	bs.PerCheckCleanupKeepsSlots:  "capacity/expired_counters_hold_their_slots_until_removed",
 	bs.CleanupMaxPerPartition:     "cleanup/removes_only_expired_counters",
 	bs.PanicsWhenClosed:           "close/closed_store_fails_closed",
+	bs.RenewalTakesSlot:           "capacity/renewals_leave_the_freed_slots_usable",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

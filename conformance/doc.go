@@ -100,8 +100,10 @@
 //     bound, and AdmitCheck rejects an invalid check;
 //   - capacity: per partition, exactly: a full partition refuses new keys,
 //     never evicts, serves its keys and renews expired ones in place;
-//     expired counters hold their slots until removed; a batch's new keys
-//     compete for free slots; a denied batch keeps none;
+//     expired counters hold their slots until removed, and once removed
+//     their slots are all usable, however many of their neighbours were
+//     renewed; a batch's new keys compete for free slots; a denied batch
+//     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
 //   - shadow: shadow policies count, report and never consume on denial,

@@ -336,6 +336,11 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		}
 		s.stored[p]++
 	}
+	if s.cfg.Fault == RenewalTakesSlot && a.present[i] && c.Start >= a.before[i].Expires {
+		// The defect: the renewal of an expired counter in its own slot is
+		// counted as a slot taken.
+		s.stored[s.PartitionOf(k)]++
+	}
 	s.entries[k] = c
 	s.wrote(a, k, c)
 }

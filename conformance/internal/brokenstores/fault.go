@@ -68,6 +68,11 @@ const (
 	// ExpiredNeedsSlot renews an expired counter as if it were a new key,
 	// needing a free slot.
 	ExpiredNeedsSlot
+	// RenewalTakesSlot keeps its occupancy in a slot counter of its own,
+	// apart from the counters it stores (which Stats counts), and adds one
+	// to it each time it renews an expired counter in place: every renewal
+	// leaks a slot that no cleanup gives back.
+	RenewalTakesSlot
 
 	// Caching of reads and decisions.
 
@@ -273,6 +278,7 @@ var faultNames = [faultCount]string{
 	PerCheckCleanupKeepsSlots:  "PerCheckCleanupKeepsSlots",
 	CleanupMaxPerPartition:     "CleanupMaxPerPartition",
 	PanicsWhenClosed:           "PanicsWhenClosed",
+	RenewalTakesSlot:           "RenewalTakesSlot",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -196,14 +196,18 @@ func (s *Store) Stats(context.Context) (ports.Stats, error) {
 	parts := s.cfg.Partitions
 	st := ports.Stats{Capacity: int64(parts * s.cfg.Capacity), Shards: parts, Headroom: make([]int64, parts)}
 	held := slices.Clone(s.stored)
-	if s.cfg.Fault == StatsCountActiveOnly {
+	switch s.cfg.Fault {
+	case StatsCountActiveOnly, RenewalTakesSlot:
+		// RenewalTakesSlot's Stats count the counters stored, not its
+		// slot counter.
 		clear(held)
 		for k, c := range s.entries {
-			if c.Active(now) {
+			if s.cfg.Fault == RenewalTakesSlot || c.Active(now) {
 				held[s.PartitionOf(k)]++
 			}
 		}
 	}
+
 	for p, n := range held {
 		st.Entries += int64(n)
 		i := p
