@@ -106,6 +106,11 @@
 //     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
+//     cleanup answers a negative or zero maximum, a nil or done context
+//     and a closed store in the order ports.Cleaner documents;
+//   - context: Admit, AdmitCheck and CleanupExpired, called directly with
+//     a nil context, return an error matching [domain.ErrInvalidInput]
+//     ([ports.ErrNilContext]), consume nothing and never panic;
 //   - shadow: shadow policies count, report and never consume on denial,
 //     capacity denials are never shadowed, and switching modes keeps the
 //     count;

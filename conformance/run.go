@@ -165,6 +165,7 @@ func scenarios() []scenario {
 		shadowScenario(),
 		concurrencyScenario(),
 		timeScenario(),
+		contextScenario(),
 	}
 }
 

@@ -206,6 +206,19 @@ const (
 	// CleanupKeepsCounterAtEnd leaves a counter at exactly its window's end
 	// (expires < now instead of expires <= now).
 	CleanupKeepsCounterAtEnd
+	// CleanupContextBeforeZero checks whether its context is done before it
+	// answers a zero maximum, so a done context turns a no-op into an
+	// error.
+	CleanupContextBeforeZero
+	// CleanupIgnoresContext never looks at its context, so it removes
+	// counters for a caller that has already given up.
+	CleanupIgnoresContext
+	// CleanupContextBeforeNegative checks its context before the maximum,
+	// so a done context hides the caller's negative maximum.
+	CleanupContextBeforeNegative
+	// CleanupZeroSkipsClosed answers a zero maximum with (0, nil) before it
+	// looks at whether the store is closed.
+	CleanupZeroSkipsClosed
 
 	// Stats.
 
@@ -229,6 +242,16 @@ const (
 	// ClosedErrorUntyped fails closed with an error of its own rather than
 	// one matching ports.ErrClosed.
 	ClosedErrorUntyped
+
+	// Context.
+
+	// PanicsOnNilContext calls its context's methods without checking it
+	// for nil, so Admit, AdmitCheck and CleanupExpired panic on a nil
+	// context.
+	PanicsOnNilContext
+	// NilContextUntyped refuses a nil context with an error of its own
+	// rather than one matching domain.ErrInvalidInput.
+	NilContextUntyped
 
 	// The single-check path.
 
@@ -260,25 +283,31 @@ var faultNames = [faultCount]string{
 	CleanupKeepsCounterAtEnd: "CleanupKeepsCounterAtEnd", StatsCountActiveOnly: "StatsCountActiveOnly",
 	StatsMisindexed: "StatsMisindexed", IgnoresClose: "IgnoresClose",
 	ClosedErrorMayHaveConsumed: "ClosedErrorMayHaveConsumed", ClosedErrorNamesKey: "ClosedErrorNamesKey",
-	ClosedErrorUntyped:         "ClosedErrorUntyped",
-	SingleCheckSkipsValidation: "SingleCheckSkipsValidation",
-	IgnoresInjectedClock:       "IgnoresInjectedClock",
-	ChargesOneUnit:             "ChargesOneUnit",
-	KeysBySubjectOnly:          "KeysBySubjectOnly",
-	KeysByPolicyID:             "KeysByPolicyID",
-	LockOrderByPolicy:          "LockOrderByPolicy",
-	ReadsBeforeLocking:         "ReadsBeforeLocking",
-	LocksFirstKeyOnly:          "LocksFirstKeyOnly",
-	ProceedsWhenLockBusy:       "ProceedsWhenLockBusy",
-	SingleCheckIgnoresCommit:   "SingleCheckIgnoresCommit",
-	AnyFullPartitionRefuses:    "AnyFullPartitionRefuses",
-	CleanupFreesTwice:          "CleanupFreesTwice",
-	CleansActivePerCheck:       "CleansActivePerCheck",
-	UnguardedCapacity:          "UnguardedCapacity",
-	PerCheckCleanupKeepsSlots:  "PerCheckCleanupKeepsSlots",
-	CleanupMaxPerPartition:     "CleanupMaxPerPartition",
-	PanicsWhenClosed:           "PanicsWhenClosed",
-	RenewalTakesSlot:           "RenewalTakesSlot",
+	ClosedErrorUntyped:           "ClosedErrorUntyped",
+	SingleCheckSkipsValidation:   "SingleCheckSkipsValidation",
+	IgnoresInjectedClock:         "IgnoresInjectedClock",
+	ChargesOneUnit:               "ChargesOneUnit",
+	KeysBySubjectOnly:            "KeysBySubjectOnly",
+	KeysByPolicyID:               "KeysByPolicyID",
+	LockOrderByPolicy:            "LockOrderByPolicy",
+	ReadsBeforeLocking:           "ReadsBeforeLocking",
+	LocksFirstKeyOnly:            "LocksFirstKeyOnly",
+	ProceedsWhenLockBusy:         "ProceedsWhenLockBusy",
+	SingleCheckIgnoresCommit:     "SingleCheckIgnoresCommit",
+	AnyFullPartitionRefuses:      "AnyFullPartitionRefuses",
+	CleanupFreesTwice:            "CleanupFreesTwice",
+	CleansActivePerCheck:         "CleansActivePerCheck",
+	UnguardedCapacity:            "UnguardedCapacity",
+	PerCheckCleanupKeepsSlots:    "PerCheckCleanupKeepsSlots",
+	CleanupMaxPerPartition:       "CleanupMaxPerPartition",
+	PanicsWhenClosed:             "PanicsWhenClosed",
+	RenewalTakesSlot:             "RenewalTakesSlot",
+	CleanupContextBeforeZero:     "CleanupContextBeforeZero",
+	CleanupIgnoresContext:        "CleanupIgnoresContext",
+	CleanupContextBeforeNegative: "CleanupContextBeforeNegative",
+	CleanupZeroSkipsClosed:       "CleanupZeroSkipsClosed",
+	PanicsOnNilContext:           "PanicsOnNilContext",
+	NilContextUntyped:            "NilContextUntyped",
 }
 
 // Faults returns every deliberate defect, None excluded.
