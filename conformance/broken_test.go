@@ -92,6 +92,7 @@ var targets = map[bs.Fault]string{
 	bs.CleanupZeroSkipsClosed:       "close/closed_store_fails_closed",
 	bs.PanicsOnNilContext:           "context/nil_context_is_invalid_input",
 	bs.NilContextUntyped:            "context/nil_context_is_invalid_input",
+	bs.ClockReadBeforeLocks:         "concurrency/clock_is_read_with_the_locks_held",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -52,6 +52,12 @@ func (a *admission) run() error {
 		// it from changing until the write.
 		a.read(domain.Instant(s.last.Load()))
 	}
+	var early domain.Instant
+	if s.cfg.Fault == ClockReadBeforeLocks {
+		// The defect: the admission's time is taken before its locks, as
+		// PostgreSQL's now() is taken when the transaction begins.
+		early = domain.InstantOf(s.cfg.Clock())
+	}
 	a.lock()
 	locked := true
 	defer func() {
@@ -77,6 +83,9 @@ func (a *admission) run() error {
 			locked = false
 		}
 		now = s.now()
+	}
+	if s.cfg.Fault == ClockReadBeforeLocks {
+		now = early
 	}
 	a.observe(now)
 	if s.cfg.Fault == WritesBeforeDeciding {

@@ -103,6 +103,13 @@ const (
 	LockOrderByPolicy
 
 	// Locking.
+	// ClockReadBeforeLocks reads its clock when an admission begins, before
+	// it takes its locks, and evaluates at that time: an admission that
+	// waited for a lock while time moved on decides at a time that has
+	// passed, so it anchors a window that ends early, reports a reset or
+	// retry time longer than the window has left, and counts into a window
+	// that has already ended.
+	ClockReadBeforeLocks
 
 	// ReleasesLockBeforeWrite decides under its locks, releases them, and
 	// takes them again to write.
@@ -308,6 +315,7 @@ var faultNames = [faultCount]string{
 	CleanupZeroSkipsClosed:       "CleanupZeroSkipsClosed",
 	PanicsOnNilContext:           "PanicsOnNilContext",
 	NilContextUntyped:            "NilContextUntyped",
+	ClockReadBeforeLocks:         "ClockReadBeforeLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.
