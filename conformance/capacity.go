@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func capacityScenario() scenario {
 		{name: "expired_key_renews_in_place", single: true, opts: capacityOptions, run: testExpiredKeyRenewsInPlace},
 		{name: "expired_counters_hold_their_slots_until_removed", single: true, opts: capacityOptions, run: testExpiredCountersHoldSlots},
 		{name: "new_key_fits_after_cleanup", single: true, opts: capacityOptions, run: testNewKeyFitsAfterCleanup},
+		{name: "renewals_leave_the_freed_slots_usable", single: true, opts: capacityOptions, run: testRenewalsLeaveFreedSlotsUsable},
 		{name: "new_keys_of_a_batch_compete_for_free_slots", single: true, opts: capacityOptions, run: testBatchNewKeysCompete},
 		{name: "denied_batch_keeps_no_slot", single: true, opts: capacityOptions, run: testDeniedBatchKeepsNoSlot},
 	}}
@@ -223,6 +225,74 @@ func testNewKeyFitsAfterCleanup(t *testing.T, f *fixture) {
 	}
 	f.deny(f.check(p, held[0]), domain.StorageCapacity, g+" (a removed key is new again, and the partition is full again)")
 	f.requireOccupancy(occupancy{part: c}, g)
+}
+
+// testRenewalsLeaveFreedSlotsUsable checks that renewing an expired key in
+// place takes no slot in the store's own accounting, not only in Stats:
+// after half of a full partition's expired keys are renewed and the rest
+// removed, new keys get exactly the freed slots. A store that counts
+// occupancy apart from the counters it stores (a slot counter, a ledger
+// row) and adds to it on renewal leaks a slot per renewal, which only a
+// new key wanting that slot shows.
+func testRenewalsLeaveFreedSlotsUsable(t *testing.T, f *fixture) {
+	const g = "capacity: renewing an expired key in place takes no slot, so new keys get exactly the slots freed beside it"
+	p := f.policy(1, window)
+	part := f.somePart(p)
+	c := f.opts.Capacity
+	held := f.fillPartition(p, part, g)
+	f.advance(window)
+	// Renew half of them, one alone on the case's path and the rest as a
+	// batch through Admit.
+	r := c / 2
+	f.allow(f.check(p, held[0]), 0, g+" (renewing an expired key)")
+	var batch []domain.Check
+	for _, k := range held[1:r] {
+		batch = append(batch, f.check(p, k))
+	}
+	if len(batch) > 0 {
+		rem := f.admitAllowed(batch, g+" (a batch renewing expired keys)")
+		for i, n := range rem {
+			require.Zero(t, n, "%s: renewed check %d of the batch", g, i)
+		}
+	}
+	free := c - r
+
+	cleanup, ok := f.cleaner()
+	if !ok {
+		// The store frees slots on its own, if at all (as the memory store
+		// does on each check): new keys must get every slot it freed, and
+		// be refused only when the partition is full. Without Stats, only
+		// the bound can be checked.
+		admitted := 0
+		for range c {
+			d := f.decide(f.check(p, f.keyIn(p, part)), g)
+			if d.Outcome() == domain.Allowed {
+				admitted++
+				continue
+			}
+			den, _ := d.Denial()
+			require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.StorageCapacity,
+				"%s: a new key is admitted or refused for storage capacity, got %s", g, describe(d))
+			break
+		}
+		require.LessOrEqual(t, admitted, free,
+			"%s: %d renewed counters are active, so at most %d new keys fit, but %d were admitted", g, r, free, admitted)
+		f.requireOccupancy(occupancy{part: c}, g+" (a new key is refused only when every slot is held)")
+		return
+	}
+	removed := f.cleanAll(cleanup, c, g)
+	require.LessOrEqual(t, removed, free, "%s: cleanup removed %d counters, but only %d had expired (the %d renewed ones are active)",
+		g, removed, free, r)
+	f.requireOccupancy(occupancy{part: r}, g+" (only the renewed counters are left)")
+	for i := range free {
+		f.allow(f.check(p, f.keyIn(p, part)), 0,
+			g+fmt.Sprintf(" (new key %d of %d takes a slot freed by cleanup; a refusal means a renewal kept a slot of its own)", i+1, free))
+	}
+	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (exactly the freed slots, and no more)")
+	f.requireOccupancy(occupancy{part: c}, g)
+	for _, k := range held[:r] {
+		f.deny(f.check(p, k), domain.QuotaExhausted, g+" (the renewed counters are still there)")
+	}
 }
 
 func testBatchNewKeysCompete(t *testing.T, f *fixture) {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -13,13 +14,16 @@ import (
 // cleanupScenario checks [ports.Cleaner] on stores that offer it: cleanup
 // removes expired counters, at most as many as asked each call, never an
 // active one, and nothing when asked for zero or a negative number (then
-// with [ports.ErrNegativeMax]).
+// with [ports.ErrNegativeMax]); and it answers a done context in the order
+// ports.Cleaner documents: a negative maximum first, then a zero maximum
+// as (0, nil), and only then the context's error.
 // (capacity/new_key_fits_after_cleanup checks that it frees their slots.)
 func cleanupScenario() scenario {
 	return scenario{name: "cleanup", cases: []testCase{
 		{name: "removes_only_expired_counters", single: true, run: testCleanupRemovesOnlyExpired},
 		{name: "window_end_is_the_boundary", single: true, run: testCleanupBoundary},
 		{name: "zero_or_negative_max_removes_nothing", single: true, run: testCleanupZeroOrNegative},
+		{name: "done_context_is_checked_after_the_maximum", run: testCleanupDoneContext},
 	}}
 }
 
@@ -130,5 +134,45 @@ func testCleanupZeroOrNegative(t *testing.T, f *fixture) {
 		require.False(t, ports.MayHaveConsumedQuota(err), "%s: the error must say nothing was consumed", g)
 		require.Zero(t, n, "%s: CleanupExpired(%d) removed %d", g, max, n)
 	}
+	require.Equal(t, len(ks), f.cleanAll(cleanup, 10, g), "%s: every expired counter was still there to remove", g)
+}
+
+// testCleanupDoneContext checks the order of [ports.Cleaner]'s checks
+// against a done context, which zero_or_negative_max_removes_nothing (run
+// with a live one) cannot see: a negative maximum is the caller's mistake
+// whatever the context; a zero maximum asks for no work, so it is (0, nil)
+// without a look at the context; any other maximum is refused with the
+// context's error, removing nothing. (context/nil_context_is_invalid_input
+// checks a nil context, and close/closed_store_fails_closed a closed
+// store.)
+func testCleanupDoneContext(t *testing.T, f *fixture) {
+	const g = "cleanup: with a done context, CleanupExpired reports a negative maximum, answers a zero one with (0, nil), " +
+		"and refuses any other with the context's error, removing nothing"
+	f.requireCleaner()
+	p := f.policy(1, time.Minute)
+	ks := f.keys(3)
+	for _, k := range ks {
+		f.allow(f.check(p, k), 0, g)
+	}
+	f.advance(time.Minute)
+	done, cancel := context.WithCancel(f.ctx)
+	cancel()
+
+	for _, max := range []int{-1, -1 << 31} {
+		n, err := f.cleanupWith(done, "done ctx", max)
+		require.ErrorIs(t, err, ports.ErrNegativeMax,
+			"%s: CleanupExpired(done ctx, %d): a negative maximum is reported before the context is looked at", g, max)
+		require.Zero(t, n, "%s: CleanupExpired(done ctx, %d) removed %d", g, max, n)
+	}
+	n, err := f.cleanupWith(done, "done ctx", 0)
+	require.NoError(t, err, "%s: CleanupExpired(done ctx, 0) asks for no work, so it is (0, nil) without a look at the context", g)
+	require.Zero(t, n, "%s: CleanupExpired(done ctx, 0) removed %d", g, n)
+	for _, max := range []int{1, 10} {
+		n, err := f.cleanupWith(done, "done ctx", max)
+		require.ErrorIs(t, err, context.Canceled,
+			"%s: CleanupExpired(done ctx, %d) must refuse with the context's error: the caller has given up", g, max)
+		require.Zero(t, n, "%s: CleanupExpired(done ctx, %d) removed %d", g, max, n)
+	}
+	cleanup, _ := f.cleaner()
 	require.Equal(t, len(ks), f.cleanAll(cleanup, 10, g), "%s: every expired counter was still there to remove", g)
 }

@@ -15,8 +15,9 @@ import (
 // While the suite races admissions, every ManualClock also holds a racing
 // admission inside its clock read, the one point where a correct store
 // holds every lock of the admission, until the other racers wait on the
-// store's locks (see [Run]). So a store that reads a ManualClock has its
-// races forced, whether the harness hands the clock over as
+// store's locks (see [Run]), and one case pins an admission just after its
+// clock sample while time moves on. So a store that reads a ManualClock has
+// its races forced, whether the harness hands the clock over as
 // [Instance.Clock] or only its Advance method.
 type ManualClock struct {
 	elapsed atomic.Int64
@@ -25,10 +26,12 @@ type ManualClock struct {
 // Now returns the time elapsed since the clock's zero.
 func (c *ManualClock) Now() time.Duration {
 	if racing.active.Load() > 0 {
-		holdIfRacing()
+		return readIfRacing(c.read)
 	}
-	return time.Duration(c.elapsed.Load())
+	return c.read()
 }
+
+func (c *ManualClock) read() time.Duration { return time.Duration(c.elapsed.Load()) }
 
 // Advance moves the clock forward by d. A negative d, or one that would
 // overflow a [time.Duration], fails t: a clock that cannot move as asked

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +16,8 @@ import (
 )
 
 // closeScenario checks [ports.Closer] on stores that offer it: after Close,
-// a check fails closed on both paths, and cleanup and stats fail too, each
+// a check fails closed on both paths, and cleanup (whatever its maximum
+// and context, unless the caller made a mistake) and stats fail too, each
 // with an error matching [ports.ErrClosed] that consumed nothing and names
 // no key.
 func closeScenario() scenario {
@@ -46,10 +48,21 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 		n, err := cleanup(1)
 		requireFailedClosed(t, err, k, g+" (CleanupExpired)", fmt.Sprintf("%d removed", n))
 		require.Zero(t, n, "%s: CleanupExpired on a closed store removed %d", g, n)
+		// A zero maximum too: the store's state is checked before a zero
+		// maximum is answered, and before the context (see ports.Cleaner).
+		n, err = cleanup(0)
+		requireFailedClosed(t, err, k, g+" (CleanupExpired(0))", fmt.Sprintf("%d removed", n))
+		done, cancel := context.WithCancel(f.ctx)
+		cancel()
+		n, err = f.cleanupWith(done, "done ctx", 1)
+		requireFailedClosed(t, err, k, g+" (CleanupExpired(done ctx, 1))", fmt.Sprintf("%d removed", n))
 		// A caller's mistake is reported as such, whatever the store's
 		// state.
 		_, err = cleanup(-1)
 		require.ErrorIs(t, err, ports.ErrNegativeMax, "%s: CleanupExpired(-1) on a closed store", g)
+		var nilCtx context.Context
+		_, err = f.cleanupWith(nilCtx, "nil ctx", 1)
+		require.ErrorIs(t, err, ports.ErrNilContext, "%s: CleanupExpired(nil ctx, 1) on a closed store", g)
 	}
 	if sr, ok := f.inst.Store.(ports.StatsReporter); ok {
 		f.rep.called(StatsReporter)

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,8 +19,10 @@ import (
 // have piled up on the store's locks, so a store that reads or decides
 // outside its locks is caught in every run, and the deadlock case makes
 // two opposite-order batches each take their first lock before either
-// takes its second. Other stores race freely; run them with -count and
-// -race.
+// takes its second; and one admission is pinned just after its clock
+// sample while time moves on and a second admission of its key runs, so a
+// store that samples its clock before its locks is caught too. Other
+// stores race freely; run them with -count and -race.
 func concurrencyScenario() scenario {
 	return scenario{name: "concurrency", cases: []testCase{
 		{name: "one_key_admits_exactly_the_limit", single: true, run: testOneKeyExactLimit},
@@ -28,6 +31,7 @@ func concurrencyScenario() scenario {
 		{name: "new_keys_racing_for_the_last_slots_take_exactly_those", single: true, opts: capacityOptions, run: testRacingNewKeys},
 		{name: "opposite_order_batches_finish_and_count_exactly", run: testOppositeOrderBatches},
 		{name: "opposite_order_batches_holding_their_first_lock_do_not_deadlock", run: testOppositeOrderFirstLocksHeld},
+		{name: "clock_is_read_with_the_locks_held", single: true, run: testClockReadWithLocksHeld},
 	}}
 }
 
@@ -213,4 +217,61 @@ func testOppositeOrderFirstLocksHeld(t *testing.T, f *fixture) {
 		f.allow(f.checkCost(p, a, limit-3), 0, g+" (every batch charged a once)")
 		f.allow(f.checkCost(p, b, limit-3), 0, g+" (every batch charged b once)")
 	}
+}
+
+// testClockReadWithLocksHeld catches a store that samples its clock before
+// it holds the admission's locks (PostgreSQL's now(), the transaction's
+// start, is such a sample). A first check on a key samples the clock; the
+// suite pins it right after its sample, moves time a minute on, and runs a
+// second check on the key. A store that holds the key's lock while it
+// samples keeps the second check waiting until the first has written: the
+// first counts first, at the earlier time. A store that sampled before
+// its locks lets the second check count first, and the first then counts
+// after it at a time that had passed: a later unit of the window reports
+// more time left than an earlier one. (An optimistic store's first check
+// finds the counter changed and starts again at the later time.)
+func testClockReadWithLocksHeld(t *testing.T, f *fixture) {
+	const g = "concurrency: the clock is sampled with every lock of the admission held, so a check that counts after " +
+		"another in a window never reports more time left than it did"
+	const limit, late = 5, time.Minute
+	p, k := f.policy(limit, window), f.key()
+	c := f.check(p, k)
+	f.allow(c, limit-1, g)
+	f.advance(time.Minute)
+	r1, r2, held := f.pinnedRace(g, f.checkOp(c, f.path), func() { f.advance(late) }, f.checkOp(c, f.path))
+	how := "a store that reads no ManualClock ran the first check to its end"
+	if held {
+		how = "the first check pinned just after its clock sample"
+	}
+	f.log.add("race: check %s via %s, %s, while time moved %v on and a second check ran → first %s; second %s",
+		f.log.check(c), f.path, how, late, describeResult(r1), describeResult(r2))
+	for i, r := range []result{r1, r2} {
+		require.NoError(t, r.err, "%s: the store failed a valid check", g)
+		require.Equal(t, domain.Allowed, r.outcome, "%s: check %d of 2 is within the limit, got %s (%s)", g, i+1, r.outcome, r.reason)
+	}
+	// Both counted into the one window: the one left with fewer units
+	// counted last, so at the later time.
+	earlier, later := r1, r2
+	if r1.remaining[0] < r2.remaining[0] {
+		earlier, later = r2, r1
+	}
+	require.Equal(t, []int64{limit - 2, limit - 3}, []int64{earlier.remaining[0], later.remaining[0]},
+		"%s: each check counts one unit the other saw", g)
+	require.LessOrEqual(t, later.reset, earlier.reset, "%s: the check that counted last (remaining %d) reports %v left, "+
+		"more than the %v the check before it (remaining %d) reported: it decided at a time that had passed before "+
+		"the other check wrote (read the clock after taking every lock, not before)",
+		g, later.remaining[0], later.reset, earlier.reset, earlier.remaining[0])
+	a := f.allow(f.checkCost(p, k, limit-3), 0, g+" (every unit was counted once)")
+	f.requireDuration(window-time.Minute-late, a.ResetAfter, g+" (the window kept its end)")
+}
+
+// describeResult describes a race's result for the operation log.
+func describeResult(r result) string {
+	switch {
+	case r.err != nil:
+		return "error: " + r.err.Error()
+	case r.outcome == domain.Allowed:
+		return fmt.Sprintf("allowed (remaining %v, reset after %v)", r.remaining, r.reset)
+	}
+	return fmt.Sprintf("%s (%s)", r.outcome, r.reason)
 }

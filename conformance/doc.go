@@ -100,10 +100,17 @@
 //     bound, and AdmitCheck rejects an invalid check;
 //   - capacity: per partition, exactly: a full partition refuses new keys,
 //     never evicts, serves its keys and renews expired ones in place;
-//     expired counters hold their slots until removed; a batch's new keys
-//     compete for free slots; a denied batch keeps none;
+//     expired counters hold their slots until removed, and once removed
+//     their slots are all usable, however many of their neighbours were
+//     renewed; a batch's new keys compete for free slots; a denied batch
+//     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
+//     cleanup answers a negative or zero maximum, a nil or done context
+//     and a closed store in the order ports.Cleaner documents;
+//   - context: Admit, AdmitCheck and CleanupExpired, called directly with
+//     a nil context, return an error matching [domain.ErrInvalidInput]
+//     ([ports.ErrNilContext]), consume nothing and never panic;
 //   - shadow: shadow policies count, report and never consume on denial,
 //     capacity denials are never shadowed, and switching modes keeps the
 //     count;
@@ -155,12 +162,26 @@
 // store that locks in caller order. Waiters parked past a millisecond also
 // put a [sync.Mutex] into its starvation mode, where an unlocking
 // goroutine hands the lock to the first waiter: a store that releases its
-// lock between deciding and writing is then overtaken every time. So these
-// bugs fail one default run, every run. A deadlock fails its case once
+// lock between deciding and writing is then overtaken every time. One case
+// pins an admission just after its clock sample instead, moves time on and
+// runs a second admission of the same key: a store that samples its clock
+// before it holds its locks lets the second count first, and the first then
+// counts at a time that had passed, reporting more time left than the
+// check before it. So these bugs fail one default run, every run. A deadlock fails its case once
 // every racer has waited inside the store for a second with none holding
 // its clock; a race that makes no progress at all fails after 30 seconds.
 //
-// Stores whose clock the suite does not control race freely. Optimistic
+// Stores whose clock the suite does not control race freely: the suite
+// has no point inside their admissions at which to hold one, so the
+// scheduled cases only check the outcome of whatever interleaving
+// happens. A lock released between deciding and writing is then caught
+// only in some runs, and a clock sampled before the locks (PostgreSQL's
+// now() or CURRENT_TIMESTAMP, the transaction's start, instead of
+// clock_timestamp() after the locks) not at all: the pinned admission runs
+// to its end before the second starts. For such a store, run the suite
+// with -count and -race, and review where it samples its clock. A store
+// that can read a ManualClock in tests (or whose test clock calls one, as
+// a running clock over a ManualClock does) gets the scheduled races. Optimistic
 // stores are as welcome as locking ones: several admissions may then sit
 // in the clock read at once, and the suite judges only the outcome, so a
 // store that writes only if nothing changed since its read, and starts
@@ -186,14 +207,16 @@
 //
 // # Proof that it can fail
 //
-// The package's own tests run the suite against over sixty deliberately
+// The package's own tests run the suite against over seventy deliberately
 // broken stores, each a plausible real-world bug: window ends off by a
 // millisecond or a microsecond, sliding or mis-anchored renewals, times
 // and counts kept in milliseconds, seconds, float64, int32 or JSON,
 // counters keyed without the limit, caches that outlive writes, locks
 // taken in caller order or released between reading, deciding and
-// writing, capacity counted wrongly or unguarded, partial writes, cleanup
-// and stats that lie, a careless or panicking Close, a single-check path
-// that skips rules. Each must fail, in one default run, the case written
+// writing, a clock sampled before the locks, capacity counted wrongly or
+// unguarded, a renewal that leaks a slot, partial writes, cleanup and
+// stats that lie or answer a done context out of order, a careless or
+// panicking Close, a panic on a nil context, a single-check path that
+// skips rules. Each must fail, in one default run, the case written
 // for it.
 package conformance

@@ -330,26 +330,35 @@ func (f *fixture) stats() (ports.Stats, bool) {
 	return s, true
 }
 
-// cleaner returns the store's cleanup when it offers one.
+// cleaner returns the store's cleanup, with the case's context, when it
+// offers one.
 func (f *fixture) cleaner() (func(max int) (int, error), bool) {
-	c, ok := f.inst.Store.(ports.Cleaner)
-	if !ok {
+	if _, ok := f.inst.Store.(ports.Cleaner); !ok {
 		return nil, false
 	}
-	return func(max int) (int, error) {
-		f.rep.called(Cleaner)
-		var n int
-		err := guard(func() (err error) {
-			n, err = c.CleanupExpired(f.ctx, max)
-			return err
-		})
-		if err != nil {
-			f.log.add("CleanupExpired(%d) → %d, error: %v", max, n, err)
-		} else {
-			f.log.add("CleanupExpired(%d) → %d", max, n)
-		}
-		return n, err
-	}, true
+	return func(max int) (int, error) { return f.cleanupWith(f.ctx, "", max) }, true
+}
+
+// cleanupWith calls the store's CleanupExpired with ctx, described in the
+// operation log as ctxName (nothing for the case's own context), and logs
+// the answer. The store must be a [ports.Cleaner].
+func (f *fixture) cleanupWith(ctx context.Context, ctxName string, max int) (int, error) {
+	f.rep.called(Cleaner)
+	var n int
+	err := guard(func() (err error) {
+		n, err = f.inst.Store.(ports.Cleaner).CleanupExpired(ctx, max)
+		return err
+	})
+	args := fmt.Sprint(max)
+	if ctxName != "" {
+		args = ctxName + ", " + args
+	}
+	if err != nil {
+		f.log.add("CleanupExpired(%s) → %d, error: %v", args, n, err)
+	} else {
+		f.log.add("CleanupExpired(%s) → %d", args, n)
+	}
+	return n, err
 }
 
 // guard calls op and turns a panic in the store into a [*panicError], so

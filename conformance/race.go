@@ -19,6 +19,7 @@ import (
 type result struct {
 	outcome   domain.Outcome
 	remaining []int64
+	reset     time.Duration // a single check's reset time, when allowed
 	reason    domain.DenialReason
 	err       error
 }
@@ -191,6 +192,7 @@ func (f *fixture) checkOp(c domain.Check, p path) raceOp {
 		}
 		if a, ok := d.Allowance(); ok {
 			r.remaining = []int64{a.Remaining}
+			r.reset = a.ResetAfter
 		}
 		return r
 	}
@@ -278,4 +280,99 @@ func (f *fixture) requireExactCount(results [][]result, limit int64, want int, g
 	require.Empty(f.t, twice, "%s: lost or doubled updates: two checks read the same count, so one's unit was lost "+
 		"(the store let a second admission read the counter before the first wrote it back)", guarantee)
 	require.Equal(f.t, want, allowed, "%s: %d checks were allowed", guarantee, allowed)
+}
+
+// blockedFor is how long the second admission of a pinned race must stay
+// parked inside the store before the first is released: long enough that
+// a goroutine parked only in passing (a short mutex, the garbage
+// collector) is not taken for one waiting on the first admission's locks.
+const blockedFor = 10 * time.Millisecond
+
+// pinnedRace runs first, and when it reads a ManualClock, pins it just
+// after its first clock sample: the sample is taken, and the read does not
+// return until the race releases it. While first is pinned, meanwhile runs
+// on the test goroutine (it may move time), then second runs on a
+// goroutine of its own, and first is released once second has finished or
+// has stayed parked inside the store for blockedFor.
+//
+// A store that samples its clock with every lock of the admission held
+// keeps second out until first has written, so second decides after first
+// at a later time. A store that samples its clock before taking its locks
+// lets second through, and first then decides at a time that has passed,
+// on the state second wrote after it. held reports whether first was
+// pinned; on a store that reads no ManualClock, first runs to its end
+// before meanwhile and second, and the race proves nothing about the
+// order of its clock read and its locks.
+func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), second raceOp) (r1, r2 result, held bool) {
+	f.t.Helper()
+	s := newSchedule()
+	defer s.end()
+	p := newPin()
+	defer p.free()
+	done1 := make(chan result, 1)
+	go func() {
+		m := s.add(&member{name: "first", pin: p})
+		m.enter()
+		r := first(f.ctx)
+		m.leave()
+		m.finish()
+		done1 <- r
+	}()
+	var got1 bool
+	select {
+	case <-p.sampled:
+		held = true
+	case r1 = <-done1:
+		got1 = true
+	case <-time.After(noProgressFor):
+		require.FailNow(f.t, guarantee, "the first admission neither read the clock nor finished in %v: the store is stalled", noProgressFor)
+	}
+	meanwhile()
+	joined := make(chan *member, 1)
+	done2 := make(chan result, 1)
+	go func() {
+		m := s.add(&member{name: "second", free: true})
+		joined <- m
+		m.enter()
+		r := second(f.ctx)
+		m.leave()
+		m.finish()
+		done2 <- r
+	}()
+	m2 := <-joined
+	if held {
+		f.waitBlockedOrDone(s, m2)
+		p.free()
+	}
+	timeout := time.After(noProgressFor)
+	for got2 := false; !got1 || !got2; {
+		select {
+		case r1 = <-done1:
+			got1 = true
+		case r2 = <-done2:
+			got2 = true
+		case <-timeout:
+			require.FailNow(f.t, guarantee, "the two admissions did not finish in %v: the store is deadlocked or stalled", noProgressFor)
+		}
+	}
+	return r1, r2, held
+}
+
+// waitBlockedOrDone waits until m has finished, or has stayed parked
+// inside the store for blockedFor, for maxHold at most: a store that spins
+// instead of parking only makes the race less pointed.
+func (f *fixture) waitBlockedOrDone(s *schedule, m *member) {
+	deadline := time.Now().Add(maxHold)
+	var since time.Time
+	for time.Now().Before(deadline) && !m.done.Load() {
+		switch {
+		case !s.parkedInStore(m):
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= blockedFor:
+			return
+		}
+		time.Sleep(pollEvery)
+	}
 }

@@ -38,7 +38,9 @@ type Instance struct {
 	// clock read of any ManualClock, given here or not.) Default nil.
 	Clock *ManualClock
 	// Advance moves Store's time forward. Required unless Clock is set; when
-	// both are set the suite calls Advance, which must move Clock.
+	// both are set the suite calls Advance, which must move Clock. The suite
+	// may call it while an admission is held inside a ManualClock read, so
+	// it must not wait for the store's locks.
 	Advance AdvanceFunc
 	// ExactTime reports that the store's clock moves only through Advance,
 	// so durations are compared exactly. Otherwise (a database clock that
@@ -165,6 +167,7 @@ func scenarios() []scenario {
 		shadowScenario(),
 		concurrencyScenario(),
 		timeScenario(),
+		contextScenario(),
 	}
 }
 

@@ -61,7 +61,27 @@ type member struct {
 	inStore atomic.Bool
 	inClock atomic.Bool
 	done    atomic.Bool
+	// pin, when set, holds the member's first clock read just after it has
+	// sampled the clock, until the case releases it (see pinnedRace).
+	pin *pin
+	// free members' clock reads are never held: the schedule only watches
+	// them.
+	free bool
 }
+
+// pin holds one clock read after its sample: sampled is closed once the
+// sample is taken, and the read returns it once release is closed.
+type pin struct {
+	sampled  chan struct{}
+	release  chan struct{}
+	used     bool // the first read was pinned; later ones pass (the member's goroutine only)
+	released sync.Once
+}
+
+func newPin() *pin { return &pin{sampled: make(chan struct{}), release: make(chan struct{})} }
+
+// free lets the pinned read return; it may be called more than once.
+func (p *pin) free() { p.released.Do(func() { close(p.release) }) }
 
 // racing finds the schedule of a goroutine that reads a ManualClock: the
 // clock is the harness's, not the schedule's, so the member goroutines are
@@ -97,7 +117,11 @@ func (s *schedule) end() {
 // join registers the calling goroutine as a member named name. It must be
 // called on the member's own goroutine, before its first admission.
 func (s *schedule) join(name string) *member {
-	m := &member{name: name}
+	return s.add(&member{name: name})
+}
+
+// add registers the calling goroutine as m, as join does.
+func (s *schedule) add(m *member) *member {
 	id := goid()
 	m.id.Store(id)
 	s.mu.Lock()
@@ -112,16 +136,17 @@ func (s *schedule) join(name string) *member {
 	return m
 }
 
-// holdIfRacing holds the calling goroutine's clock read when it races in a
-// schedule.
-func holdIfRacing() {
+// readIfRacing reads a ManualClock through read, holding the read when the
+// calling goroutine races in a schedule.
+func readIfRacing(read func() time.Duration) time.Duration {
 	id := goid()
 	racing.mu.Lock()
 	s := racing.members[id]
 	racing.mu.Unlock()
-	if s != nil {
-		s.inClock(id)
+	if s == nil {
+		return read()
 	}
+	return s.inClock(id, read)
 }
 
 // enter and leave bracket one call into the store. They, and finish, do
@@ -145,18 +170,35 @@ func (m *member) finish() {
 	}
 }
 
-// inClock holds the clock read of member id until the other members are
-// quiet.
-func (s *schedule) inClock(id int64) {
+// inClock reads the clock for member id through read: a pinned first read
+// samples, then waits for its release; any other read waits until the
+// other members are quiet, then samples.
+func (s *schedule) inClock(id int64, read func() time.Duration) time.Duration {
 	s.mu.Lock()
 	m := s.members[id]
 	s.mu.Unlock()
 	if m == nil {
-		return
+		return read()
 	}
 	s.sawClock.Store(true)
+	if m.free {
+		return read()
+	}
 	m.inClock.Store(true)
 	defer m.inClock.Store(false)
+	if m.pin != nil && !m.pin.used {
+		m.pin.used = true
+		now := read()
+		close(m.pin.sampled)
+		<-m.pin.release
+		return now
+	}
+	s.hold(m)
+	return read()
+}
+
+// hold waits until every member but m is quiet, for maxHold at most.
+func (s *schedule) hold(m *member) {
 	deadline := time.Now().Add(maxHold)
 	var quietSince time.Time
 	for time.Now().Before(deadline) {
@@ -290,4 +332,12 @@ func goid() int64 {
 	num, _, _ := bytes.Cut(b, []byte(" "))
 	id, _ := strconv.ParseInt(string(num), 10, 64)
 	return id
+}
+
+// parkedInStore reports whether m waits inside the store, outside the
+// clock: blocked on a lock another admission holds.
+func (s *schedule) parkedInStore(m *member) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return m.inStore.Load() && !m.inClock.Load() && parked(s.states()[m.id.Load()])
 }

@@ -51,10 +51,21 @@ type Store interface {
 
 // Cleaner is implemented by stores that can remove expired counters on
 // demand. CleanupExpired removes at most max expired counters and returns how
-// many it removed. It never removes an active counter. A max of 0 removes
-// nothing and returns (0, nil); a negative max removes nothing and returns 0
-// and an error matching [ErrNegativeMax] (and so [domain.ErrInvalidInput]),
-// whatever state the store is in.
+// many it removed. It never removes an active counter.
+//
+// Before any work it checks, in this order, and answers the first that
+// applies, removing nothing:
+//
+//  1. a negative max: 0 and an error matching [ErrNegativeMax] (and so
+//     [domain.ErrInvalidInput]), whatever ctx or the store's state;
+//  2. a nil ctx: 0 and an error matching [ErrNilContext];
+//  3. a closed store ([Closer]): 0 and an error matching [ErrClosed];
+//  4. a max of 0: (0, nil), without reaching the backend or looking at
+//     ctx, which can only stop work that was asked for;
+//  5. a done ctx: 0 and an error matching ctx.Err().
+//
+// The caller's mistakes come first, as for Admit, so a maintenance loop
+// misconfigured with a negative max hears so whatever else is wrong.
 type Cleaner interface {
 	CleanupExpired(ctx context.Context, max int) (int, error)
 }
@@ -65,8 +76,10 @@ type StatsReporter interface {
 }
 
 // Closer is implemented by stores that hold resources. After Close, Admit
-// (and AdmitCheck, CleanupExpired and Stats) fail closed with an error
-// matching [ErrClosed] that did not consume quota. Close releases only what
+// (and AdmitCheck, CleanupExpired whatever its max, and Stats) fail closed
+// with an error matching [ErrClosed] that did not consume quota, unless the
+// call was a caller's mistake (invalid input, a nil context, a negative
+// cleanup max). Close releases only what
 // the store opened itself.
 type Closer interface {
 	Close() error

@@ -10,10 +10,11 @@ import (
 // many it removed. It visits the shards one at a time, starting from a
 // different shard on each call so that a small budget still reaches every
 // shard over time, and removes the oldest expiries of each shard first. It
-// never removes an active entry. maxEntries 0 removes nothing; a negative
-// maxEntries is an [OpError] matching [ErrNegativeMax] and
-// [domain.ErrInvalidInput], and a nil ctx one matching
-// [ports.ErrNilContext], whatever state the store or ctx is in.
+// never removes an active entry. It checks its call in the order
+// [ports.Cleaner] documents: a negative maxEntries is an [OpError]
+// matching [ErrNegativeMax] and [domain.ErrInvalidInput], then a nil ctx
+// one matching [ports.ErrNilContext], then a closed store [ErrClosed];
+// maxEntries 0 then removes nothing and returns (0, nil), whatever ctx is.
 //
 // Poisoned shards are skipped, never touched: the healthy ones are still
 // cleaned, and the count comes back with a [*PoisonedShardError] naming the
@@ -27,14 +28,14 @@ func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error)
 	if ctx == nil {
 		return 0, &OpError{Op: "cleanup", Err: ports.ErrNilContext}
 	}
-	if s == nil || len(s.shards) == 0 {
+	if s == nil || len(s.shards) == 0 || s.closed.Load() {
 		return 0, &OpError{Op: "cleanup", Err: ErrClosed}
+	}
+	if maxEntries == 0 {
+		return 0, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, &OpError{Op: "cleanup", Err: err}
-	}
-	if s.closed.Load() {
-		return 0, &OpError{Op: "cleanup", Err: ErrClosed}
 	}
 	// The clock is read before any lock, so a panicking clock poisons
 	// nothing here. Each shard clamps the sample to the latest time it has

@@ -73,6 +73,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if err := b.Ready(); err != nil {
 		return err
 	}
+	if ctx == nil {
+		return ports.ErrNilContext
+	}
 	n := b.Len()
 	if n > s.maxBatch {
 		return &domain.BatchError{Problem: domain.BatchTooLarge, Size: n, Max: s.maxBatch}
@@ -110,6 +113,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
 	if err := c.Validate(); err != nil {
 		return domain.Decision{}, err
+	}
+	if ctx == nil {
+		return domain.Decision{}, ports.ErrNilContext
 	}
 	var (
 		next domain.Counter
@@ -203,19 +209,23 @@ func (s *Store) observe(snap *snapshot, obs []domain.Observation) int64 {
 // CleanupExpired removes at most max expired counters and returns how many
 // it removed; it frees their slots in the same conditional write. Active
 // counters are never removed: a counter renewed since it was read makes
-// the write conflict, and cleanup reads again. A max of 0 removes nothing;
-// a negative max removes nothing and returns [ports.ErrNegativeMax].
+// the write conflict, and cleanup reads again. It checks its call in the
+// order [ports.Cleaner] documents: a negative max returns
+// [ports.ErrNegativeMax], a nil ctx [ports.ErrNilContext], a max of 0
+// (0, nil), and a done ctx its error, each removing nothing.
 func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
-	if max < 0 {
+	switch {
+	case max < 0:
 		return 0, ports.ErrNegativeMax
+	case ctx == nil:
+		return 0, ports.ErrNilContext
+	case max == 0:
+		return 0, nil
 	}
 	var snap snapshot
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err
-		}
-		if max == 0 {
-			return 0, nil
 		}
 		s.table.expired(s.now(), max, &snap)
 		if len(snap.cells) == 0 {

@@ -104,12 +104,21 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // CleanupExpired removes at most max expired counters and returns how many
-// it removed. Active counters are never removed. A max of 0 removes
-// nothing; a negative max removes nothing and returns
-// [ports.ErrNegativeMax].
-func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
-	if max < 0 {
+// it removed. Active counters are never removed. It checks its call in the
+// order [ports.Cleaner] documents: a negative max returns
+// [ports.ErrNegativeMax], a nil ctx [ports.ErrNilContext], a max of 0
+// (0, nil), and a done ctx its error, each removing nothing.
+func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
+	switch {
+	case max < 0:
 		return 0, ports.ErrNegativeMax
+	case ctx == nil:
+		return 0, ports.ErrNilContext
+	case max == 0:
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

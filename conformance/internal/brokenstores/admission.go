@@ -52,6 +52,12 @@ func (a *admission) run() error {
 		// it from changing until the write.
 		a.read(domain.Instant(s.last.Load()))
 	}
+	var early domain.Instant
+	if s.cfg.Fault == ClockReadBeforeLocks {
+		// The defect: the admission's time is taken before its locks, as
+		// PostgreSQL's now() is taken when the transaction begins.
+		early = domain.InstantOf(s.cfg.Clock())
+	}
 	a.lock()
 	locked := true
 	defer func() {
@@ -77,6 +83,9 @@ func (a *admission) run() error {
 			locked = false
 		}
 		now = s.now()
+	}
+	if s.cfg.Fault == ClockReadBeforeLocks {
+		now = early
 	}
 	a.observe(now)
 	if s.cfg.Fault == WritesBeforeDeciding {
@@ -335,6 +344,11 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 			s.evictFirstExpiring(p, a.keys)
 		}
 		s.stored[p]++
+	}
+	if s.cfg.Fault == RenewalTakesSlot && a.present[i] && c.Start >= a.before[i].Expires {
+		// The defect: the renewal of an expired counter in its own slot is
+		// counted as a slot taken.
+		s.stored[s.PartitionOf(k)]++
 	}
 	s.entries[k] = c
 	s.wrote(a, k, c)

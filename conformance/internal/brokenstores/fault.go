@@ -68,6 +68,11 @@ const (
 	// ExpiredNeedsSlot renews an expired counter as if it were a new key,
 	// needing a free slot.
 	ExpiredNeedsSlot
+	// RenewalTakesSlot keeps its occupancy in a slot counter of its own,
+	// apart from the counters it stores (which Stats counts), and adds one
+	// to it each time it renews an expired counter in place: every renewal
+	// leaks a slot that no cleanup gives back.
+	RenewalTakesSlot
 
 	// Caching of reads and decisions.
 
@@ -98,6 +103,13 @@ const (
 	LockOrderByPolicy
 
 	// Locking.
+	// ClockReadBeforeLocks reads its clock when an admission begins, before
+	// it takes its locks, and evaluates at that time: an admission that
+	// waited for a lock while time moved on decides at a time that has
+	// passed, so it anchors a window that ends early, reports a reset or
+	// retry time longer than the window has left, and counts into a window
+	// that has already ended.
+	ClockReadBeforeLocks
 
 	// ReleasesLockBeforeWrite decides under its locks, releases them, and
 	// takes them again to write.
@@ -201,6 +213,19 @@ const (
 	// CleanupKeepsCounterAtEnd leaves a counter at exactly its window's end
 	// (expires < now instead of expires <= now).
 	CleanupKeepsCounterAtEnd
+	// CleanupContextBeforeZero checks whether its context is done before it
+	// answers a zero maximum, so a done context turns a no-op into an
+	// error.
+	CleanupContextBeforeZero
+	// CleanupIgnoresContext never looks at its context, so it removes
+	// counters for a caller that has already given up.
+	CleanupIgnoresContext
+	// CleanupContextBeforeNegative checks its context before the maximum,
+	// so a done context hides the caller's negative maximum.
+	CleanupContextBeforeNegative
+	// CleanupZeroSkipsClosed answers a zero maximum with (0, nil) before it
+	// looks at whether the store is closed.
+	CleanupZeroSkipsClosed
 
 	// Stats.
 
@@ -224,6 +249,16 @@ const (
 	// ClosedErrorUntyped fails closed with an error of its own rather than
 	// one matching ports.ErrClosed.
 	ClosedErrorUntyped
+
+	// Context.
+
+	// PanicsOnNilContext calls its context's methods without checking it
+	// for nil, so Admit, AdmitCheck and CleanupExpired panic on a nil
+	// context.
+	PanicsOnNilContext
+	// NilContextUntyped refuses a nil context with an error of its own
+	// rather than one matching domain.ErrInvalidInput.
+	NilContextUntyped
 
 	// The single-check path.
 
@@ -255,24 +290,32 @@ var faultNames = [faultCount]string{
 	CleanupKeepsCounterAtEnd: "CleanupKeepsCounterAtEnd", StatsCountActiveOnly: "StatsCountActiveOnly",
 	StatsMisindexed: "StatsMisindexed", IgnoresClose: "IgnoresClose",
 	ClosedErrorMayHaveConsumed: "ClosedErrorMayHaveConsumed", ClosedErrorNamesKey: "ClosedErrorNamesKey",
-	ClosedErrorUntyped:         "ClosedErrorUntyped",
-	SingleCheckSkipsValidation: "SingleCheckSkipsValidation",
-	IgnoresInjectedClock:       "IgnoresInjectedClock",
-	ChargesOneUnit:             "ChargesOneUnit",
-	KeysBySubjectOnly:          "KeysBySubjectOnly",
-	KeysByPolicyID:             "KeysByPolicyID",
-	LockOrderByPolicy:          "LockOrderByPolicy",
-	ReadsBeforeLocking:         "ReadsBeforeLocking",
-	LocksFirstKeyOnly:          "LocksFirstKeyOnly",
-	ProceedsWhenLockBusy:       "ProceedsWhenLockBusy",
-	SingleCheckIgnoresCommit:   "SingleCheckIgnoresCommit",
-	AnyFullPartitionRefuses:    "AnyFullPartitionRefuses",
-	CleanupFreesTwice:          "CleanupFreesTwice",
-	CleansActivePerCheck:       "CleansActivePerCheck",
-	UnguardedCapacity:          "UnguardedCapacity",
-	PerCheckCleanupKeepsSlots:  "PerCheckCleanupKeepsSlots",
-	CleanupMaxPerPartition:     "CleanupMaxPerPartition",
-	PanicsWhenClosed:           "PanicsWhenClosed",
+	ClosedErrorUntyped:           "ClosedErrorUntyped",
+	SingleCheckSkipsValidation:   "SingleCheckSkipsValidation",
+	IgnoresInjectedClock:         "IgnoresInjectedClock",
+	ChargesOneUnit:               "ChargesOneUnit",
+	KeysBySubjectOnly:            "KeysBySubjectOnly",
+	KeysByPolicyID:               "KeysByPolicyID",
+	LockOrderByPolicy:            "LockOrderByPolicy",
+	ReadsBeforeLocking:           "ReadsBeforeLocking",
+	LocksFirstKeyOnly:            "LocksFirstKeyOnly",
+	ProceedsWhenLockBusy:         "ProceedsWhenLockBusy",
+	SingleCheckIgnoresCommit:     "SingleCheckIgnoresCommit",
+	AnyFullPartitionRefuses:      "AnyFullPartitionRefuses",
+	CleanupFreesTwice:            "CleanupFreesTwice",
+	CleansActivePerCheck:         "CleansActivePerCheck",
+	UnguardedCapacity:            "UnguardedCapacity",
+	PerCheckCleanupKeepsSlots:    "PerCheckCleanupKeepsSlots",
+	CleanupMaxPerPartition:       "CleanupMaxPerPartition",
+	PanicsWhenClosed:             "PanicsWhenClosed",
+	RenewalTakesSlot:             "RenewalTakesSlot",
+	CleanupContextBeforeZero:     "CleanupContextBeforeZero",
+	CleanupIgnoresContext:        "CleanupIgnoresContext",
+	CleanupContextBeforeNegative: "CleanupContextBeforeNegative",
+	CleanupZeroSkipsClosed:       "CleanupZeroSkipsClosed",
+	PanicsOnNilContext:           "PanicsOnNilContext",
+	NilContextUntyped:            "NilContextUntyped",
+	ClockReadBeforeLocks:         "ClockReadBeforeLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.

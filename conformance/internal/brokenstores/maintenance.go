@@ -36,8 +36,27 @@ func (s *Store) cleansPerCheck() bool {
 	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots
 }
 
+// errNilContextUntyped is the nil-context error under NilContextUntyped:
+// the right meaning, not the shared sentinel.
+var errNilContextUntyped = errors.New("nil context")
+
+// nilContext returns the error for a nil ctx, or nil when ctx is not nil
+// or the fault skips the check.
+func (s *Store) nilContext(op string, ctx context.Context) error {
+	switch {
+	case ctx != nil || s.cfg.Fault == PanicsOnNilContext:
+		return nil
+	case s.cfg.Fault == NilContextUntyped:
+		return &Error{Op: op, Err: errNilContextUntyped}
+	}
+	return &Error{Op: op, Err: ports.ErrNilContext}
+}
+
 // usable returns why the store cannot admit k, or nil.
 func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
+	if err := s.nilContext("admit", ctx); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return &Error{Op: "admit", Err: err}
 	}
@@ -68,8 +87,15 @@ func (s *Store) Close() error {
 
 // CleanupExpired removes at most max expired counters, those that expire
 // first first, and returns how many it removed. It skips a counter whose
-// key an admission holds.
-func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
+// key an admission holds. It checks its arguments and state in the order
+// [ports.Cleaner] documents: a negative max, a nil ctx, a closed store, a
+// zero max, a done ctx.
+func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
+	if s.cfg.Fault == CleanupContextBeforeNegative && ctx != nil {
+		if err := ctx.Err(); err != nil {
+			return 0, &Error{Op: "cleanup", Err: err}
+		}
+	}
 	if max < 0 {
 		switch s.cfg.Fault {
 		case CleanupNegativeMeansAll:
@@ -80,8 +106,27 @@ func (s *Store) CleanupExpired(_ context.Context, max int) (int, error) {
 			return 0, &Error{Op: "cleanup", Err: ports.ErrNegativeMax}
 		}
 	}
+	if err := s.nilContext("cleanup", ctx); err != nil {
+		return 0, err
+	}
+	if max == 0 && s.cfg.Fault == CleanupZeroSkipsClosed {
+		return 0, nil
+	}
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
 		return 0, &Error{Op: "cleanup", Err: ports.ErrClosed}
+	}
+	if s.cfg.Fault == CleanupContextBeforeZero || s.cfg.Fault == PanicsOnNilContext && ctx == nil {
+		if err := ctx.Err(); err != nil {
+			return 0, &Error{Op: "cleanup", Err: err}
+		}
+	}
+	if max == 0 {
+		return 0, nil
+	}
+	if s.cfg.Fault != CleanupIgnoresContext {
+		if err := ctx.Err(); err != nil {
+			return 0, &Error{Op: "cleanup", Err: err}
+		}
 	}
 	now := s.now()
 	s.mu.Lock()
@@ -196,10 +241,13 @@ func (s *Store) Stats(context.Context) (ports.Stats, error) {
 	parts := s.cfg.Partitions
 	st := ports.Stats{Capacity: int64(parts * s.cfg.Capacity), Shards: parts, Headroom: make([]int64, parts)}
 	held := slices.Clone(s.stored)
-	if s.cfg.Fault == StatsCountActiveOnly {
+	switch s.cfg.Fault {
+	case StatsCountActiveOnly, RenewalTakesSlot:
+		// RenewalTakesSlot's Stats count the counters stored, not its
+		// slot counter.
 		clear(held)
 		for k, c := range s.entries {
-			if c.Active(now) {
+			if s.cfg.Fault == RenewalTakesSlot || c.Active(now) {
 				held[s.PartitionOf(k)]++
 			}
 		}
