@@ -119,7 +119,7 @@ func New(p Params) (Result, error) {
 	}
 	observers := []app.Observer{tel.Observer(), cfg.Observer}
 	if tel.Observer() != nil {
-		cfg.CleanupObserver = joinCleanupObservers(tel, cfg.CleanupObserver)
+		cfg.CleanupObserver = wiring.JoinCleanupObservers(tel, cfg.CleanupObserver)
 	}
 	cfg.Observer = app.JoinObservers(append(observers, p.Observers...)...)
 	r, err := wiring.New(context.Background(), cfg)

@@ -283,7 +283,7 @@ func (r *runtimeState) start(ctx context.Context) error {
 		ticks, stop := r.newTicker(r.cfg.CleanupInterval)
 		r.loop = startCleanupLoop(ticks, stop, cleanupRun{
 			cleaners: r.cleaners, batch: r.cfg.CleanupBatch, onError: r.cfg.CleanupErrorFunc,
-			observer: r.cfg.CleanupObserver, logger: r.logger,
+			observers: cleanupObserverList(r.cfg.CleanupObserver), logger: r.logger,
 		})
 	}
 	r.started = true
