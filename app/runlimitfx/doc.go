@@ -30,8 +30,11 @@
 //   - a *pgxpool.Pool, borrowed by the postgres backend when the Config has
 //     neither a DatabaseURL nor a Pool;
 //   - a [ports.Store], borrowed as the host's store when the Config names
-//     none (see [wiring.BackendStore]); Config.NewStoreFunc instead makes
-//     the Runtime open and close it;
+//     none and selects the store backend, by [wiring.BackendStore] or by
+//     leaving Backend empty with no other backend's fields set (a Config
+//     with Backend empty and Memory, DatabaseURL or Pool set is rejected
+//     beside a graph store, as ambiguous: see [Params]);
+//     Config.NewStoreFunc instead makes the Runtime open and close it;
 //   - a *slog.Logger for the Runtime's records, when Config.Logger is nil;
 //   - [app.Observer] values in the group "runlimit.observers"
 //     ([ObserversGroup]), each handed every admission;

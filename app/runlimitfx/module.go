@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
@@ -15,6 +16,7 @@ import (
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -46,8 +48,13 @@ type Params struct {
 	// Config has neither a DatabaseURL nor a Pool. Optional.
 	Pool *pgxpool.Pool `optional:"true"`
 	// Store is borrowed, never closed, as the host's store when the Config
-	// names none (Backend empty or [wiring.BackendStore], Store and
-	// NewStoreFunc nil). Optional.
+	// names none (Store and NewStoreFunc nil) and selects the store
+	// backend: Backend is [wiring.BackendStore], or empty with nothing
+	// set for another backend. A Config whose Backend is empty but whose
+	// Memory, DatabaseURL or Pool is set is ambiguous beside a graph
+	// store: New rejects it rather than guess, and Backend says which
+	// one is meant. With Backend set to memory or postgres the graph's
+	// store is left alone. Optional.
 	Store ports.Store `optional:"true"`
 	// Logger is the Runtime's logger when Config.Logger is nil. Optional:
 	// without one, [slog.Default].
@@ -96,7 +103,9 @@ type Result struct {
 //
 // A nil Lifecycle, as a Params built by hand rather than by fx may have,
 // is an error matching [wiring.ErrInvalidConfig], returned before anything
-// is built: the Runtime could never be started or closed.
+// is built: the Runtime could never be started or closed. So is a Config
+// that leaves Backend empty but sets another backend's fields beside a
+// ports.Store in the graph (see Params.Store).
 func New(p Params) (Result, error) {
 	if p.Lifecycle == nil {
 		return Result{}, fmt.Errorf("%w: runlimitfx: Params.Lifecycle is nil", wiring.ErrInvalidConfig)
@@ -105,8 +114,21 @@ func New(p Params) (Result, error) {
 	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
 		cfg.Pool = p.Pool
 	}
-	if (cfg.Backend == "" || cfg.Backend == wiring.BackendStore) && cfg.Store == nil && cfg.NewStoreFunc == nil {
-		cfg.Store = p.Store
+	if cfg.Store == nil && cfg.NewStoreFunc == nil && !nilcheck.IsNil(p.Store) {
+		switch {
+		case cfg.Backend == wiring.BackendStore:
+			cfg.Store = p.Store
+		case cfg.Backend != "":
+			// Memory or postgres, as the Config says.
+		case !reflect.ValueOf(cfg.Memory).IsZero():
+			return Result{}, &wiring.ConfigError{Field: "Memory", Reason: "is set, Backend is empty and the graph provides a ports.Store: " +
+				`set Backend to "memory" to use the memory store, or to "store" to use the graph's store`}
+		case !cfg.DatabaseURL.IsZero() || cfg.Pool != nil:
+			return Result{}, &wiring.ConfigError{Field: "DatabaseURL", Reason: "or Pool is set, Backend is empty and the graph provides a ports.Store: " +
+				`set Backend to "postgres" to use the database, or to "store" to use the graph's store`}
+		default:
+			cfg.Store = p.Store
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = p.Logger
