@@ -47,8 +47,14 @@
 // Without a provider in the graph, the module falls back to the global
 // ones (otel.GetMeterProvider, otel.GetTracerProvider) when the host has
 // set them before the module's constructor runs, as OpenTelemetry's setup
-// guides do at the top of main. Otherwise, or with no-op providers, it
-// installs no observer at all: the limiters run the unobserved path.
+// guides do at the top of main, or, with neither provider in the graph,
+// before the module's OnStart hook runs: in an OnStart hook appended
+// before the module's, for instance. A module that found no global
+// provider at construction then gives the limiters a small forwarding
+// observer, empty until the start finds one. With no-op providers, or a
+// provider in the graph that records nothing, it installs no observer at
+// all: the limiters run the unobserved path. The "runlimit: started" log
+// record says whether metrics and tracing are on.
 //
 // An observer joins the group like this:
 //

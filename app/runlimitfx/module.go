@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
-	"github.com/runlimit/runlimit/adapters/otelrunlimit"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
@@ -66,12 +65,14 @@ type Params struct {
 	// MeterProvider records Runlimit's metrics: admissions by policy and
 	// outcome, latency, errors, each store's headroom and the cleanup
 	// loop's work (see the otelrunlimit adapter). Optional: without one,
-	// the global provider if the host set it before the module's
-	// constructor ran, and otherwise none.
+	// the global provider, if the host set it before the module's
+	// constructor ran or, when neither provider is in the graph, before
+	// the module's OnStart hook (in an OnStart hook appended before it);
+	// otherwise none.
 	MeterProvider metric.MeterProvider `optional:"true"`
 	// TracerProvider records a span per admission and per cleanup pass.
-	// Optional: without one, the global provider if the host set it
-	// before the module's constructor ran, and otherwise none.
+	// Optional: without one, the global provider, found as MeterProvider's
+	// is.
 	TracerProvider trace.TracerProvider `optional:"true"`
 }
 
@@ -134,15 +135,13 @@ func New(p Params) (Result, error) {
 		cfg.Logger = p.Logger
 	}
 	// Without a provider in the graph or set globally, the telemetry has
-	// no observer and the limiters run unobserved.
-	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider})
+	// no observer until the start, which looks at the globals again.
+	tel, err := newTelemetry(p)
 	if err != nil {
 		return Result{}, err
 	}
-	observers := []app.Observer{tel.Observer(), cfg.Observer}
-	if tel.Observer() != nil {
-		cfg.CleanupObserver = wiring.JoinCleanupObservers(tel, cfg.CleanupObserver)
-	}
+	observers := []app.Observer{tel.observer(), cfg.Observer}
+	cfg.CleanupObserver = wiring.JoinCleanupObservers(tel, cfg.CleanupObserver)
 	cfg.Observer = app.JoinObservers(append(observers, p.Observers...)...)
 	r, err := wiring.New(context.Background(), cfg)
 	if err != nil {
@@ -163,17 +162,22 @@ func New(p Params) (Result, error) {
 // stores while it runs.
 type hooks struct {
 	runtime   *wiring.Runtime
-	telemetry *otelrunlimit.Telemetry
+	telemetry *telemetry
 	unwatch   []func()
 }
 
-// start starts the Runtime, then watches its stores' headroom.
+// start looks at the global telemetry providers again if it must, starts
+// the Runtime, then watches its stores' headroom.
 func (h *hooks) start(ctx context.Context) error {
+	if err := h.telemetry.resolve(); err != nil {
+		// fx runs no OnStop for a hook whose OnStart failed.
+		return errors.Join(err, h.runtime.Close(context.WithoutCancel(ctx)))
+	}
 	if err := h.runtime.Start(ctx); err != nil {
 		return err
 	}
 	for name, stats := range h.runtime.StatsFuncs() {
-		stop, err := h.telemetry.WatchStore(name, stats)
+		stop, err := h.telemetry.current().WatchStore(name, stats)
 		if err != nil {
 			// fx runs no OnStop for a hook whose OnStart failed.
 			return errors.Join(err, h.stop(context.WithoutCancel(ctx)))

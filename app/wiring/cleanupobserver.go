@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/runlimit/runlimit/internal/nilcheck"
 )
@@ -28,6 +29,16 @@ type CleanupObserver interface {
 	// closing and the pass was cut short. An observer whose StartCleanup
 	// panicked sees nothing more of that pass.
 	EndCleanup(ctx context.Context, store string, removed int, err error)
+}
+
+// StartReporter is implemented by a [CleanupObserver] with something to
+// add to the Runtime's "runlimit: started" record, such as the fx
+// module's telemetry, which says whether metrics and spans are recorded.
+// The Runtime calls StartAttrs of each of its cleanup observers that
+// implements it once, as it starts, after the cleanup loop has started.
+// The attributes must hold no key, subject or secret.
+type StartReporter interface {
+	StartAttrs() []slog.Attr
 }
 
 // JoinCleanupObservers returns a CleanupObserver that hands every pass to
