@@ -35,6 +35,9 @@
 //     with Backend empty and Memory, DatabaseURL or Pool set is rejected
 //     beside a graph store, as ambiguous: see [Params]);
 //     Config.NewStoreFunc instead makes the Runtime open and close it;
+//   - the key secret, as a [KeySecret] value or a [KeySecretFunc] source,
+//     when the Config names no source of its own (as [wiring.ConfigFromEnv]
+//     leaves it without RUNLIMIT_KEY_SECRET);
 //   - a *slog.Logger for the Runtime's records, when Config.Logger is nil;
 //   - [app.Observer] values in the group "runlimit.observers"
 //     ([ObserversGroup]), each handed every admission;

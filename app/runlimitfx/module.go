@@ -55,6 +55,16 @@ type Params struct {
 	// one is meant. With Backend set to memory or postgres the graph's
 	// store is left alone. Optional.
 	Store ports.Store `optional:"true"`
+	// KeySecret is the key secret, for a Config that names no source of
+	// its own (KeySecret, KeySecretFunc and SecretEnv unset, as
+	// wiring.ConfigFromEnv leaves them without RUNLIMIT_KEY_SECRET). A
+	// Config with a source of its own beside it is an error, as is a
+	// KeySecretFunc provided beside it. Optional: without either, the
+	// Config's source, and without one RUNLIMIT_KEY_SECRET.
+	KeySecret KeySecret `optional:"true"`
+	// KeySecretFunc returns the key secret, as KeySecret gives it.
+	// Optional.
+	KeySecretFunc KeySecretFunc `optional:"true"`
 	// Logger is the Runtime's logger when Config.Logger is nil. Optional:
 	// without one, [slog.Default].
 	Logger *slog.Logger `optional:"true"`
@@ -99,8 +109,8 @@ type Result struct {
 // that the stores answer and starts the cleanup loop (closing everything
 // if it fails, since fx then runs no OnStop); OnStop stops the loop and
 // closes what the Runtime opened. Config.NewStoreFunc and
-// Config.KeySecretFunc are called here, with a background context: fx
-// gives constructors none.
+// Config.KeySecretFunc (or the graph's [KeySecretFunc]) are called here,
+// with a background context: fx gives constructors none.
 //
 // A nil Lifecycle, as a Params built by hand rather than by fx may have,
 // is an error matching [wiring.ErrInvalidConfig], returned before anything
@@ -111,7 +121,10 @@ func New(p Params) (Result, error) {
 	if p.Lifecycle == nil {
 		return Result{}, fmt.Errorf("%w: runlimitfx: Params.Lifecycle is nil", wiring.ErrInvalidConfig)
 	}
-	cfg := p.Config
+	cfg, err := keySecret(p.Config, p.KeySecret, p.KeySecretFunc)
+	if err != nil {
+		return Result{}, err
+	}
 	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
 		cfg.Pool = p.Pool
 	}
