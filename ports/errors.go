@@ -47,11 +47,13 @@ type QuotaConsumer interface {
 // have consumed quota even though it failed, such as a commit whose outcome
 // is unknown. Callers must not blindly retry such an operation.
 //
-// It answers false for nil and for invalid input (which never reaches
-// storage), the error's own answer when it implements [QuotaConsumer], and
-// true for any other error: an unknown failure is assumed to have consumed.
+// It answers false for nil, for invalid input (which never reaches
+// storage) and for an invalid configuration ([ErrInvalidConfig]: nothing
+// was built to consume with), whatever the error claims; the error's own
+// answer when it implements [QuotaConsumer]; and true for any other error:
+// an unknown failure is assumed to have consumed.
 func MayHaveConsumedQuota(err error) bool {
-	if err == nil || errors.Is(err, domain.ErrInvalidInput) {
+	if err == nil || errors.Is(err, domain.ErrInvalidInput) || errors.Is(err, ErrInvalidConfig) {
 		return false
 	}
 	var qc QuotaConsumer

@@ -26,6 +26,15 @@ func (invalidConsumer) Error() string              { return "invalid" }
 func (invalidConsumer) Is(target error) bool       { return target == domain.ErrInvalidInput }
 func (invalidConsumer) MayHaveConsumedQuota() bool { return true }
 
+// configConsumer claims to be a configuration error and to have
+// consumed: nothing is built from an invalid configuration, so that claim
+// cannot be true.
+type configConsumer struct{}
+
+func (configConsumer) Error() string              { return "bad config" }
+func (configConsumer) Is(target error) bool       { return target == ports.ErrInvalidConfig }
+func (configConsumer) MayHaveConsumedQuota() bool { return true }
+
 func TestMayHaveConsumedQuota(t *testing.T) {
 	t.Parallel()
 
@@ -53,6 +62,10 @@ func TestMayHaveConsumedQuota(t *testing.T) {
 		{"context cancelled", context.Canceled, true},
 		{"broken batch protocol", domain.ErrBatchProtocol, true},
 		{"corrupt stored counter, nothing persisted", &domain.CorruptCounterError{Index: 1}, false},
+		{"invalid config sentinel", ports.ErrInvalidConfig, false},
+		{"wrapped invalid config", fmt.Errorf("store: %w: MaxKeys is 0", ports.ErrInvalidConfig), false},
+		{"joined invalid config", errors.Join(errors.New("open"), ports.ErrInvalidConfig), false},
+		{"invalid config wins over a consumer's claim", configConsumer{}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package otelrunlimit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -62,7 +63,19 @@ func (w *storeWatch) sample(ctx context.Context) (ports.Stats, error) {
 	if w.read && now.Sub(w.at) < w.interval {
 		return w.last, w.lastErr
 	}
-	w.last, w.lastErr = w.stats(ctx)
+	w.last, w.lastErr = w.readStats(ctx)
 	w.read, w.at = true, now
 	return w.last, w.lastErr
+}
+
+// readStats calls the store's Stats. It runs on the exporter's goroutine,
+// where a host store's panic would end the host's process: the panic is
+// recovered and counts as a failed reading.
+func (w *storeWatch) readStats(ctx context.Context) (st ports.Stats, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			st, err = ports.Stats{}, fmt.Errorf("otelrunlimit: Stats panicked with a value of type %T", v)
+		}
+	}()
+	return w.stats(ctx)
 }

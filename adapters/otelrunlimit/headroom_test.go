@@ -103,6 +103,22 @@ func TestHeadroomStatsErrorsDoNotBreakCollection(t *testing.T) {
 		f.collect(t).gauges[otelrunlimit.MetricHeadroom], "the store answers again")
 }
 
+// TestHeadroomStatsPanicsDoNotBreakCollection: a host store whose Stats
+// panics on the exporter's goroutine reports no headroom, as one that
+// fails, and the process goes on.
+func TestHeadroomStatsPanicsDoNotBreakCollection(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	good := &countingStats{st: ports.Stats{Capacity: 8, Shards: 2, Headroom: []int64{3, 5}}}
+	stop, err := f.tel.WatchStore("gate", good.Stats)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	stop, err = f.tel.WatchStore("store", func(context.Context) (ports.Stats, error) { panic("stats bug") })
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	require.Equal(t, map[string]int64{"runlimit.store=gate": 8}, f.collect(t).gauges[otelrunlimit.MetricHeadroom])
+}
+
 func TestNegativeStatsIntervalIsRejected(t *testing.T) {
 	t.Parallel()
 	_, err := otelrunlimit.New(otelrunlimit.Config{StatsInterval: -time.Second})

@@ -57,6 +57,14 @@ func New(cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
+// RecordsMetrics reports whether t records metrics: it has a meter
+// provider that is not a no-op.
+func (t *Telemetry) RecordsMetrics() bool { return t != nil && t.metrics != nil }
+
+// RecordsSpans reports whether t records spans: it has a tracer provider
+// that is not a no-op.
+func (t *Telemetry) RecordsSpans() bool { return t != nil && t.tracer != nil }
+
 // NewObserver returns an observer that records the admission metrics with
 // mp, for a limiter built without the wiring:
 //

@@ -30,8 +30,14 @@
 //   - a *pgxpool.Pool, borrowed by the postgres backend when the Config has
 //     neither a DatabaseURL nor a Pool;
 //   - a [ports.Store], borrowed as the host's store when the Config names
-//     none (see [wiring.BackendStore]); Config.NewStoreFunc instead makes
-//     the Runtime open and close it;
+//     none and selects the store backend, by [wiring.BackendStore] or by
+//     leaving Backend empty with no other backend's fields set (a Config
+//     with Backend empty and Memory, DatabaseURL or Pool set is rejected
+//     beside a graph store, as ambiguous: see [Params]);
+//     Config.NewStoreFunc instead makes the Runtime open and close it;
+//   - the key secret, as a [KeySecret] value or a [KeySecretFunc] source,
+//     when the Config names no source of its own (as [wiring.ConfigFromEnv]
+//     leaves it without RUNLIMIT_KEY_SECRET);
 //   - a *slog.Logger for the Runtime's records, when Config.Logger is nil;
 //   - [app.Observer] values in the group "runlimit.observers"
 //     ([ObserversGroup]), each handed every admission;
@@ -44,8 +50,14 @@
 // Without a provider in the graph, the module falls back to the global
 // ones (otel.GetMeterProvider, otel.GetTracerProvider) when the host has
 // set them before the module's constructor runs, as OpenTelemetry's setup
-// guides do at the top of main. Otherwise, or with no-op providers, it
-// installs no observer at all: the limiters run the unobserved path.
+// guides do at the top of main, or, with neither provider in the graph,
+// before the module's OnStart hook runs: in an OnStart hook appended
+// before the module's, for instance. A module that found no global
+// provider at construction then gives the limiters a small forwarding
+// observer, empty until the start finds one. With no-op providers, or a
+// provider in the graph that records nothing, it installs no observer at
+// all: the limiters run the unobserved path. The "runlimit: started" log
+// record says whether metrics and tracing are on.
 //
 // An observer joins the group like this:
 //

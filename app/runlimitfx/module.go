@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
-	"github.com/runlimit/runlimit/adapters/otelrunlimit"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -46,9 +47,24 @@ type Params struct {
 	// Config has neither a DatabaseURL nor a Pool. Optional.
 	Pool *pgxpool.Pool `optional:"true"`
 	// Store is borrowed, never closed, as the host's store when the Config
-	// names none (Backend empty or [wiring.BackendStore], Store and
-	// NewStoreFunc nil). Optional.
+	// names none (Store and NewStoreFunc nil) and selects the store
+	// backend: Backend is [wiring.BackendStore], or empty with nothing
+	// set for another backend. A Config whose Backend is empty but whose
+	// Memory, DatabaseURL or Pool is set is ambiguous beside a graph
+	// store: New rejects it rather than guess, and Backend says which
+	// one is meant. With Backend set to memory or postgres the graph's
+	// store is left alone. Optional.
 	Store ports.Store `optional:"true"`
+	// KeySecret is the key secret, for a Config that names no source of
+	// its own (KeySecret, KeySecretFunc and SecretEnv unset, as
+	// wiring.ConfigFromEnv leaves them without RUNLIMIT_KEY_SECRET). A
+	// Config with a source of its own beside it is an error, as is a
+	// KeySecretFunc provided beside it. Optional: without either, the
+	// Config's source, and without one RUNLIMIT_KEY_SECRET.
+	KeySecret KeySecret `optional:"true"`
+	// KeySecretFunc returns the key secret, as KeySecret gives it.
+	// Optional.
+	KeySecretFunc KeySecretFunc `optional:"true"`
 	// Logger is the Runtime's logger when Config.Logger is nil. Optional:
 	// without one, [slog.Default].
 	Logger *slog.Logger `optional:"true"`
@@ -59,12 +75,14 @@ type Params struct {
 	// MeterProvider records Runlimit's metrics: admissions by policy and
 	// outcome, latency, errors, each store's headroom and the cleanup
 	// loop's work (see the otelrunlimit adapter). Optional: without one,
-	// the global provider if the host set it before the module's
-	// constructor ran, and otherwise none.
+	// the global provider, if the host set it before the module's
+	// constructor ran or, when neither provider is in the graph, before
+	// the module's OnStart hook (in an OnStart hook appended before it);
+	// otherwise none.
 	MeterProvider metric.MeterProvider `optional:"true"`
 	// TracerProvider records a span per admission and per cleanup pass.
-	// Optional: without one, the global provider if the host set it
-	// before the module's constructor ran, and otherwise none.
+	// Optional: without one, the global provider, found as MeterProvider's
+	// is.
 	TracerProvider trace.TracerProvider `optional:"true"`
 }
 
@@ -91,36 +109,52 @@ type Result struct {
 // that the stores answer and starts the cleanup loop (closing everything
 // if it fails, since fx then runs no OnStop); OnStop stops the loop and
 // closes what the Runtime opened. Config.NewStoreFunc and
-// Config.KeySecretFunc are called here, with a background context: fx
-// gives constructors none.
+// Config.KeySecretFunc (or the graph's [KeySecretFunc]) are called here,
+// with a background context: fx gives constructors none.
 //
 // A nil Lifecycle, as a Params built by hand rather than by fx may have,
 // is an error matching [wiring.ErrInvalidConfig], returned before anything
-// is built: the Runtime could never be started or closed.
+// is built: the Runtime could never be started or closed. So is a Config
+// that leaves Backend empty but sets another backend's fields beside a
+// ports.Store in the graph (see Params.Store).
 func New(p Params) (Result, error) {
 	if p.Lifecycle == nil {
 		return Result{}, fmt.Errorf("%w: runlimitfx: Params.Lifecycle is nil", wiring.ErrInvalidConfig)
 	}
-	cfg := p.Config
+	cfg, err := keySecret(p.Config, p.KeySecret, p.KeySecretFunc)
+	if err != nil {
+		return Result{}, err
+	}
 	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
 		cfg.Pool = p.Pool
 	}
-	if (cfg.Backend == "" || cfg.Backend == wiring.BackendStore) && cfg.Store == nil && cfg.NewStoreFunc == nil {
-		cfg.Store = p.Store
+	if cfg.Store == nil && cfg.NewStoreFunc == nil && !nilcheck.IsNil(p.Store) {
+		switch {
+		case cfg.Backend == wiring.BackendStore:
+			cfg.Store = p.Store
+		case cfg.Backend != "":
+			// Memory or postgres, as the Config says.
+		case !reflect.ValueOf(cfg.Memory).IsZero():
+			return Result{}, &wiring.ConfigError{Field: "Memory", Reason: "is set, Backend is empty and the graph provides a ports.Store: " +
+				`set Backend to "memory" to use the memory store, or to "store" to use the graph's store`}
+		case !cfg.DatabaseURL.IsZero() || cfg.Pool != nil:
+			return Result{}, &wiring.ConfigError{Field: "DatabaseURL", Reason: "or Pool is set, Backend is empty and the graph provides a ports.Store: " +
+				`set Backend to "postgres" to use the database, or to "store" to use the graph's store`}
+		default:
+			cfg.Store = p.Store
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = p.Logger
 	}
 	// Without a provider in the graph or set globally, the telemetry has
-	// no observer and the limiters run unobserved.
-	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider})
+	// no observer until the start, which looks at the globals again.
+	tel, err := newTelemetry(p)
 	if err != nil {
 		return Result{}, err
 	}
-	observers := []app.Observer{tel.Observer(), cfg.Observer}
-	if tel.Observer() != nil {
-		cfg.CleanupObserver = joinCleanupObservers(tel, cfg.CleanupObserver)
-	}
+	observers := []app.Observer{tel.observer(), cfg.Observer}
+	cfg.CleanupObserver = wiring.JoinCleanupObservers(tel, cfg.CleanupObserver)
 	cfg.Observer = app.JoinObservers(append(observers, p.Observers...)...)
 	r, err := wiring.New(context.Background(), cfg)
 	if err != nil {
@@ -141,17 +175,22 @@ func New(p Params) (Result, error) {
 // stores while it runs.
 type hooks struct {
 	runtime   *wiring.Runtime
-	telemetry *otelrunlimit.Telemetry
+	telemetry *telemetry
 	unwatch   []func()
 }
 
-// start starts the Runtime, then watches its stores' headroom.
+// start looks at the global telemetry providers again if it must, starts
+// the Runtime, then watches its stores' headroom.
 func (h *hooks) start(ctx context.Context) error {
+	if err := h.telemetry.resolve(); err != nil {
+		// fx runs no OnStop for a hook whose OnStart failed.
+		return errors.Join(err, h.runtime.Close(context.WithoutCancel(ctx)))
+	}
 	if err := h.runtime.Start(ctx); err != nil {
 		return err
 	}
 	for name, stats := range h.runtime.StatsFuncs() {
-		stop, err := h.telemetry.WatchStore(name, stats)
+		stop, err := h.telemetry.current().WatchStore(name, stats)
 		if err != nil {
 			// fx runs no OnStop for a hook whose OnStart failed.
 			return errors.Join(err, h.stop(context.WithoutCancel(ctx)))

@@ -42,28 +42,6 @@ func (e CleanupError) MarshalJSON() ([]byte, error) {
 // [postgres.MaintenanceError] that says whether rows may have been removed.
 func (e *CleanupError) Unwrap() error { return e.Err }
 
-// CleanupObserver sees every pass of the Runtime's cleanup loop over each
-// of its stores: a tracer starts a span in StartCleanup that the store's
-// own calls nest under and ends it in EndCleanup; a metrics recorder
-// counts runs, counters removed and failures. Both are called on the
-// loop's goroutine, so they must not block for long; a panic in either is
-// recovered and logged at error level, and the loop goes on.
-//
-// The adapter of [github.com/runlimit/runlimit/adapters/otelrunlimit]
-// implements it.
-type CleanupObserver interface {
-	// StartCleanup is called before a pass over the named store ("gate",
-	// "memory", "postgres" or "store"). The pass runs with the context it
-	// returns; nil means ctx unchanged.
-	StartCleanup(ctx context.Context, store string) context.Context
-	// EndCleanup is called after the pass with the context StartCleanup
-	// returned, the number of counters removed and the store's error:
-	// nil, the store's failure (the loop retries at its next tick), or the
-	// context's error when the Runtime is closing and the pass was cut
-	// short.
-	EndCleanup(ctx context.Context, store string, removed int, err error)
-}
-
 // cleaner is a store the loop cleans, named for its errors, with the watch
 // on its poisoned shards when it can report them.
 type cleaner struct {
@@ -88,9 +66,9 @@ type cleanupRun struct {
 	// onError, when set, receives every failed pass's *CleanupError;
 	// otherwise failures are logged at warning level.
 	onError func(error)
-	// observer, when set, sees every pass.
-	observer CleanupObserver
-	logger   func() *slog.Logger
+	// observers see every pass, each called apart.
+	observers []CleanupObserver
+	logger    func() *slog.Logger
 }
 
 // startCleanupLoop starts a loop that cleans each of run's cleaners, in
@@ -98,6 +76,12 @@ type cleanupRun struct {
 // errors to run.onError or logs them at warning level, and logs each newly
 // poisoned shard once at error level. stopTicks is called once the loop
 // has ended.
+//
+// Every call of host code on the loop's goroutine (a host store's
+// CleanupExpired and PoisonedShards, run.onError, the observers, the
+// logger's handler) is recovered: a panic there is logged by its value's
+// type and the loop goes on, as a crash of the host's process would take
+// every request with it. A panic of CleanupExpired fails the pass.
 func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), run cleanupRun) *cleanupLoop {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &cleanupLoop{cancel: cancel, done: make(chan struct{})}
@@ -120,20 +104,35 @@ func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), run cleanupRun) 
 	return l
 }
 
+// ErrCleanupPanicked is matched by the [*CleanupError] of a pass whose
+// store panicked in CleanupExpired. The loop recovered the panic, logged
+// its value's type at error level and goes on at its next tick; the value
+// itself, which may hold anything, is neither logged nor kept.
+var ErrCleanupPanicked = errors.New("runlimit: cleanup panicked")
+
 // pass cleans c once and reports the pass. It returns false when the loop
 // is stopping.
-func (run cleanupRun) pass(ctx context.Context, c cleaner) bool {
+func (run cleanupRun) pass(ctx context.Context, c cleaner) (goOn bool) {
+	// The calls below recover the host's panics one by one; this catches
+	// what they cannot, such as a panic of the logger's handler while
+	// logging one, and ends only this store's pass.
+	defer func() {
+		if v := recover(); v != nil {
+			run.logPanic(ctx, c.name, "cleanup pass", "", v)
+			goOn = ctx.Err() == nil
+		}
+	}()
 	began := time.Now()
-	passCtx := run.startObserver(ctx, c.name)
-	removed, err := drain(passCtx, c, run.batch)
-	run.endObserver(passCtx, c.name, removed, err)
+	passCtx, own := run.startObservers(ctx, c.name)
+	removed, err := run.drain(passCtx, c)
+	run.endObservers(own, c.name, removed, err)
 	if err != nil && ctx.Err() != nil {
 		return false // stopping: the error is the cancellation
 	}
 	// A poisoned shard is logged once, by its watch, however many passes
 	// meet it: the pass's error is then no news.
 	if c.poison != nil {
-		c.poison.check(ctx, run.logger())
+		run.guard(ctx, c.name, "store", "PoisonedShards", func() { c.poison.check(ctx, run.logger()) })
 	}
 	poisoned := c.poison != nil && errors.Is(err, memory.ErrPoisoned)
 	if err == nil || poisoned {
@@ -150,68 +149,102 @@ func (run cleanupRun) pass(ctx context.Context, c cleaner) bool {
 	ce := &CleanupError{Store: c.name, Err: err}
 	switch {
 	case run.onError != nil:
-		run.onError(ce)
-	case !poisoned:
+		run.guard(ctx, c.name, "CleanupErrorFunc", "", func() { run.onError(ce) })
+	case poisoned, errors.Is(err, ErrCleanupPanicked):
+		// Logged already, at error level.
+	default:
 		run.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: cleanup failed; retrying at the next tick",
 			slog.String("store", c.name), slog.Int("removed", removed), slog.String("error", ce.Error()))
 	}
 	return true
 }
 
-// startObserver calls the observer's StartCleanup, if there is an
-// observer, and returns the context the pass runs with.
-func (run cleanupRun) startObserver(ctx context.Context, store string) (next context.Context) {
-	next = ctx
-	if run.observer == nil {
-		return next
+// startObservers calls each observer's StartCleanup, each with the
+// context the one before returned, and returns the context the pass runs
+// with and each observer's own, nil for one that panicked.
+func (run cleanupRun) startObservers(ctx context.Context, store string) (context.Context, []context.Context) {
+	if len(run.observers) == 0 {
+		return ctx, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			next = ctx
-			run.logObserverPanic(ctx, store, v)
+	own := make([]context.Context, len(run.observers))
+	for i, o := range run.observers {
+		run.guard(ctx, store, "cleanup observer", "StartCleanup", func() {
+			next := o.StartCleanup(ctx, store)
+			if next == nil {
+				next = ctx
+			}
+			own[i] = next
+		})
+		if own[i] != nil {
+			ctx = own[i]
 		}
-	}()
-	if c := run.observer.StartCleanup(ctx, store); c != nil {
-		next = c
 	}
-	return next
+	return ctx, own
 }
 
-// endObserver calls the observer's EndCleanup, if there is an observer.
-func (run cleanupRun) endObserver(ctx context.Context, store string, removed int, err error) {
-	if run.observer == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			run.logObserverPanic(ctx, store, v)
+// endObservers calls the EndCleanup of each observer whose StartCleanup
+// returned, with the context it returned.
+func (run cleanupRun) endObservers(own []context.Context, store string, removed int, err error) {
+	for i, o := range run.observers {
+		if own[i] == nil {
+			continue
 		}
-	}()
-	run.observer.EndCleanup(ctx, store, removed, err)
+		run.guard(own[i], store, "cleanup observer", "EndCleanup", func() { o.EndCleanup(own[i], store, removed, err) })
+	}
 }
 
-// logObserverPanic logs a CleanupObserver's panic by its value's type
-// only, as app's limiters log an admission observer's.
-func (run cleanupRun) logObserverPanic(ctx context.Context, store string, v any) {
-	run.logger().LogAttrs(ctx, slog.LevelError, "runlimit: cleanup observer panicked; the loop goes on",
-		slog.String("store", store), slog.String("panic_type", fmt.Sprintf("%T", v)))
+// guard calls f, the host's code, and recovers and logs its panic: who
+// panicked, in call, on a pass over store.
+func (run cleanupRun) guard(ctx context.Context, store, who, call string, f func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			run.logPanic(ctx, store, who, call, v)
+		}
+	}()
+	f()
+}
+
+// logPanic logs a panic of the host's code on the loop's goroutine at
+// error level, by its value's type only, as app's limiters log an
+// admission observer's: the value and a stack may hold anything, a key
+// or a subject included. A logger whose handler panics in turn is given
+// up on.
+func (run cleanupRun) logPanic(ctx context.Context, store, who, call string, v any) {
+	defer func() { _ = recover() }()
+	attrs := []slog.Attr{slog.String("store", store), slog.String("panic_type", fmt.Sprintf("%T", v))}
+	if call != "" {
+		attrs = append(attrs, slog.String("call", call))
+	}
+	run.logger().LogAttrs(ctx, slog.LevelError, "runlimit: "+who+" panicked; the loop goes on", attrs...)
 }
 
 // drain calls c until a call removes less than a full batch, a full batch
 // suggesting more expired counters are waiting, and returns how many it
 // removed.
-func drain(ctx context.Context, c cleaner, batch int) (removed int, err error) {
+func (run cleanupRun) drain(ctx context.Context, c cleaner) (removed int, err error) {
 	for ctx.Err() == nil {
-		n, err := c.CleanupExpired(ctx, batch)
+		n, err := run.cleanupOnce(ctx, c)
 		if err != nil {
 			return removed, err
 		}
 		removed += n
-		if n < batch {
+		if n < run.batch {
 			return removed, nil
 		}
 	}
 	return removed, ctx.Err()
+}
+
+// cleanupOnce calls c's CleanupExpired once. Its panic is recovered and
+// logged, and fails the call with [ErrCleanupPanicked].
+func (run cleanupRun) cleanupOnce(ctx context.Context, c cleaner) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			run.logPanic(ctx, c.name, "store", "CleanupExpired", v)
+			n, err = 0, fmt.Errorf("%w: CleanupExpired panicked with a value of type %T", ErrCleanupPanicked, v)
+		}
+	}()
+	return c.CleanupExpired(ctx, run.batch)
 }
 
 // stop ends the loop, cancelling a pass in progress, and waits for it until

@@ -42,7 +42,10 @@ const (
 	// EnvCleanupBatch is Config.CleanupBatch, a whole number.
 	EnvCleanupBatch = "RUNLIMIT_CLEANUP_BATCH"
 	// EnvKeySecret is Config.KeySecret, the raw key secret, at least 32
-	// bytes. It is required. It is the same variable as [DefaultSecretEnv].
+	// bytes. Left unset, the Config names no source of the secret, and the
+	// host sets one (KeySecret, KeySecretFunc, or the fx module's graph);
+	// with none set, [Open] and [New] read this variable then and fail if
+	// it is still unset. It is the same variable as [DefaultSecretEnv].
 	EnvKeySecret = DefaultSecretEnv
 )
 
@@ -144,9 +147,10 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		cfg.CleanupInterval = d
 	}
 	whole(EnvCleanupBatch, &cfg.CleanupBatch)
+	// An unset secret is not this helper's to report: the host may supply
+	// it another way, and the Runtime reports a Config without any source.
 	switch v, ok := get(EnvKeySecret); {
 	case !ok:
-		bad(EnvKeySecret, "is not set: the key secret is required")
 	case len(v) < domain.MinSecretLength:
 		bad(EnvKeySecret, "holds fewer than "+strconv.Itoa(domain.MinSecretLength)+" bytes")
 	default:

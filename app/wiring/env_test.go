@@ -1,6 +1,7 @@
 package wiring_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -97,13 +98,45 @@ func TestConfigFromEnvNamesTheVariableNeverTheValue(t *testing.T) {
 	}, named)
 }
 
-func TestConfigFromEnvRequiresTheKeySecret(t *testing.T) {
+// TestConfigFromEnvLeavesAnUnsetSecretToTheHost: without
+// RUNLIMIT_KEY_SECRET the environment names no source of the secret, so a
+// host can supply one another way; a Config left without any source fails
+// when the Runtime is built, naming the variable it read.
+func TestConfigFromEnvLeavesAnUnsetSecretToTheHost(t *testing.T) {
 	t.Parallel()
-	_, err := wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_MEMORY_MAX_KEYS": "100"}))
+	ctx := context.Background()
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_MEMORY_MAX_KEYS": "100"}))
+	require.NoError(t, err)
+	require.True(t, cfg.KeySecret.IsZero())
+	require.Empty(t, cfg.SecretEnv)
+
+	withFunc := cfg
+	withFunc.KeySecretFunc = func(context.Context) ([]byte, error) { return []byte(testSecret), nil }
+	r, err := wiring.Open(ctx, withFunc)
+	require.NoError(t, err)
+	requireHasherOf(t, r.KeyHasher())
+	require.NoError(t, r.Close(ctx))
+
+	// With no source, the Runtime reads the variable; one that is unset
+	// fails it (SecretEnv stands for RUNLIMIT_KEY_SECRET, which another
+	// test of this process may set).
+	none := cfg
+	none.SecretEnv = "RUNLIMIT_APP_TEST_UNSET_SECRET"
+	_, err = wiring.Open(ctx, none)
+	var ce *wiring.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET_SECRET, which is not set", err.Error())
+}
+
+// TestConfigFromEnvRejectsAShortSecret: a secret that is set is the
+// helper's to check.
+func TestConfigFromEnvRejectsAShortSecret(t *testing.T) {
+	t.Parallel()
+	_, err := wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_KEY_SECRET": "short"}))
 	var ee *wiring.EnvError
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, "RUNLIMIT_KEY_SECRET", ee.Var)
-	require.EqualError(t, err, "runlimit: invalid environment: RUNLIMIT_KEY_SECRET is not set: the key secret is required")
+	require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 }
 
 // TestConfigFromEnvReadsTheProcessEnvironment cannot run in parallel: it

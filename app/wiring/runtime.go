@@ -283,16 +283,23 @@ func (r *runtimeState) start(ctx context.Context) error {
 		ticks, stop := r.newTicker(r.cfg.CleanupInterval)
 		r.loop = startCleanupLoop(ticks, stop, cleanupRun{
 			cleaners: r.cleaners, batch: r.cfg.CleanupBatch, onError: r.cfg.CleanupErrorFunc,
-			observer: r.cfg.CleanupObserver, logger: r.logger,
+			observers: cleanupObserverList(r.cfg.CleanupObserver), logger: r.logger,
 		})
 	}
 	r.started = true
 	r.phase.Store(phaseStarted)
-	r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: started",
+	attrs := []slog.Attr{
 		slog.String("backend", string(r.cfg.Backend)),
 		slog.Bool("gate", r.gate != nil),
 		slog.Bool("migrate", r.cfg.Migrate),
-		slog.Duration("cleanup_interval", max(r.cfg.CleanupInterval, 0)))
+		slog.Duration("cleanup_interval", max(r.cfg.CleanupInterval, 0)),
+	}
+	for _, o := range cleanupObserverList(r.cfg.CleanupObserver) {
+		if sr, ok := o.(StartReporter); ok {
+			attrs = append(attrs, sr.StartAttrs()...)
+		}
+	}
+	r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: started", attrs...)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package runlimitfx
+package wiring_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/app/wiring"
 )
 
 // namedKey is the context key a namer puts its name under.
@@ -33,17 +35,18 @@ func (n namer) EndCleanup(ctx context.Context, store string, removed int, err er
 	*n.log = append(*n.log, n.name+".end:"+store+":"+marks+":"+err.Error())
 }
 
-// TestJoinedCleanupObserversEachGetTheirOwnContext: the module's telemetry
-// joins a host's cleanup observer rather than replacing it; each ends with
-// the context its own StartCleanup returned.
+// TestJoinedCleanupObserversEachGetTheirOwnContext: joined observers,
+// called through the join, each end with the context their own
+// StartCleanup returned; nil ones are left out.
 func TestJoinedCleanupObserversEachGetTheirOwnContext(t *testing.T) {
 	t.Parallel()
 	var log []string
 	a, b := namer{"a", &log}, namer{"b", &log}
-	require.True(t, joinCleanupObservers(nil, nil) == nil, "none is a nil interface")
-	require.Equal(t, a, joinCleanupObservers(nil, a))
+	require.True(t, wiring.JoinCleanupObservers(nil, nil) == nil, "none is a nil interface")
+	require.True(t, wiring.JoinCleanupObservers((*cleanupRecorder)(nil)) == nil, "a nil pointer is none")
+	require.Equal(t, a, wiring.JoinCleanupObservers(nil, a))
 
-	j := joinCleanupObservers(a, nil, b)
+	j := wiring.JoinCleanupObservers(a, nil, wiring.JoinCleanupObservers(b))
 	ctx := j.StartCleanup(context.Background(), "gate")
 	j.EndCleanup(ctx, "gate", 3, errors.New("boom"))
 	require.Equal(t, []string{"a.start:gate", "b.start:gate", "a.end:gate:a:boom", "b.end:gate:ab:boom"}, log)

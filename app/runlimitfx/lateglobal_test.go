@@ -1,0 +1,103 @@
+package runlimitfx_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/runlimitfx"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/testkit"
+)
+
+// ownProcessEnv marks the test binary run by a test that sets the global
+// OpenTelemetry providers in a process of its own, as the other tests of
+// this package run in parallel with the globals unset.
+const ownProcessEnv = "RUNLIMITFX_TEST_OWN_PROCESS"
+
+// inOwnProcess runs the calling test alone in a new test process and
+// reports whether the caller is that process.
+func inOwnProcess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(ownProcessEnv) == t.Name() {
+		return true
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), ownProcessEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: "+t.Name(), "%s", out)
+	return false
+}
+
+// TestModuleSeesAGlobalProviderSetOnStart: a host that sets the global
+// meter provider in an OnStart hook appended before the module's, as
+// OpenTelemetry's delegating globals allow, gets Runlimit's metrics, and
+// the started record says so.
+func TestModuleSeesAGlobalProviderSetOnStart(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	var (
+		logs    testkit.LogBuffer
+		limiter *app.Limiter
+		hasher  domain.KeyHasher
+	)
+	fxApp := fxtest.New(t,
+		fx.Invoke(func(lc fx.Lifecycle) {
+			lc.Append(fx.Hook{OnStart: func(context.Context) error {
+				otel.SetMeterProvider(mp)
+				return nil
+			}})
+		}),
+		runlimitfx.Module, fx.Supply(memoryConfig(t), logs.Logger()),
+		fx.Populate(&limiter, &hasher),
+	).RequireStart()
+	defer fxApp.RequireStop()
+
+	p := loginPolicy(t, "auth.login")
+	require.True(t, check(t, limiter, hasher, p, "alice@example.test").PermitsRequest())
+	tel := &telemetry{reader: reader}
+	require.Contains(t, tel.collect(t),
+		"runlimit.admissions{runlimit.limiter=memory,runlimit.outcome=allowed,runlimit.policy.id=auth.login,runlimit.policy.scope=identity} 1")
+	require.Contains(t, tel.collect(t), "runlimit.store.headroom{runlimit.store=memory} 99", "the store is watched")
+	require.Contains(t, logs.String(), `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=true tracing=false`)
+}
+
+// TestStartedRecordSaysWhetherTelemetryIsOn: without providers, in the
+// graph or global, the started record says telemetry is off; with both
+// in the graph, on.
+func TestStartedRecordSaysWhetherTelemetryIsOn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		providers bool
+		want      string
+	}{
+		{"none", false, "metrics=false tracing=false"},
+		{"both in the graph", true, "metrics=true tracing=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var logs testkit.LogBuffer
+			opts := []fx.Option{runlimitfx.Module, fx.Supply(memoryConfig(t), logs.Logger()), useEverything}
+			if tc.providers {
+				opts = append(opts, newTelemetry(t).supply)
+			}
+			fxtest.New(t, opts...).RequireStart().RequireStop()
+			require.Contains(t, logs.String(), `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s `+tc.want+"\n")
+		})
+	}
+}

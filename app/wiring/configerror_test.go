@@ -1,0 +1,46 @@
+package wiring_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/adapters/otelrunlimit"
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/app/runlimitfx"
+	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// TestConfigErrorsNeverConsumedQuota: every constructor's configuration
+// error matches ports.ErrInvalidConfig, and ports.MayHaveConsumedQuota
+// answers false for it, as nothing was built that could consume: a host
+// that asks it of any error it meets must not read a bad config as an
+// admission that may have counted.
+func TestConfigErrorsNeverConsumedQuota(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	first := func(_ any, err error) error { return err }
+	cases := map[string]error{
+		"memory.New":                  first(memory.New(memory.Config{})),
+		"postgres.New without pool":   first(postgres.New(nil, postgres.Config{})),
+		"postgres.New bad rows":       first(postgres.New(idlePool(t), postgres.Config{RowsPerShard: -1})),
+		"app.NewLimiter":              first(app.NewLimiter(nil, app.LimiterConfig{})),
+		"otelrunlimit.New":            first(otelrunlimit.New(otelrunlimit.Config{StatsInterval: -1})),
+		"wiring.Config.Validate":      wiring.Config{Backend: "redis"}.Validate(),
+		"wiring.New store section":    first(wiring.New(ctx, wiring.Config{KeySecret: wiring.NewSecret(testSecret)})),
+		"wiring.New short secret":     first(wiring.New(ctx, wiring.Config{Memory: memory.Config{MaxKeys: 1}, KeySecret: wiring.NewSecret("short")})),
+		"wiring.ConfigFromLookup":     first(wiring.ConfigFromLookup(lookupOf(map[string]string{wiring.EnvMemoryMaxKeys: "many"}))),
+		"runlimitfx.New no lifecycle": first(runlimitfx.New(runlimitfx.Params{})),
+	}
+	for name, err := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.ErrorIs(t, err, ports.ErrInvalidConfig)
+			require.False(t, ports.MayHaveConsumedQuota(err), "%v", err)
+		})
+	}
+}
