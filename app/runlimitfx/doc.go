@@ -50,14 +50,12 @@
 // Without a provider in the graph, the module falls back to the global
 // ones (otel.GetMeterProvider, otel.GetTracerProvider) when the host has
 // set them before the module's constructor runs, as OpenTelemetry's setup
-// guides do at the top of main, or, with neither provider in the graph,
-// before the module's OnStart hook runs: in an OnStart hook appended
-// before the module's, for instance. A module that found no global
-// provider at construction then gives the limiters a small forwarding
-// observer, empty until the start finds one. With no-op providers, or a
-// provider in the graph that records nothing, it installs no observer at
-// all: the limiters run the unobserved path. The "runlimit: started" log
-// record says whether metrics and tracing are on.
+// guides do at the top of main. The choice is made when the limiters are
+// built: with no provider then, or only no-op ones, the module installs no
+// observer and the limiters run the unobserved path at no cost. A global
+// provider set later, in an OnStart hook for instance, is not used; the
+// module's start logs a warning that says so and how to fix it. The
+// "runlimit: started" log record says whether metrics and tracing are on.
 //
 // An observer joins the group like this:
 //

@@ -39,11 +39,13 @@ func inOwnProcess(t *testing.T) bool {
 	return false
 }
 
-// TestModuleSeesAGlobalProviderSetOnStart: a host that sets the global
-// meter provider in an OnStart hook appended before the module's, as
-// OpenTelemetry's delegating globals allow, gets Runlimit's metrics, and
-// the started record says so.
-func TestModuleSeesAGlobalProviderSetOnStart(t *testing.T) {
+// TestGlobalProviderSetOnStartIsReported: a host that sets the global
+// meter provider in an OnStart hook appended before the module's, after
+// the module built its limiters, gets no metrics from the module (the
+// limiters were built unobserved, at no cost per admission), and the
+// module says so in a warning and in its started record instead of
+// staying silent.
+func TestGlobalProviderSetOnStartIsReported(t *testing.T) {
 	if !inOwnProcess(t) {
 		return
 	}
@@ -70,9 +72,40 @@ func TestModuleSeesAGlobalProviderSetOnStart(t *testing.T) {
 	p := loginPolicy(t, "auth.login")
 	require.True(t, check(t, limiter, hasher, p, "alice@example.test").PermitsRequest())
 	tel := &telemetry{reader: reader}
+	require.NotContains(t, tel.collect(t), "runlimit.admissions", "the limiters were built unobserved")
+	require.Contains(t, logs.String(), `level=WARN msg="runlimit: a global OpenTelemetry provider was set after the module built its limiters;`)
+	require.Contains(t, logs.String(), `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=false tracing=false`)
+}
+
+// TestGlobalProviderSetBeforeTheModuleIsUsed: the global provider set
+// before the module is built, as OpenTelemetry's guides set it at the top
+// of main, records Runlimit's metrics, with no warning.
+func TestGlobalProviderSetBeforeTheModuleIsUsed(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	otel.SetMeterProvider(mp)
+	var (
+		logs    testkit.LogBuffer
+		limiter *app.Limiter
+		hasher  domain.KeyHasher
+	)
+	fxApp := fxtest.New(t,
+		runlimitfx.Module, fx.Supply(memoryConfig(t), logs.Logger()),
+		fx.Populate(&limiter, &hasher),
+	).RequireStart()
+	defer fxApp.RequireStop()
+
+	p := loginPolicy(t, "auth.login")
+	require.True(t, check(t, limiter, hasher, p, "alice@example.test").PermitsRequest())
+	tel := &telemetry{reader: reader}
 	require.Contains(t, tel.collect(t),
 		"runlimit.admissions{runlimit.limiter=memory,runlimit.outcome=allowed,runlimit.policy.id=auth.login,runlimit.policy.scope=identity} 1")
 	require.Contains(t, tel.collect(t), "runlimit.store.headroom{runlimit.store=memory} 99", "the store is watched")
+	require.NotContains(t, logs.String(), "level=WARN")
 	require.Contains(t, logs.String(), `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=true tracing=false`)
 }
 

@@ -148,7 +148,7 @@ func New(p Params) (Result, error) {
 		cfg.Logger = p.Logger
 	}
 	// Without a provider in the graph or set globally, the telemetry has
-	// no observer until the start, which looks at the globals again.
+	// no observer: the limiters run unobserved.
 	tel, err := newTelemetry(p)
 	if err != nil {
 		return Result{}, err
@@ -160,7 +160,7 @@ func New(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	h := &hooks{runtime: r, telemetry: tel}
+	h := &hooks{runtime: r, telemetry: tel, logger: cfg.Logger}
 	p.Lifecycle.Append(fx.Hook{OnStart: h.start, OnStop: h.stop})
 	return Result{
 		Runtime:     r,
@@ -176,15 +176,19 @@ func New(p Params) (Result, error) {
 type hooks struct {
 	runtime   *wiring.Runtime
 	telemetry *telemetry
+	logger    *slog.Logger // nil: slog.Default()
 	unwatch   []func()
 }
 
-// start looks at the global telemetry providers again if it must, starts
-// the Runtime, then watches its stores' headroom.
+// start warns of a global telemetry provider set too late to be used,
+// starts the Runtime, then watches its stores' headroom.
 func (h *hooks) start(ctx context.Context) error {
-	if err := h.telemetry.resolve(); err != nil {
-		// fx runs no OnStop for a hook whose OnStart failed.
-		return errors.Join(err, h.runtime.Close(context.WithoutCancel(ctx)))
+	if msg, ok := h.telemetry.lateWarning(); ok {
+		logger := h.logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.LogAttrs(ctx, slog.LevelWarn, msg)
 	}
 	if err := h.runtime.Start(ctx); err != nil {
 		return err
