@@ -50,8 +50,9 @@ type QuotaConsumer interface {
 // It answers false for nil, for invalid input (which never reaches
 // storage) and for an invalid configuration ([ErrInvalidConfig]: nothing
 // was built to consume with), whatever the error claims; the error's own
-// answer when it implements [QuotaConsumer]; and true for any other error:
-// an unknown failure is assumed to have consumed.
+// answer when it implements [QuotaConsumer]; false for a closed store
+// ([ErrClosed], which consumed nothing) that makes no claim; and true for
+// any other error: an unknown failure is assumed to have consumed.
 func MayHaveConsumedQuota(err error) bool {
 	if err == nil || errors.Is(err, domain.ErrInvalidInput) || errors.Is(err, ErrInvalidConfig) {
 		return false
@@ -60,5 +61,5 @@ func MayHaveConsumedQuota(err error) bool {
 	if errors.As(err, &qc) {
 		return qc.MayHaveConsumedQuota()
 	}
-	return true
+	return !errors.Is(err, ErrClosed)
 }

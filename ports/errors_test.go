@@ -66,6 +66,9 @@ func TestMayHaveConsumedQuota(t *testing.T) {
 		{"wrapped invalid config", fmt.Errorf("store: %w: MaxKeys is 0", ports.ErrInvalidConfig), false},
 		{"joined invalid config", errors.Join(errors.New("open"), ports.ErrInvalidConfig), false},
 		{"invalid config wins over a consumer's claim", configConsumer{}, false},
+		{"closed store", ports.ErrClosed, false},
+		{"wrapped closed store", fmt.Errorf("runtime: %w", ports.ErrClosed), false},
+		{"a closed store's error that claims to have consumed", errors.Join(ports.ErrClosed, consumer{consumed: true}), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,8 +13,9 @@ var (
 	// ErrNotStarted is [Runtime.Ready]'s answer before [Runtime.Start].
 	ErrNotStarted = errors.New("runlimit: runtime is not started")
 	// ErrClosed is the answer of [Runtime.Ready] and [Runtime.Start] once
-	// [Runtime.Close] has begun.
-	ErrClosed = errors.New("runlimit: runtime is closed")
+	// [Runtime.Close] has begun. It matches [ports.ErrClosed], as the
+	// closed stores' errors do.
+	ErrClosed = fmt.Errorf("runlimit: runtime is closed: %w", ports.ErrClosed)
 	// ErrNotBuilt is the answer of [Runtime.Start] and [Runtime.Ready] on
 	// a nil or zero Runtime, which [New] or [Open] did not build. It is
 	// [ports.ErrNotBuilt].
