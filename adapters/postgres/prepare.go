@@ -156,13 +156,13 @@ func (s *Store) warmIdle(wait bool) {
 	var conns []*pgxpool.Conn
 	if wait {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AcquireTimeout)
-		conn, err := s.pool.Acquire(ctx)
+		conn, err := s.conns().Acquire(ctx)
 		cancel()
 		if err == nil {
 			conns = append(conns, conn)
 		}
 	}
-	conns = append(conns, s.pool.AcquireAllIdle(context.Background())...)
+	conns = append(conns, s.conns().AcquireAllIdle(context.Background())...)
 	var cold []*pgxpool.Conn
 	for _, conn := range conns {
 		if s.stateOf(conn.Conn().PgConn()) == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -23,8 +24,17 @@ import (
 // and fails closed like a closed store: after reporting invalid input (a
 // nil context included) as such, its operations return an error matching
 // [ErrClosed] that consumed and removed nothing. They never panic.
+//
+// No printer shows the pool's config, which holds the database password:
+// under reflection a Store's pool is an address.
 type Store struct {
-	pool   *pgxpool.Pool
+	// pool is the caller's *pgxpool.Pool held as an unsafe.Pointer. The pool
+	// and each of its connections hold the connection config, password
+	// included, and printers that walk values by reflection (fmt's
+	// bad-verb path, spew in testify's diffs, which calls no method) print
+	// an unsafe.Pointer as its address and never follow it; a plain pointer
+	// field would be printed in full. Read it with conns.
+	pool   unsafe.Pointer
 	cfg    Config
 	sql    *statements
 	closed atomic.Bool
@@ -54,7 +64,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, cfg: cfg, sql: newStatements(cfg.Schema)}
+	s := &Store{pool: unsafe.Pointer(pool), cfg: cfg, sql: newStatements(cfg.Schema)}
 	s.admissions.New = func() any { return newAdmission(s) }
 	return s, nil
 }
@@ -66,6 +76,9 @@ func (s *Store) Config() Config {
 	}
 	return s.cfg
 }
+
+// conns returns the store's pool, nil for a zero Store.
+func (s *Store) conns() *pgxpool.Pool { return (*pgxpool.Pool)(s.pool) }
 
 // unusable reports whether s is closed, or was never built by [New]: a nil
 // or zero Store has no pool.
@@ -97,7 +110,7 @@ func (s *Store) String() string {
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	actx, cancel := context.WithTimeout(ctx, s.cfg.AcquireTimeout)
 	defer cancel()
-	conn, err := s.pool.Acquire(actx)
+	conn, err := s.conns().Acquire(actx)
 	if err != nil && ctx.Err() != nil {
 		// The caller gave up; a connection opened for it arrives cold.
 		go s.warmIdle(true)
