@@ -102,8 +102,8 @@ func New(p Params) (Result, error) {
 		return Result{}, fmt.Errorf("%w: runlimitfx: Params.Lifecycle is nil", wiring.ErrInvalidConfig)
 	}
 	cfg := p.Config
-	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
-		cfg.Pool = p.Pool
+	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool.IsZero() {
+		cfg.Pool = wiring.BorrowPool(p.Pool)
 	}
 	if (cfg.Backend == "" || cfg.Backend == wiring.BackendStore) && cfg.Store == nil && cfg.NewStoreFunc == nil {
 		cfg.Store = p.Store

@@ -72,7 +72,7 @@ func TestReadyAsksPostgres(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	r, err := wiring.Open(ctx, wiring.Config{
-		Backend: wiring.BackendPostgres, Pool: db.Pool, KeySecret: wiring.NewSecret(testSecret),
+		Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(db.Pool), KeySecret: wiring.NewSecret(testSecret),
 		Gate: &memory.Config{MaxKeys: 4},
 	})
 	require.NoError(t, err)

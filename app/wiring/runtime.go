@@ -203,7 +203,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 		r.closers = append(r.closers, s)
 		r.addStore("memory", s)
 	case BackendPostgres:
-		pool := cfg.Pool
+		pool := cfg.Pool.Get()
 		if pool == nil {
 			pc, err := pgxpool.ParseConfig(cfg.DatabaseURL.Reveal())
 			if err != nil {
