@@ -15,7 +15,8 @@ import (
 // Store is a replica-safe [ports.Store] on PostgreSQL: every replica whose
 // store points at the same database shares one quota per counter, with the
 // database's clock as the only time. It also implements [ports.Cleaner],
-// [ports.StatsReporter], [ports.Closer] and [ports.CheckAdmitter].
+// [ports.StatsReporter], [ports.Closer], [ports.CheckAdmitter] and
+// [ports.ReadinessChecker].
 //
 // A Store is safe for concurrent use. It borrows connections from a pool
 // that its caller owns and never closes.

@@ -84,7 +84,8 @@ type Config struct {
 
 	// Store is the host's store of [BackendStore], borrowed: the Runtime
 	// never closes it. It gets the cleanup loop if it is a [ports.Cleaner],
-	// and readiness checks if it is a [ports.StatsReporter]. Default nil.
+	// and readiness checks if it is a [ports.ReadinessChecker] or a
+	// [ports.StatsReporter]. Default nil.
 	Store ports.Store
 	// NewStoreFunc opens the host's store of [BackendStore] when Store is
 	// nil. [New] calls it once, with its context, and the Runtime owns what
