@@ -149,10 +149,11 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 // first waits (within AcquireTimeout) for a connection, which is most
 // likely that one as it arrives.
 func (s *Store) warmIdle(wait bool) {
-	if s.closed.Load() || !s.warmingIdle.CompareAndSwap(false, true) {
+	state := s.state()
+	if state.closed.Load() || !state.warmingIdle.CompareAndSwap(false, true) {
 		return
 	}
-	defer s.warmingIdle.Store(false)
+	defer state.warmingIdle.Store(false)
 	var conns []*pgxpool.Conn
 	if wait {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AcquireTimeout)
