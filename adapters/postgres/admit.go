@@ -29,10 +29,10 @@ func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 	if err := batch.Ready(); err != nil {
 		return err
 	}
-	if s == nil || s.pool == nil {
+	if s.state() == nil {
 		return unbuiltAdmission(ctx)
 	}
-	a := s.admissions.Get().(*admission)
+	a := s.state().admissions.Get().(*admission)
 	kept, err := s.admit(ctx, a, batch)
 	if kept {
 		s.put(a)
@@ -49,13 +49,13 @@ func (s *Store) Admit(ctx context.Context, batch *domain.Batch) error {
 // with its own error before anything else, a closed store or a done
 // context included.
 func (s *Store) AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error) {
-	if s == nil || s.pool == nil {
+	if s.state() == nil {
 		if err := domain.ValidateCheck(&check); err != nil {
 			return domain.Decision{}, err
 		}
 		return domain.Decision{}, unbuiltAdmission(ctx)
 	}
-	a := s.admissions.Get().(*admission)
+	a := s.state().admissions.Get().(*admission)
 	b := &a.single
 	if err := b.ResetSingle(&check); err != nil {
 		s.put(a)
@@ -86,7 +86,7 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 	if ctx == nil {
 		return true, &AdmissionError{Op: OpAdmit, Err: ports.ErrNilContext}
 	}
-	if s.closed.Load() {
+	if s.state().closed.Load() {
 		return true, &AdmissionError{Op: OpAdmit, Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {
@@ -115,7 +115,7 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 // caller.
 func (s *Store) put(a *admission) {
 	a.caller, a.batch, a.err = nil, nil, nil
-	s.admissions.Put(a)
+	s.state().admissions.Put(a)
 }
 
 // admission is one Admit or AdmitCheck: its session and scratch memory,

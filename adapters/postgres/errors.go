@@ -116,11 +116,12 @@ func timeoutText(timeout bool) string {
 	return ""
 }
 
-// MaintenanceError reports a failed cleanup or stats read. MayHaveRemoved
+// MaintenanceError reports a failed cleanup, stats read or readiness
+// check ([Store.Ready]). MayHaveRemoved
 // says whether a cleanup may nevertheless have committed its deletions. Like
 // [AdmissionError], it holds no key bytes and no password.
 type MaintenanceError struct {
-	Op             string // "cleanup" or "stats"
+	Op             string // "cleanup", "stats" or "ready"
 	MayHaveRemoved bool   // a cleanup may have removed rows
 	Timeout        bool   // the operation ran out of time; the error matches [ErrTimeout]
 	Err            error
@@ -152,6 +153,7 @@ func (e *MaintenanceError) MayHaveConsumedQuota() bool { return false }
 const (
 	opCleanup = "cleanup"
 	opStats   = "stats"
+	opReady   = "ready"
 )
 
 // ShardOverflowError reports a batch that puts more distinct keys on one

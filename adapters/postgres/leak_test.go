@@ -14,6 +14,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/pgtest"
 )
 
 // The store's errors, from the server and from the driver, print no key
@@ -107,4 +108,46 @@ func requireNoDriverError(t *testing.T, err error) {
 	require.False(t, errors.As(err, &pgErr), "a *pgconn.PgError is kept")
 	require.False(t, errors.As(err, &connectErr), "a *pgconn.ConnectError is kept")
 	require.False(t, errors.As(err, &parseErr), "a *pgconn.ParseConfigError is kept")
+}
+
+// A store prints no password through any printer, alone or nested in a
+// host's struct: its pool's config holds the URL's password, and spew (in
+// testify's diffs) walks unexported fields and pointers without calling a
+// method. The pool here is connected and warm, as a serving store's is.
+func TestStoreHoldsNoPassword(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	// The local server trusts the role whatever the password; one set in
+	// the URL still sits in the pool's config and in each connection's.
+	const password = "St0re-pa55w0rd-in-the-pool"
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), password)
+	pool := db.NewPool(t, func(c *pgxpool.Config) {
+		c.ConnConfig.Password = password
+		c.MaxConns = 2
+	})
+	cfgPool, err := pgxpool.ParseConfig(u.String())
+	require.NoError(t, err)
+	urlPool, err := pgxpool.NewWithConfig(ctx, cfgPool)
+	require.NoError(t, err)
+	t.Cleanup(urlPool.Close)
+
+	hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
+	require.NoError(t, err)
+	p := policy(t, "leak", 5, time.Hour)
+	var cases []leakcheck.Case
+	for _, pl := range []*pgxpool.Pool{pool, urlPool} {
+		store, err := postgres.New(pl, postgres.Config{Schema: "public"})
+		require.NoError(t, err)
+		_, err = store.AdmitCheck(ctx, domain.NewCheck(p, hasher.KeyString(p, "warm")))
+		require.NoError(t, err)
+		cases = append(cases,
+			leakcheck.Value("Store", store),
+			leakcheck.Value("Config", store.Config()))
+	}
+	for _, c := range cases {
+		c.Run(t, []byte(password))
+	}
 }

@@ -149,20 +149,21 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 // first waits (within AcquireTimeout) for a connection, which is most
 // likely that one as it arrives.
 func (s *Store) warmIdle(wait bool) {
-	if s.closed.Load() || !s.warmingIdle.CompareAndSwap(false, true) {
+	state := s.state()
+	if state.closed.Load() || !state.warmingIdle.CompareAndSwap(false, true) {
 		return
 	}
-	defer s.warmingIdle.Store(false)
+	defer state.warmingIdle.Store(false)
 	var conns []*pgxpool.Conn
 	if wait {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AcquireTimeout)
-		conn, err := s.pool.Acquire(ctx)
+		conn, err := s.conns().Acquire(ctx)
 		cancel()
 		if err == nil {
 			conns = append(conns, conn)
 		}
 	}
-	conns = append(conns, s.pool.AcquireAllIdle(context.Background())...)
+	conns = append(conns, s.conns().AcquireAllIdle(context.Background())...)
 	var cold []*pgxpool.Conn
 	for _, conn := range conns {
 		if s.stateOf(conn.Conn().PgConn()) == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -17,31 +18,100 @@ import (
 	"github.com/runlimit/runlimit/domain"
 )
 
-// attempt is one check of the recovery test: when it started, relative to
-// the run's start, and whether it succeeded.
+// attempt is one admission of the recovery test: when it started and
+// ended, relative to the run's start, whether it succeeded, and whether it
+// overlapped a stall of the machine, which excuses it from the count.
 type attempt struct {
-	at time.Duration
-	ok bool
+	at, end time.Duration
+	ok      bool
+	stalled bool
+}
+
+// span is a stretch of a run, relative to its start.
+type span struct{ from, to time.Duration }
+
+// watchStalls records, until stop closes, every moment the machine stalled
+// for more than limit, found by two probes that do not touch the store: a
+// goroutine sleeping a millisecond at a time (this process was not
+// scheduled) and a trivial query on a connection of conn's own (the
+// database server was not). A store's faults cannot stall either, so an
+// admission overlapping such a moment measures the machine, not the store.
+func watchStalls(conn *pgxpool.Conn, limit time.Duration, stop <-chan struct{}, start time.Time) func() []span {
+	var (
+		mu     sync.Mutex
+		stalls []span
+		wg     sync.WaitGroup
+	)
+	probe := func(step func()) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			began := time.Now()
+			step()
+			if took := time.Since(began); took > limit {
+				mu.Lock()
+				stalls = append(stalls, span{began.Sub(start), began.Sub(start) + took})
+				mu.Unlock()
+			}
+		}
+	}
+	wg.Add(2)
+	go probe(func() { time.Sleep(time.Millisecond) })
+	go probe(func() { _, _ = conn.Exec(context.Background(), "SELECT 1") })
+	return func() []span {
+		wg.Wait()
+		return stalls
+	}
 }
 
 // Callers whose deadlines are a few times the store's usual latency keep
 // being served, and a fault (every backend of the store's pool killed)
 // costs a moment, never a lasting outage: replacement connections are
 // prepared and warmed under the store's own budget even while every
-// caller's deadline is far shorter than that takes.
+// caller's deadline is far shorter than that takes. Both entry points are
+// held to it: single checks (AdmitCheck) and batches of two (Admit).
 //
 // The test measures itself rather than assuming a speed: deadlines are 5
-// times the median latency measured at the same concurrency (see below),
-// and recovery means that within a second of the kill some 100 ms stretch
-// again serves at least 95% of its checks (or the steady state's ratio, if
-// lower), after one of three kills.
+// times the median latency measured at the same concurrency (see below).
+// After each of two kills, every 100 ms stretch from one second after the
+// kill to the end of the run must serve the steady state's bar of its
+// admissions (within the sampling error of a stretch), or as many as a
+// control store that no kill touched served in the same stretch, when the
+// machine let it serve fewer: a store that recovers for a moment and then
+// fails again, or serves a degraded share for good, fails the test.
+// Admissions that overlapped a stall of the machine (see watchStalls)
+// count in no stretch.
 //
 // It does not run in parallel with other tests: it measures latency.
 func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
+	for _, e := range []entry{{"single check", false}, {"batch of two", true}} {
+		t.Run(e.name, func(t *testing.T) { surviveKilledBackends(t, e) })
+	}
+}
+
+func surviveKilledBackends(t *testing.T, e entry) {
 	f := setup(t, postgres.Config{})
 	const (
 		callers = 4
-		app     = "recovery"
+		// controlCallers admit on the control store.
+		controlCallers = 2
+		app            = "recovery"
+		// kills is how many times every backend is killed, each in a run
+		// of its own; each must recover.
+		kills = 2
+		// killAt is when, into a run, the backends are killed; the store
+		// has recoverWithin to recover, then must hold the bar for
+		// holdFor, to the end of the run.
+		killAt        = 250 * time.Millisecond
+		recoverWithin = time.Second
+		holdFor       = time.Second
+		bucket        = 100 * time.Millisecond
+		// steadyFor is how long the steady state is measured.
+		steadyFor = time.Second
 	)
 	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
 		// A connection whose caller gave up stays busy while it settles; a
@@ -53,25 +123,76 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 		c.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	})
 	p := policy(t, "recovery", domain.MaxLimit, time.Hour)
-	// Each caller cycles through subjects of its own, so that callers never
-	// wait for each other's locks.
-	subjects := make([][]domain.Check, callers)
-	for i := range subjects {
+	// Each caller cycles through admissions of its own, so that callers
+	// never wait for each other's locks.
+	admissions := make([][][]domain.Check, callers)
+	for i := range admissions {
 		for j := range 32 {
-			subjects[i] = append(subjects[i], f.check(p, fmt.Sprintf("caller-%d-subject-%d", i, j)))
+			admissions[i] = append(admissions[i], e.checks(f, p, fmt.Sprintf("caller-%d-subject-%d", i, j)))
 		}
 	}
 
-	// run has every caller check until stop closes, each check under
-	// deadline (none when 0), and returns what happened, with the errors.
-	run := func(deadline time.Duration, stop <-chan struct{}, start time.Time) ([]attempt, []time.Duration, []error) {
+	// control is a second store on a pool of its own that no kill
+	// touches, admitting beside the first under the same deadline: what it
+	// serves in a stretch is what the machine allowed then.
+	control, _ := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
+		c.MaxConns = 2 * controlCallers
+		c.ConnConfig.RuntimeParams["application_name"] = app + "-control"
+		c.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	})
+	controlAdmissions := make([][][]domain.Check, controlCallers)
+	for i := range controlAdmissions {
+		for j := range 32 {
+			controlAdmissions[i] = append(controlAdmissions[i], e.checks(f, p, fmt.Sprintf("control-%d-subject-%d", i, j)))
+		}
+	}
+
+	// run has every caller admit until stop closes, each admission under
+	// deadline (none when 0), and returns what happened, with the errors,
+	// and what happened meanwhile on the control store, when there is a
+	// deadline.
+	run := func(deadline time.Duration, stop <-chan struct{}, start time.Time) ([]attempt, []time.Duration, []error, []attempt) {
+		var stalls func() []span
+		if deadline > 0 {
+			probeConn, err := f.db.Pool.Acquire(context.Background())
+			require.NoError(t, err)
+			defer probeConn.Release()
+			// A stall of a quarter of the deadline can fail an admission
+			// that was well under way.
+			stalls = watchStalls(probeConn, deadline/4+time.Millisecond, stop, start)
+		}
 		var (
 			mu        sync.Mutex
 			outcomes  []attempt
 			latencies []time.Duration
 			errs      []error
+			controls  []attempt
 			wg        sync.WaitGroup
 		)
+		if deadline > 0 {
+			for i := range controlCallers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for n := 0; ; n++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						ctx, cancel := context.WithTimeout(context.Background(), deadline)
+						began := time.Now()
+						_, err := e.admit(ctx, control, controlAdmissions[i][n%len(controlAdmissions[i])])
+						took := time.Since(began)
+						cancel()
+						mu.Lock()
+						controls = append(controls, attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil})
+						mu.Unlock()
+						time.Sleep(took)
+					}
+				}()
+			}
+		}
 		for i := range callers {
 			wg.Add(1)
 			go func() {
@@ -83,24 +204,24 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 					default:
 					}
 					// A context that can end, with or without a deadline,
-					// so that every check takes the same path.
+					// so that every admission takes the same path.
 					ctx, cancel := context.WithCancel(context.Background())
 					if deadline > 0 {
 						ctx, cancel = context.WithTimeout(context.Background(), deadline)
 					}
 					began := time.Now()
-					_, err := store.AdmitCheck(ctx, subjects[i][n%len(subjects[i])])
+					_, err := e.admit(ctx, store, admissions[i][n%len(admissions[i])])
 					took := time.Since(began)
 					cancel()
 					mu.Lock()
-					outcomes = append(outcomes, attempt{at: began.Sub(start), ok: err == nil})
+					outcomes = append(outcomes, attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil})
 					latencies = append(latencies, took)
 					if err != nil {
 						errs = append(errs, err)
 					}
 					mu.Unlock()
 					// A caller is busy at most half the time, as a service
-					// is: four callers checking back to back would keep
+					// is: four callers admitting back to back would keep
 					// both CPUs of a small machine saturated, and measure
 					// its run queue.
 					time.Sleep(took)
@@ -109,7 +230,18 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 		}
 		<-stop
 		wg.Wait()
-		return outcomes, latencies, errs
+		if stalls != nil {
+			for _, st := range stalls() {
+				for _, as := range [][]attempt{outcomes, controls} {
+					for i, o := range as {
+						if o.at < st.to && st.from < o.end {
+							as[i].stalled = true
+						}
+					}
+				}
+			}
+		}
+		return outcomes, latencies, errs, controls
 	}
 	after := func(d time.Duration) <-chan struct{} {
 		c := make(chan struct{})
@@ -120,7 +252,7 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 	ratio := func(outcomes []attempt, from, to time.Duration) (float64, int) {
 		var ok, all int
 		for _, o := range outcomes {
-			if o.at >= from && o.at < to {
+			if o.at >= from && o.at < to && !o.stalled {
 				all++
 				if o.ok {
 					ok++
@@ -142,23 +274,22 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 
 	// Steady state: deadlines 5 times the median latency measured just
 	// before at this concurrency, connections warm, and the pool's server
-	// processes noted. The bar is 95% of checks served; when other work on
-	// the machine (other test binaries, the race detector) stretches the
-	// latency's tail so far that the machine itself, with no deadline to
-	// handle, finished fewer than 97% of the calibration's checks within
-	// the deadline, the bar is that share less two points: a deadline the
-	// machine cannot meet would measure the machine, not the store. Other
-	// work can only make a second worse: the best of three counts.
+	// processes noted. The bar is 95% of admissions served; when other
+	// work on the machine (other test binaries, the race detector)
+	// stretches the latency's tail so far that the machine itself, with no
+	// deadline to handle, finished fewer than 97% of the calibration's
+	// admissions within the deadline, the bar is that share less two
+	// points: a deadline the machine cannot meet would measure the
+	// machine, not the store. The calibration is the machine's measure,
+	// so up to three are taken; the kills below get no second chance.
 	var (
 		deadline    time.Duration
 		steadyRatio float64
 		bar         float64
-		buckets     []float64 // the success ratios of the steady state's 100 ms stretches
 		before      []uint32
 	)
-	const bucket = 100 * time.Millisecond
 	for try := 1; try <= 3; try++ {
-		_, latencies, errs := run(0, after(500*time.Millisecond), time.Now())
+		_, latencies, errs, _ := run(0, after(500*time.Millisecond), time.Now())
 		require.Empty(t, errs)
 		slices.Sort(latencies)
 		median := latencies[len(latencies)/2]
@@ -166,26 +297,20 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 		within, _ := slices.BinarySearch(latencies, deadline+1)
 		machine := float64(within) / float64(len(latencies))
 		before = backends(t, pool)
-		outcomes, _, errs := run(deadline, after(time.Second), time.Now())
+		outcomes, _, errs, _ := run(deadline, after(steadyFor), time.Now())
 		checkErrors(errs)
 		var n int
-		steadyRatio, n = ratio(outcomes, 0, time.Second)
+		steadyRatio, n = ratio(outcomes, 0, steadyFor)
 		bar = min(0.95, machine-0.02)
-		t.Logf("median %v over %d checks, %.4f of them within %v; with that deadline %.4f of %d checks succeeded (bar %.4f)",
+		t.Logf("median %v over %d admissions, %.4f of them within %v; with that deadline %.4f of %d admissions succeeded (bar %.4f)",
 			median, len(latencies), machine, deadline, steadyRatio, n, bar)
-		buckets = buckets[:0]
-		for from := time.Duration(0); from+bucket <= time.Second; from += bucket {
-			if r, n := ratio(outcomes, from, from+bucket); n > 0 {
-				buckets = append(buckets, r)
-			}
-		}
 		if steadyRatio >= bar {
 			break
 		}
 	}
-	require.GreaterOrEqual(t, steadyRatio, bar, "in steady state, checks with deadlines 5 times the median latency fail too often")
-	// The checks that missed their deadline cost no connection: the same
-	// server processes serve on.
+	require.GreaterOrEqual(t, steadyRatio, bar, "in steady state, admissions with deadlines 5 times the median latency fail too often")
+	// The admissions that missed their deadline cost no connection: the
+	// same server processes serve on.
 	later := backends(t, pool)
 	kept := 0
 	for _, pid := range before {
@@ -195,14 +320,10 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, kept, len(before)-1, "deadlines cost connections: %v became %v", before, later)
 
-	// Every backend of the pool killed a quarter of a second into a run,
-	// then the pool left to settle. The database itself can stall for a
-	// moment that has nothing to do with the store (a checkpoint that
-	// another test's CREATE DATABASE forces, other test binaries on a
-	// small machine): as for the steady state, the best of three kills
-	// counts. A store that does not recover fails all three.
-	killAndRecover := func(try int) bool {
-		// Every backend of the pool killed a quarter of a second into a run.
+	// killAndRecover kills every backend of the pool killAt into a run and
+	// returns the 100 ms stretches, from recoverWithin after the kill to
+	// the end of the run, that served less than the bar.
+	killAndRecover := func(try int) (short []string, unjudged int) {
 		start := time.Now()
 		type kill struct {
 			at   time.Duration
@@ -210,7 +331,7 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 			err  error
 		}
 		killed := make(chan kill, 1)
-		time.AfterFunc(250*time.Millisecond, func() {
+		time.AfterFunc(killAt, func() {
 			at := time.Since(start)
 			// The victims are chosen before any is killed: a condition beside
 			// the kill could be evaluated after it.
@@ -224,29 +345,35 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 			}
 			killed <- kill{at: at, pids: pids, err: err}
 		})
-		outcomes, _, errs := run(deadline, after(1500*time.Millisecond), start)
+		// The run lasts until holdFor after the recovery's second, and a
+		// little longer, so that its last stretch is whole whenever the
+		// kill landed.
+		outcomes, _, errs, controls := run(deadline, after(killAt+recoverWithin+holdFor+bucket), start)
 		k := <-killed
 		require.NoError(t, k.err, "the backends could not be killed")
 		require.NotEmpty(t, k.pids)
-		killedAt := k.at
 		checkErrors(errs)
 
-		// Back to normal: some 100 ms stretch within a second of the kill serves
-		// as well as a typical (the median) stretch of the steady state did,
-		// or 95%.
-		slices.Sort(buckets)
-		normal := min(buckets[len(buckets)/2], 0.95)
-		recovered := time.Duration(-1)
-		for from := killedAt; from+bucket <= killedAt+time.Second; from += bucket {
+		for from := k.at + recoverWithin; from < k.at+recoverWithin+holdFor; from += bucket {
 			r, n := ratio(outcomes, from, from+bucket)
-			t.Logf("%v after the kill: %.4f of %d", from-killedAt, r, n)
-			if n >= 20 && r >= normal && recovered < 0 {
-				recovered = from - killedAt
+			// The bar, unless the control store, which no kill touched,
+			// could not meet it in this stretch either.
+			want := bar
+			if cr, cn := ratio(controls, from, from+bucket); cn > 0 {
+				want = min(want, cr)
 			}
-		}
-
-		if recovered < 0 {
-			t.Logf("kill %d: no 100 ms stretch within a second of the kill served %.2f of its checks", try, normal)
+			t.Logf("kill %d, %v after it: %.4f of %d (want %.4f)", try, from-k.at, r, n, want)
+			switch {
+			case n == 0:
+				// Every admission overlapped a stall of the machine.
+				unjudged++
+			case r < want-3*math.Sqrt(want*(1-want)/float64(n)):
+				// A stretch is a sample of a hundred or so admissions:
+				// short of the rate by more than three standard
+				// deviations, a store serving at the rate would almost
+				// never be.
+				short = append(short, fmt.Sprintf("kill %d, %v after it: %.4f of %d, want %.4f", try, from-k.at, r, n, want))
+			}
 		}
 
 		// The pool soon holds only new connections, every one of them warm,
@@ -254,8 +381,8 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 		// connection that sat idle through the run is still pooled until the
 		// pool next hands it out (pgxpool pings one idle for over a second
 		// first, and drops it): so as a service would, the callers go on
-		// checking, enough of them at once to use every connection, and every
-		// check either succeeds or fails closed.
+		// admitting, enough of them at once to use every connection, and
+		// every admission either succeeds or fails closed.
 		require.Eventually(t, func() bool {
 			var wg sync.WaitGroup
 			errs := make([]error, pool.Config().MaxConns)
@@ -263,7 +390,8 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = store.AdmitCheck(context.Background(), subjects[i%callers][i%len(subjects[i%callers])])
+					own := admissions[i%callers]
+					_, errs[i] = e.admit(context.Background(), store, own[i%len(own)])
 				}()
 			}
 			wg.Wait()
@@ -276,11 +404,21 @@ func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
 			}
 			return ok
 		}, 10*time.Second, 100*time.Millisecond, "a connection stayed cold, or a killed one stayed pooled")
-		return recovered >= 0
+		return short, unjudged
 	}
-	recovered := false
-	for try := 1; try <= 3 && !recovered; try++ {
-		recovered = killAndRecover(try)
+	// Each kill must recover. A run in which the machine stalled through
+	// most of the stretches to judge measured the machine, and is run
+	// again, up to three times; a stretch judged short is never retried.
+	var short []string
+	for kill, runs := 1, 0; kill <= kills; runs++ {
+		require.Less(t, runs, 3*kills, "the machine stalled through most of every run: nothing was measured")
+		s, unjudged := killAndRecover(kill)
+		short = append(short, s...)
+		if unjudged > int(holdFor/bucket)/2 {
+			t.Logf("kill %d: %d stretches unjudged, the machine stalled; killing again", kill, unjudged)
+			continue
+		}
+		kill++
 	}
-	require.True(t, recovered, "after each of three kills, no 100 ms stretch within a second served as the steady state did")
+	require.Empty(t, short, "from %v after a kill to the end of its run, every 100 ms stretch must serve the steady state's bar (%.4f) of its admissions, or as many as the untouched control store did", recoverWithin, bar)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/runlimit/runlimit/migrations"
 )
 
 // statements is the SQL of one store, rendered for its schema. Every table
@@ -26,6 +28,10 @@ type statements struct {
 	cleanup string
 	ledger  string
 	sizes   string
+	// versionTable is the quoted, qualified name of the migrations'
+	// version table; version reads it once it is known to exist.
+	versionTable string
+	version      string
 }
 
 // Prepared statements, by index, in the order they are prepared: one that
@@ -51,12 +57,15 @@ func newStatements(schema string) *statements {
 		"{windows}", pgx.Identifier{schema, "runlimit_fixed_windows"}.Sanitize(),
 		"{ledger}", pgx.Identifier{schema, "runlimit_capacity_shards"}.Sanitize(),
 		"{lock_counter}", pgx.Identifier{schema, "runlimit_lock_counter"}.Sanitize(),
+		"{version_table}", pgx.Identifier{schema, migrations.VersionTable}.Sanitize(),
 	).Replace
 	st := &statements{
-		stateKey: "github.com/runlimit/runlimit/adapters/postgres:" + schema,
-		cleanup:  q(sqlCleanup),
-		ledger:   q(sqlLedger),
-		sizes:    q(sqlSizes),
+		stateKey:     "github.com/runlimit/runlimit/adapters/postgres:" + schema,
+		cleanup:      q(sqlCleanup),
+		ledger:       q(sqlLedger),
+		sizes:        q(sqlSizes),
+		versionTable: q("{version_table}"),
+		version:      q(sqlVersion),
 	}
 	for i, sql := range [stmtCount]string{
 		stmtBegin:      sqlBegin,
@@ -258,6 +267,13 @@ WHERE ctid = ANY (ARRAY(
     FOR UPDATE SKIP LOCKED))`
 
 	sqlLedger = `SELECT capacity_shard, row_count FROM {ledger} ORDER BY capacity_shard`
+
+	// sqlTracked reports whether the version table $1 (quoted and
+	// qualified) exists; the migrations record the schema's version there,
+	// unless the host vendored the schema into its own migrations.
+	sqlTracked = `SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL`
+	// sqlVersion reads the version the migrations recorded.
+	sqlVersion = `SELECT pg_catalog.max(version) FROM {version_table}`
 
 	sqlSizes = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
        COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)

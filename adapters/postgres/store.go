@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -14,7 +15,8 @@ import (
 // Store is a replica-safe [ports.Store] on PostgreSQL: every replica whose
 // store points at the same database shares one quota per counter, with the
 // database's clock as the only time. It also implements [ports.Cleaner],
-// [ports.StatsReporter], [ports.Closer] and [ports.CheckAdmitter].
+// [ports.StatsReporter], [ports.Closer], [ports.CheckAdmitter] and
+// [ports.ReadinessChecker].
 //
 // A Store is safe for concurrent use. It borrows connections from a pool
 // that its caller owns and never closes.
@@ -23,10 +25,27 @@ import (
 // and fails closed like a closed store: after reporting invalid input (a
 // nil context included) as such, its operations return an error matching
 // [ErrClosed] that consumed and removed nothing. They never panic.
+//
+// No printer shows the pool's config, which holds the database password,
+// nor reads the store's changing state: under reflection they are an
+// address.
 type Store struct {
+	cfg Config
+	sql *statements
+	// st is the *storeState held as an unsafe.Pointer. The pool and each
+	// of its connections hold the connection config, password included,
+	// and printers that walk values by reflection (fmt's bad-verb path,
+	// spew in testify's diffs, which calls no method) print an
+	// unsafe.Pointer as its address and never follow it; a plain pointer
+	// field would be printed in full, and its atomics read racily while
+	// the store serves. cfg and sql never change after New.
+	st unsafe.Pointer
+}
+
+// storeState is what a [Store] holds that a printer must not see: the
+// caller's pool, and the state that changes while the store serves.
+type storeState struct {
 	pool   *pgxpool.Pool
-	cfg    Config
-	sql    *statements
 	closed atomic.Bool
 	// warmingIdle is set while warmIdle runs.
 	warmingIdle atomic.Bool
@@ -54,8 +73,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, cfg: cfg, sql: newStatements(cfg.Schema)}
-	s.admissions.New = func() any { return newAdmission(s) }
+	st := &storeState{pool: pool}
+	s := &Store{cfg: cfg, sql: newStatements(cfg.Schema), st: unsafe.Pointer(st)}
+	st.admissions.New = func() any { return newAdmission(s) }
 	return s, nil
 }
 
@@ -67,18 +87,31 @@ func (s *Store) Config() Config {
 	return s.cfg
 }
 
+// state returns the store's state, nil for a nil or zero Store.
+func (s *Store) state() *storeState {
+	if s == nil {
+		return nil
+	}
+	return (*storeState)(s.st)
+}
+
+// conns returns the store's pool.
+func (s *Store) conns() *pgxpool.Pool { return s.state().pool }
+
 // unusable reports whether s is closed, or was never built by [New]: a nil
 // or zero Store has no pool.
-func (s *Store) unusable() bool { return s == nil || s.pool == nil || s.closed.Load() }
+func (s *Store) unusable() bool {
+	st := s.state()
+	return st == nil || st.closed.Load()
+}
 
 // Close marks the store closed: later calls fail closed with [ErrClosed]
 // without consuming quota. Calls in flight finish. It never closes the
 // pool, which belongs to the caller. Closing twice is harmless.
 func (s *Store) Close() error {
-	if s == nil {
-		return nil
+	if st := s.state(); st != nil {
+		st.closed.Store(true)
 	}
-	s.closed.Store(true)
 	return nil
 }
 
@@ -97,7 +130,7 @@ func (s *Store) String() string {
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	actx, cancel := context.WithTimeout(ctx, s.cfg.AcquireTimeout)
 	defer cancel()
-	conn, err := s.pool.Acquire(actx)
+	conn, err := s.conns().Acquire(actx)
 	if err != nil && ctx.Err() != nil {
 		// The caller gave up; a connection opened for it arrives cold.
 		go s.warmIdle(true)

@@ -125,8 +125,8 @@ func New(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool == nil {
-		cfg.Pool = p.Pool
+	if cfg.Backend == wiring.BackendPostgres && cfg.DatabaseURL.IsZero() && cfg.Pool.IsZero() {
+		cfg.Pool = wiring.BorrowPool(p.Pool)
 	}
 	if cfg.Store == nil && cfg.NewStoreFunc == nil && !nilcheck.IsNil(p.Store) {
 		switch {
@@ -137,7 +137,7 @@ func New(p Params) (Result, error) {
 		case !reflect.ValueOf(cfg.Memory).IsZero():
 			return Result{}, &wiring.ConfigError{Field: "Memory", Reason: "is set, Backend is empty and the graph provides a ports.Store: " +
 				`set Backend to "memory" to use the memory store, or to "store" to use the graph's store`}
-		case !cfg.DatabaseURL.IsZero() || cfg.Pool != nil:
+		case !cfg.DatabaseURL.IsZero() || !cfg.Pool.IsZero():
 			return Result{}, &wiring.ConfigError{Field: "DatabaseURL", Reason: "or Pool is set, Backend is empty and the graph provides a ports.Store: " +
 				`set Backend to "postgres" to use the database, or to "store" to use the graph's store`}
 		default:

@@ -131,7 +131,7 @@ func TestModuleExportsThePostgresLedgersHeadroom(t *testing.T) {
 	var limiter *app.Limiter
 	var hasher domain.KeyHasher
 	fxApp := fxtest.New(t, runlimitfx.Module, tel.supply,
-		fx.Supply(wiring.Config{Backend: wiring.BackendPostgres, Pool: db.Pool, KeySecret: wiring.NewSecret(testSecret)}),
+		fx.Supply(wiring.Config{Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(db.Pool), KeySecret: wiring.NewSecret(testSecret)}),
 		fx.Populate(&limiter, &hasher)).RequireStart()
 	defer fxApp.RequireStop()
 	require.True(t, check(t, limiter, hasher, loginPolicy(t, "auth.login"), "alice@example.test").PermitsRequest())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -66,10 +67,12 @@ type Config struct {
 	// its host, user and database, never its password. Default: empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a
-	// DatabaseURL. The Runtime borrows it and never closes it. The
-	// runlimitfx module takes it from the fx graph when left nil. Default
-	// nil.
-	Pool *pgxpool.Pool
+	// DatabaseURL: BorrowPool(pool). The Runtime borrows it and never
+	// closes it. It is a [BorrowedPool], so printing or logging the Config
+	// never shows the password in the pool's config. The runlimitfx module
+	// takes it from the fx graph when left zero. Default: the zero
+	// BorrowedPool, no pool.
+	Pool BorrowedPool
 	// Postgres tunes the PostgreSQL store. Default: the zero postgres.Config,
 	// that store's defaults.
 	Postgres postgres.Config
@@ -81,7 +84,8 @@ type Config struct {
 
 	// Store is the host's store of [BackendStore], borrowed: the Runtime
 	// never closes it. It gets the cleanup loop if it is a [ports.Cleaner],
-	// and readiness checks if it is a [ports.StatsReporter]. Default nil.
+	// and readiness checks if it is a [ports.ReadinessChecker] or a
+	// [ports.StatsReporter]. Default nil.
 	Store ports.Store
 	// NewStoreFunc opens the host's store of [BackendStore] when Store is
 	// nil. [New] calls it once, with its context, and the Runtime owns what
@@ -192,7 +196,7 @@ func (e *ConfigError) Unwrap() []error {
 // when it is read; both are reported as a *ConfigError as well.
 func (cfg Config) Validate() error {
 	hostStore := cfg.Store != nil || cfg.NewStoreFunc != nil
-	database := !cfg.DatabaseURL.IsZero() || cfg.Pool != nil
+	database := !cfg.DatabaseURL.IsZero() || !cfg.Pool.IsZero()
 	switch cfg.inferredBackend() {
 	case BackendMemory:
 		switch {
@@ -207,9 +211,9 @@ func (cfg Config) Validate() error {
 		switch {
 		case hostStore:
 			return &ConfigError{Field: "Store", Reason: "is set with the postgres backend: use the store backend"}
-		case cfg.DatabaseURL.IsZero() && cfg.Pool == nil:
+		case cfg.DatabaseURL.IsZero() && cfg.Pool.IsZero():
 			return &ConfigError{Field: "DatabaseURL", Reason: "is empty and no Pool is given: the postgres backend needs one of them"}
-		case !cfg.DatabaseURL.IsZero() && cfg.Pool != nil:
+		case !cfg.DatabaseURL.IsZero() && !cfg.Pool.IsZero():
 			return &ConfigError{Field: "DatabaseURL", Reason: "and Pool are both set: give one of them"}
 		}
 	case BackendStore:
@@ -222,7 +226,7 @@ func (cfg Config) Validate() error {
 	if cfg.Store != nil && cfg.NewStoreFunc != nil {
 		return &ConfigError{Field: "Store", Reason: "and NewStoreFunc are both set: give one of them"}
 	}
-	if hostStore && (!cfg.DatabaseURL.IsZero() || cfg.Pool != nil) {
+	if hostStore && (!cfg.DatabaseURL.IsZero() || !cfg.Pool.IsZero()) {
 		return &ConfigError{Field: "DatabaseURL", Reason: "or Pool is set with the store backend: the host's store is the only one"}
 	}
 	sources := 0
@@ -271,7 +275,7 @@ func (cfg Config) inferredBackend() Backend {
 		return cfg.Backend
 	case cfg.Store != nil || cfg.NewStoreFunc != nil:
 		return BackendStore
-	case !cfg.DatabaseURL.IsZero() || cfg.Pool != nil:
+	case !cfg.DatabaseURL.IsZero() || !cfg.Pool.IsZero():
 		return BackendPostgres
 	}
 	return BackendMemory
@@ -281,3 +285,56 @@ func (cfg Config) inferredBackend() Backend {
 // [app.ErrInvalidConfig] itself, so one errors.Is also covers the errors of
 // [app.NewLimiter].
 var ErrInvalidConfig = app.ErrInvalidConfig
+
+// BorrowedPool is a [pgxpool.Pool] the host owns and lends a [Runtime]
+// through Config.Pool; build one with [BorrowPool]. The pool's config holds
+// the database password, so no printer shows the pool: under every fmt verb,
+// encoding/json and log/slog a set BorrowedPool prints as "[pgxpool.Pool]"
+// (the zero one as ""), and printers that walk values by reflection, such as
+// fmt on a host struct's unexported fields or the spew dumps in testify's
+// failure diffs, see only an address.
+//
+// The zero value is no pool. BorrowedPools are immutable and safe to copy.
+type BorrowedPool struct {
+	// p is the *pgxpool.Pool held as an unsafe.Pointer, which printers
+	// that walk values by reflection print as an address and never follow
+	// (see [Secret]); spew calls no method, so only the field's type can
+	// keep it out of the pool.
+	p unsafe.Pointer
+}
+
+// BorrowPool wraps pool for Config.Pool; a nil pool gives the zero
+// BorrowedPool.
+func BorrowPool(pool *pgxpool.Pool) BorrowedPool { return BorrowedPool{p: unsafe.Pointer(pool)} }
+
+// Get returns the pool, or nil for the zero BorrowedPool.
+func (b BorrowedPool) Get() *pgxpool.Pool { return (*pgxpool.Pool)(b.p) }
+
+// IsZero reports whether b holds no pool.
+func (b BorrowedPool) IsZero() bool { return b.p == nil }
+
+// String returns "[pgxpool.Pool]", or "" for the zero BorrowedPool.
+func (b BorrowedPool) String() string {
+	if b.p == nil {
+		return ""
+	}
+	return "[pgxpool.Pool]"
+}
+
+// GoString is [BorrowedPool.String], for %#v.
+func (b BorrowedPool) GoString() string { return b.String() }
+
+// Format prints [BorrowedPool.String] under every verb.
+func (b BorrowedPool) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(b.String())) }
+
+// MarshalJSON encodes [BorrowedPool.String] as a JSON string, or null for
+// the zero BorrowedPool: a pool cannot be read back from JSON.
+func (b BorrowedPool) MarshalJSON() ([]byte, error) {
+	if b.p == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(b.String())
+}
+
+// LogValue returns [BorrowedPool.String], for log/slog.
+func (b BorrowedPool) LogValue() slog.Value { return slog.StringValue(b.String()) }

@@ -27,22 +27,22 @@ func TestConfigValidate(t *testing.T) {
 		{"zero value: memory backend", wiring.Config{}, ""},
 		{"memory", wiring.Config{Backend: wiring.BackendMemory}, ""},
 		{"postgres with a URL", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x")}, ""},
-		{"postgres with a pool", wiring.Config{Backend: wiring.BackendPostgres, Pool: pool}, ""},
-		{"postgres with a gate", wiring.Config{Backend: wiring.BackendPostgres, Pool: pool, Gate: &memory.Config{MaxKeys: 1}}, ""},
+		{"postgres with a pool", wiring.Config{Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool)}, ""},
+		{"postgres with a gate", wiring.Config{Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool), Gate: &memory.Config{MaxKeys: 1}}, ""},
 		{"loop off", wiring.Config{CleanupInterval: -1}, ""},
 		{"unknown backend", wiring.Config{Backend: "redis"}, "Backend"},
 		{"backend is case-sensitive", wiring.Config{Backend: "Postgres"}, "Backend"},
 		{"gate on memory", wiring.Config{Gate: &memory.Config{MaxKeys: 1}}, "Gate"},
 		{"postgres without URL or pool", wiring.Config{Backend: wiring.BackendPostgres}, "DatabaseURL"},
-		{"postgres with URL and pool", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
+		{"postgres with URL and pool", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x"), Pool: wiring.BorrowPool(pool)}, "DatabaseURL"},
 		{"negative batch", wiring.Config{CleanupBatch: -1}, "CleanupBatch"},
 		// A database URL is never ignored: it selects the postgres backend,
 		// or is refused beside another one.
 		{"a URL alone selects postgres", wiring.Config{DatabaseURL: wiring.NewSecret("postgres://x"), Gate: &memory.Config{MaxKeys: 1}}, ""},
-		{"a pool alone selects postgres", wiring.Config{Pool: pool}, ""},
-		{"a URL and a pool, no backend", wiring.Config{DatabaseURL: wiring.NewSecret("postgres://x"), Pool: pool}, "DatabaseURL"},
+		{"a pool alone selects postgres", wiring.Config{Pool: wiring.BorrowPool(pool)}, ""},
+		{"a URL and a pool, no backend", wiring.Config{DatabaseURL: wiring.NewSecret("postgres://x"), Pool: wiring.BorrowPool(pool)}, "DatabaseURL"},
 		{"a URL with the memory backend", wiring.Config{Backend: wiring.BackendMemory, DatabaseURL: wiring.NewSecret("postgres://x")}, "DatabaseURL"},
-		{"a pool with the memory backend", wiring.Config{Backend: wiring.BackendMemory, Pool: pool}, "DatabaseURL"},
+		{"a pool with the memory backend", wiring.Config{Backend: wiring.BackendMemory, Pool: wiring.BorrowPool(pool)}, "DatabaseURL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

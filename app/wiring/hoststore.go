@@ -33,8 +33,9 @@ func (r *runtimeState) hostStore(ctx context.Context) (ports.Store, error) {
 }
 
 // addStore signs store up, under name, for what it can do: the cleanup
-// loop if it is a [ports.Cleaner], readiness checks and Runtime.Stats if
-// it is a [ports.StatsReporter], and a watch on its poisoned shards if it
+// loop if it is a [ports.Cleaner], readiness checks if it is a
+// [ports.ReadinessChecker] or a [ports.StatsReporter], StatsFuncs if it is
+// the latter, and a watch on its poisoned shards if it
 // reports them, as a memory store does.
 func (r *runtimeState) addStore(name string, store ports.Store) {
 	poison := newPoisonWatch(name, store)
@@ -44,7 +45,7 @@ func (r *runtimeState) addStore(name string, store ports.Store) {
 	if c, ok := store.(ports.Cleaner); ok {
 		r.cleaners = append(r.cleaners, cleaner{name: name, Cleaner: c, poison: poison})
 	}
-	if sr, ok := store.(ports.StatsReporter); ok {
-		r.reporters = append(r.reporters, reporter{name: name, StatsReporter: sr})
+	if rep, ok := newReporter(name, store); ok {
+		r.reporters = append(r.reporters, rep)
 	}
 }

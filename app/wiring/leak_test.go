@@ -2,14 +2,18 @@ package wiring_test
 
 import (
 	"context"
+	neturl "net/url"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/pgtest"
 )
 
 // leakPassword is the password of every database URL the leak tests use.
@@ -103,6 +107,53 @@ func TestNothingPrintsSecretsPasswordsOrKeys(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			tc.Run(t, secrets...)
+		})
+	}
+}
+
+// Every value that holds a host's pool prints no password: the pool's
+// config holds it, and spew (in testify's diffs) walks exported and
+// unexported fields and pointers without calling a method. The pool here is
+// connected and serving, its URL holding a password the local server,
+// trusting the role, ignores.
+func TestNothingPrintsAPoolsPassword(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	u, err := neturl.Parse(db.URL)
+	require.NoError(t, err)
+	u.User = neturl.UserPassword(u.User.Username(), leakPassword)
+	pc, err := pgxpool.ParseConfig(u.String())
+	require.NoError(t, err)
+	pc.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	secretEnv := setEnv(t, testSecret)
+
+	cfg := wiring.Config{Pool: wiring.BorrowPool(pool), SecretEnv: secretEnv}
+	r, err := wiring.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	p := loginPolicy(t, "auth.login")
+	_, err = r.Limiter().Check(ctx, domain.NewCheck(p, r.KeyHasher().KeyString(p, "alice")))
+	require.NoError(t, err)
+	store, err := postgres.New(pool, postgres.Config{})
+	require.NoError(t, err)
+	storeCfg := wiring.Config{Store: store, SecretEnv: secretEnv}
+
+	for _, tc := range []leakcheck.Case{
+		leakcheck.Value("Config with a Pool", cfg),
+		leakcheck.Value("BorrowedPool", wiring.BorrowPool(pool)),
+		leakcheck.Value("zero BorrowedPool", wiring.BorrowedPool{}),
+		leakcheck.Value("Config with a postgres Store", storeCfg),
+		leakcheck.Value("postgres Store", store),
+		leakcheck.Value("Runtime on a Pool", r),
+		leakcheck.Value("Limiter on a Pool", r.Limiter()),
+	} {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			tc.Run(t, []byte(leakPassword))
 		})
 	}
 }

@@ -22,9 +22,11 @@ var (
 	ErrNotBuilt = ports.ErrNotBuilt
 )
 
-// NotReadyError reports a store that failed its readiness check: its Stats
-// call returned Err. For PostgreSQL that means the database did not answer
-// or the schema is missing.
+// NotReadyError reports a store that failed its readiness check: its Ready
+// (a [ports.ReadinessChecker]) or, without one, its Stats returned Err. For
+// PostgreSQL that means the database did not answer, or the schema is
+// missing or not the version this build needs (Err then wraps a
+// [*postgres.SchemaError]): admissions would fail.
 type NotReadyError struct {
 	Store string // which store: "gate", "memory", "postgres" or "store"
 	Err   error
@@ -51,17 +53,44 @@ func (e NotReadyError) MarshalJSON() ([]byte, error) {
 // Unwrap returns the store's error.
 func (e *NotReadyError) Unwrap() error { return e.Err }
 
-// reporter is a store whose Stats prove it ready, named for its errors.
+// reporter is a store whose readiness a probe checks, named for its errors:
+// through its own readiness check when it has one, else through its Stats.
 type reporter struct {
-	name string
-	ports.StatsReporter
+	name                string
+	ports.StatsReporter // nil when the store reports no stats
+	// ready is the store's own readiness check, or nil.
+	ready ports.ReadinessChecker
+}
+
+// newReporter returns store's reporter, and false when the store can prove
+// nothing: it neither checks its readiness nor reports stats.
+func newReporter(name string, store ports.Store) (reporter, bool) {
+	rep := reporter{name: name}
+	rep.StatsReporter, _ = store.(ports.StatsReporter)
+	rep.ready, _ = store.(ports.ReadinessChecker)
+	return rep, rep.StatsReporter != nil || rep.ready != nil
+}
+
+// check proves the store ready: its own readiness check, which proves that
+// admissions can run, is preferred to Stats, which can answer while every
+// admission fails (PostgreSQL's ledger reads fine on a schema whose lock
+// function is missing).
+func (rep reporter) check(ctx context.Context) error {
+	if rep.ready != nil {
+		return rep.ready.Ready(ctx)
+	}
+	_, err := rep.Stats(ctx)
+	return err
 }
 
 // Ready reports whether r can serve checks, for a readiness probe: nil once
-// started and until closed, when every store that reports stats answers
-// (for PostgreSQL: the database answers and the schema is there).
+// started and until closed, when every store proves itself ready, through
+// its own readiness check (a [ports.ReadinessChecker]) or else its Stats.
+// For PostgreSQL that is [postgres.Store.Ready]: the database answers, the
+// admission's statements prepare and the schema is the version this build
+// needs.
 // Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError].
-// A host store that reports no stats is ready while the Runtime runs. Ready
+// A host store that does neither is ready while the Runtime runs. Ready
 // is safe for concurrent use and never waits for Start or Close. A nil ctx
 // is [ports.ErrNilContext]; a nil or zero Runtime is [ErrNotBuilt].
 func (r *Runtime) Ready(ctx context.Context) error {
@@ -81,14 +110,14 @@ func (r *Runtime) Ready(ctx context.Context) error {
 	return st.storesReady(ctx)
 }
 
-// storesReady asks every store that reports stats for them, and logs the
+// storesReady checks every store that can prove itself ready, and logs the
 // shards poisoned since the last look.
 func (r *runtimeState) storesReady(ctx context.Context) error {
 	for _, w := range r.poison {
 		w.check(ctx, r.logger())
 	}
 	for _, rep := range r.reporters {
-		if _, err := rep.Stats(ctx); err != nil {
+		if err := rep.check(ctx); err != nil {
 			return &NotReadyError{Store: rep.name, Err: err}
 		}
 	}
@@ -106,7 +135,9 @@ func (r *Runtime) StatsFuncs() map[string]func(context.Context) (ports.Stats, er
 	}
 	out := make(map[string]func(context.Context) (ports.Stats, error), len(st.reporters))
 	for _, rep := range st.reporters {
-		out[rep.name] = rep.Stats
+		if rep.StatsReporter != nil {
+			out[rep.name] = rep.Stats
+		}
 	}
 	return out
 }

@@ -66,7 +66,7 @@ type runtimeState struct {
 	// closers are the stores the Runtime owns, closed in order by Close.
 	closers  []ports.Closer
 	cleaners []cleaner
-	// reporters are the stores whose Stats prove them ready.
+	// reporters are the stores that can prove themselves ready.
 	reporters []reporter
 	// poison watches the stores that report poisoned shards.
 	poison []*poisonWatch
@@ -203,7 +203,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 		r.closers = append(r.closers, s)
 		r.addStore("memory", s)
 	case BackendPostgres:
-		pool := cfg.Pool
+		pool := cfg.Pool.Get()
 		if pool == nil {
 			pc, err := pgxpool.ParseConfig(cfg.DatabaseURL.Reveal())
 			if err != nil {

@@ -125,7 +125,7 @@ func TestOpenPostgresNeverClosesTheHostPool(t *testing.T) {
 	db := pgtest.New(t)
 	r, err := wiring.Open(ctx, wiring.Config{
 		Backend:   wiring.BackendPostgres,
-		Pool:      db.Pool,
+		Pool:      wiring.BorrowPool(db.Pool),
 		SecretEnv: setEnv(t, testSecret),
 	})
 	require.NoError(t, err)
@@ -199,7 +199,7 @@ func TestOpenPostgresWithGate(t *testing.T) {
 	rec := &recorder{}
 	r, err := wiring.Open(ctx, wiring.Config{
 		Backend:   wiring.BackendPostgres,
-		Pool:      db.Pool,
+		Pool:      wiring.BorrowPool(db.Pool),
 		Gate:      &memory.Config{MaxKeys: 2},
 		SecretEnv: setEnv(t, testSecret),
 		Observer:  rec,
@@ -247,7 +247,7 @@ func openWithLoop(t *testing.T, db *pgtest.Database, batch int) (*wiring.Runtime
 	errs := make(chan error, 8)
 	r, err := wiring.OpenWithTicks(context.Background(), wiring.Config{
 		Backend:          wiring.BackendPostgres,
-		Pool:             db.Pool,
+		Pool:             wiring.BorrowPool(db.Pool),
 		SecretEnv:        setEnv(t, testSecret),
 		CleanupBatch:     batch,
 		CleanupErrorFunc: func(err error) { errs <- err },

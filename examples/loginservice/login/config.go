@@ -90,7 +90,7 @@ type Limits struct {
 // when they are built.
 func (cfg Config) withDefaults() (Config, error) {
 	rt := &cfg.Runtime
-	hasDatabase := !rt.DatabaseURL.IsZero() || rt.Pool != nil
+	hasDatabase := !rt.DatabaseURL.IsZero() || !rt.Pool.IsZero()
 	if rt.Backend == "" && hasDatabase {
 		// wiring would otherwise choose memory and never use the URL.
 		rt.Backend = wiring.BackendPostgres

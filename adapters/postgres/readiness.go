@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/runlimit/runlimit/migrations"
+	"github.com/runlimit/runlimit/ports"
+)
+
+var _ ports.ReadinessChecker = (*Store)(nil)
+
+// ErrSchemaVersion is matched by every [SchemaError].
+var ErrSchemaVersion = ownError("runlimit: postgres schema is not the version this build needs")
+
+// SchemaError reports a schema the store cannot admit from, found by
+// [Store.Ready]: the migrations recorded an older version than this build's
+// statements need, or a Rust Runlimit service migrated it and the
+// migrations have not adopted it yet (it lacks the lock function). Run the
+// migrations (see [github.com/runlimit/runlimit/migrations]) or
+// `runlimit migrate`. It unwraps to [ErrSchemaVersion].
+type SchemaError struct {
+	Version int32 // the version the migrations recorded; 0 when none
+	Want    int32 // the version this build needs: its latest migration's
+	Rust    bool  // a Rust Runlimit service migrated the schema, not yet adopted
+}
+
+func (e *SchemaError) Error() string {
+	if e.Rust {
+		return fmt.Sprintf("runlimit: postgres schema was migrated by a Rust Runlimit service and not yet adopted; run the migrations to bring it to version %d", e.Want)
+	}
+	return fmt.Sprintf("runlimit: postgres schema is at version %d, this build needs %d; run the migrations", e.Version, e.Want)
+}
+
+// Unwrap returns [ErrSchemaVersion].
+func (e *SchemaError) Unwrap() error { return ErrSchemaVersion }
+
+// requiredVersion is the version of the latest migration, which the store's
+// statements are written for.
+var requiredVersion = sync.OnceValues(func() (int32, error) {
+	steps, err := migrations.SQL("")
+	if err != nil {
+		return 0, err
+	}
+	return steps[len(steps)-1].Version, nil
+})
+
+// Ready reports whether the store can serve admissions now, for a readiness
+// probe ([ports.ReadinessChecker]). On one pooled connection it checks the
+// schema's recorded version (at least the latest migration's; a schema
+// vendored into the host's migrations records none and is judged by what
+// follows), makes the connection ready exactly as an admission does
+// (preparing every statement and warming the lock function and the reads in
+// a transaction it rolls back, when the connection is cold), and reads the
+// capacity ledger. Stats alone can succeed where every admission fails.
+//
+// It consumes no quota and removes nothing. It waits at most
+// AcquireTimeout for a connection and OperationTimeout for the work, or
+// less if ctx ends sooner. An error is a [*MaintenanceError] with Op
+// "ready", wrapping a [*SchemaError] when the schema is not the version
+// this build needs; its text holds no password. A nil ctx is
+// [ports.ErrNilContext]; a closed, nil or zero store [ErrClosed].
+func (s *Store) Ready(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return &MaintenanceError{Op: opReady, Err: ports.ErrNilContext}
+	case s.unusable():
+		return &MaintenanceError{Op: opReady, Err: ErrClosed}
+	}
+	want, err := requiredVersion()
+	if err != nil {
+		return &MaintenanceError{Op: opReady, Err: err}
+	}
+	return s.maintain(ctx, opReady, func(ss *session) error {
+		if err := s.checkVersion(ss, want); err != nil {
+			return err
+		}
+		st, err := s.ready(ss, ctx)
+		if err != nil {
+			// The warm-up's error, as an admission would have met it.
+			var ae *AdmissionError
+			if errors.As(err, &ae) {
+				return &MaintenanceError{Op: opReady, Timeout: ae.Timeout, Err: ae.Err}
+			}
+			return interpretMaintenanceError(opReady, stageOpen, err)
+		}
+		if st == nil {
+			return errCallerLeft
+		}
+		var ledger [ShardCount]int64
+		if err := s.readLedger(ss, &ledger); err != nil {
+			return interpretMaintenanceError(opReady, stageOpen, err)
+		}
+		return nil
+	})
+}
+
+// checkVersion returns a [*MaintenanceError] wrapping a [*SchemaError] when
+// the schema's recorded version is older than want, or when a Rust service
+// migrated it and it was not adopted.
+func (s *Store) checkVersion(ss *session, want int32) error {
+	if !ss.send(false) {
+		return errCallerLeft
+	}
+	defer ss.received()
+	var tracked bool
+	if err := ss.conn.QueryRow(ss.ctx, sqlTracked, s.sql.versionTable).Scan(&tracked); err != nil {
+		return interpretMaintenanceError(opReady, stageOpen, err)
+	}
+	if !tracked {
+		rust, err := migrations.RustMigrated(ss.ctx, ss.conn, s.cfg.Schema)
+		switch {
+		case err != nil:
+			// Its errors are sanitized already, and say what is wrong.
+			return &MaintenanceError{Op: opReady, Timeout: isTimeout(err), Err: err}
+		case rust:
+			return &MaintenanceError{Op: opReady, Err: &SchemaError{Want: want, Rust: true}}
+		}
+		return nil
+	}
+	var version *int32
+	if err := ss.conn.QueryRow(ss.ctx, s.sql.version).Scan(&version); err != nil {
+		return interpretMaintenanceError(opReady, stageOpen, err)
+	}
+	if version == nil || *version < want {
+		e := &SchemaError{Want: want}
+		if version != nil {
+			e.Version = *version
+		}
+		return &MaintenanceError{Op: opReady, Err: e}
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/leakcheck"
+	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/migrations"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// latestVersion is the version of the newest migration.
+func latestVersion(t *testing.T) int32 {
+	t.Helper()
+	steps, err := migrations.SQL("")
+	require.NoError(t, err)
+	return steps[len(steps)-1].Version
+}
+
+// migrateTo brings db's public schema to version with tern, up or down, as
+// an older release of the migrations left it.
+func migrateTo(t *testing.T, db *pgtest.Database, version int32) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
+	require.NoError(t, err)
+	m.Data["schema"] = `"public"`
+	require.NoError(t, m.LoadMigrations(migrations.FS()))
+	require.NoError(t, m.MigrateTo(ctx, version))
+}
+
+// Ready passes only when admissions can run: on a schema a Rust service
+// migrated and the migrations did not adopt, or one an older release left,
+// Stats answers while every admission fails, and Ready must say so.
+func TestReadyProvesAdmissionsCanRun(t *testing.T) {
+	t.Parallel()
+	want := latestVersion(t)
+	for _, tc := range []struct {
+		name string
+		// schema prepares the database.
+		schema func(t *testing.T) *pgtest.Database
+		// admits: whether a check is admitted on it.
+		admits bool
+		// schemaErr is the SchemaError Ready wraps, if any.
+		schemaErr *postgres.SchemaError
+	}{
+		{
+			name:   "freshly migrated",
+			schema: func(t *testing.T) *pgtest.Database { return pgtest.New(t) },
+			admits: true,
+		},
+		{
+			name: "migrated by Rust, not adopted",
+			schema: func(t *testing.T) *pgtest.Database {
+				db := pgtest.NewEmpty(t)
+				db.MigrateAsRust(t, "public")
+				return db
+			},
+			schemaErr: &postgres.SchemaError{Want: want, Rust: true},
+		},
+		{
+			name: "an older Go schema",
+			schema: func(t *testing.T) *pgtest.Database {
+				db := pgtest.New(t)
+				migrateTo(t, db, migrations.RustSchemaVersion)
+				return db
+			},
+			schemaErr: &postgres.SchemaError{Version: migrations.RustSchemaVersion, Want: want},
+		},
+		{
+			// Every object is there, but the schema says it is older: the
+			// version alone must fail it, as the next migration may change
+			// what a statement means without changing its shape.
+			name: "recorded at an older version",
+			schema: func(t *testing.T) *pgtest.Database {
+				db := pgtest.New(t)
+				_, err := db.Pool.Exec(context.Background(), "UPDATE "+migrations.VersionTable+" SET version = version - 1")
+				require.NoError(t, err)
+				return db
+			},
+			admits:    true,
+			schemaErr: &postgres.SchemaError{Version: want - 1, Want: want},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := tc.schema(t)
+			// A pool of its own, whose connections start cold, as a new
+			// replica's do.
+			store, err := postgres.New(db.NewPool(t, nil), postgres.Config{})
+			require.NoError(t, err)
+			_, err = store.Stats(ctx)
+			require.NoError(t, err, "Stats answers on every one of these schemas")
+
+			err = store.Ready(ctx)
+			if tc.schemaErr == nil {
+				require.NoError(t, err)
+			} else {
+				var me *postgres.MaintenanceError
+				require.ErrorAs(t, err, &me)
+				require.Equal(t, "ready", me.Op)
+				var se *postgres.SchemaError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, *tc.schemaErr, *se)
+				require.ErrorIs(t, err, postgres.ErrSchemaVersion)
+				require.False(t, ports.MayHaveConsumedQuota(err))
+			}
+			stats, err := store.Stats(ctx)
+			require.NoError(t, err)
+			require.Zero(t, stats.Entries, "Ready consumed no quota")
+
+			hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
+			require.NoError(t, err)
+			p := policy(t, "ready", 1, time.Hour)
+			_, err = store.AdmitCheck(ctx, domain.NewCheck(p, hasher.KeyString(p, "subject")))
+			if tc.admits {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err, "admissions fail where Ready does")
+			}
+		})
+	}
+}
+
+// Without the schema at all, or with the lock function gone from a schema
+// that still records the latest version, Ready fails as the warm-up of an
+// admission does.
+func TestReadyWarmsAsAdmissionsDo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	empty, err := postgres.New(pgtest.NewEmpty(t).Pool, postgres.Config{})
+	require.NoError(t, err)
+	var me *postgres.MaintenanceError
+	require.ErrorAs(t, empty.Ready(ctx), &me)
+	require.False(t, errors.Is(me, postgres.ErrSchemaVersion), "no version table: no version to blame")
+
+	db := pgtest.New(t)
+	_, err = db.Pool.Exec(ctx, "DROP FUNCTION runlimit_lock_counter")
+	require.NoError(t, err)
+	store, err := postgres.New(db.NewPool(t, nil), postgres.Config{})
+	require.NoError(t, err)
+	err = store.Ready(ctx)
+	var dbErr *postgres.DatabaseError
+	require.ErrorAs(t, err, &dbErr)
+	require.Equal(t, "42883", dbErr.Code, "undefined_function, from preparing the admission's statements")
+}
+
+// Ready is bounded by the store's own timeouts, refuses a nil context and
+// a closed store, and spells no password.
+func TestReadyIsBoundedAndSafe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	pool := db.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	store, err := postgres.New(pool, postgres.Config{AcquireTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx))
+
+	// The only connection is taken: Ready gives up after AcquireTimeout
+	// though ctx never ends.
+	held, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	began := time.Now()
+	err = store.Ready(ctx)
+	require.ErrorIs(t, err, postgres.ErrTimeout)
+	require.Less(t, time.Since(began), 5*time.Second, "bounded by AcquireTimeout, not by ctx")
+	held.Release()
+	require.NoError(t, store.Ready(ctx))
+
+	//lint:ignore SA1012 the nil context is the point
+	require.ErrorIs(t, store.Ready(nil), ports.ErrNilContext)
+	require.NoError(t, store.Close())
+	require.ErrorIs(t, store.Ready(ctx), postgres.ErrClosed)
+	require.ErrorIs(t, (*postgres.Store)(nil).Ready(ctx), postgres.ErrClosed)
+	require.ErrorIs(t, (&postgres.Store{}).Ready(ctx), postgres.ErrClosed)
+
+	const password = "R3ady-pa55w0rd"
+	cfg, err := pgxpool.ParseConfig("postgres://runlimit:" + url.QueryEscape(password) + "@127.0.0.1:1/x?sslmode=disable&connect_timeout=5")
+	require.NoError(t, err)
+	nowhere, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(nowhere.Close)
+	store, err = postgres.New(nowhere, postgres.Config{AcquireTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	err = store.Ready(ctx)
+	require.Error(t, err)
+	requireNoDriverError(t, err)
+	leakcheck.Check(t, "readiness error", err, []byte(password))
+}
