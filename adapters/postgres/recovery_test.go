@@ -77,12 +77,13 @@ func watchStalls(conn *pgxpool.Conn, limit time.Duration, stop <-chan struct{}, 
 //
 // The test measures itself rather than assuming a speed: deadlines are 5
 // times the median latency measured at the same concurrency (see below).
-// After each of two kills, every 100 ms stretch from one second after the
-// kill to the end of the run must serve the steady state's bar of its
-// admissions (within the sampling error of a stretch), or as many as a
-// control store that no kill touched served in the same stretch, when the
-// machine let it serve fewer: a store that recovers for a moment and then
-// fails again, or serves a degraded share for good, fails the test.
+// After each of two kills, from one second after the kill to the end of
+// the run, the store must serve the steady state's bar of its admissions
+// (within the sampling error), or as many as a control store that no kill
+// touched served, when the machine let it serve fewer: over that second as
+// a whole, and in every 100 ms stretch of it but one at most. A store that
+// recovers for a moment and then fails again, or serves a degraded share
+// for good, fails the test.
 // Admissions that overlapped a stall of the machine (see watchStalls)
 // count in no stretch.
 //
@@ -354,6 +355,7 @@ func surviveKilledBackends(t *testing.T, e entry) {
 		require.NotEmpty(t, k.pids)
 		checkErrors(errs)
 
+		var stretches []string
 		for from := k.at + recoverWithin; from < k.at+recoverWithin+holdFor; from += bucket {
 			r, n := ratio(outcomes, from, from+bucket)
 			// The bar, unless the control store, which no kill touched,
@@ -372,8 +374,26 @@ func surviveKilledBackends(t *testing.T, e entry) {
 				// short of the rate by more than three standard
 				// deviations, a store serving at the rate would almost
 				// never be.
-				short = append(short, fmt.Sprintf("kill %d, %v after it: %.4f of %d, want %.4f", try, from-k.at, r, n, want))
+				stretches = append(stretches, fmt.Sprintf("kill %d, %v after it: %.4f of %d, want %.4f", try, from-k.at, r, n, want))
 			}
+		}
+		// One short stretch is what a busy machine does to a sample of a
+		// hundred admissions now and then (the control store runs beside,
+		// not in the same instants); a store that falls back after
+		// recovering, or serves a degraded share, is short in stretch
+		// after stretch, and short over the hold as a whole.
+		from, to := k.at+recoverWithin, k.at+recoverWithin+holdFor
+		r, n := ratio(outcomes, from, to)
+		want := bar
+		if cr, cn := ratio(controls, from, to); cn > 0 {
+			want = min(want, cr)
+		}
+		t.Logf("kill %d, the whole hold: %.4f of %d (want %.4f)", try, r, n, want)
+		if n > 0 && r < want-3*math.Sqrt(want*(1-want)/float64(n)) {
+			short = append(short, fmt.Sprintf("kill %d, the whole hold: %.4f of %d, want %.4f", try, r, n, want))
+		}
+		if len(stretches) > 1 {
+			short = append(short, stretches...)
 		}
 
 		// The pool soon holds only new connections, every one of them warm,
@@ -420,5 +440,5 @@ func surviveKilledBackends(t *testing.T, e entry) {
 		}
 		kill++
 	}
-	require.Empty(t, short, "from %v after a kill to the end of its run, every 100 ms stretch must serve the steady state's bar (%.4f) of its admissions, or as many as the untouched control store did", recoverWithin, bar)
+	require.Empty(t, short, "from %v after a kill to the end of its run, the store must serve the steady state's bar (%.4f) of its admissions, or as many as the untouched control store did, over the whole and in every 100 ms stretch but one", recoverWithin, bar)
 }
