@@ -100,6 +100,11 @@ func parseSettings(args []string, lookup func(string) (string, bool), usage io.W
 	if err != nil {
 		return s, err
 	}
+	if !onMemory && rt.KeySecret.IsZero() {
+		// Counters in a database outlive the process: a generated secret
+		// would give every restart new keys.
+		return s, &wiring.EnvError{Var: wiring.EnvKeySecret, Reason: "is not set: a database needs the same key secret on every replica and every restart"}
+	}
 	s.ephemeralSecret = generated != ""
 	s.config = login.Config{Runtime: rt, Limits: limits, Clients: clients}
 	return s, nil
