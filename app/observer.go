@@ -49,18 +49,10 @@ func (f ObserverFunc) ObserveAdmission(e Event) {
 // one that panics costs the others nothing. It returns nil when no observer
 // is left, and the observer itself when only one is.
 func JoinObservers(observers ...Observer) Observer {
-	var joined joinedObservers
-	for _, o := range observers {
-		switch o := o.(type) {
-		case nil:
-		case joinedObservers:
-			joined = append(joined, o...)
-		default:
-			if !nilcheck.IsNil(o) {
-				joined = append(joined, o)
-			}
-		}
-	}
+	joined := joinedObservers(nilcheck.Flatten(observers, func(o Observer) ([]Observer, bool) {
+		j, ok := o.(joinedObservers)
+		return j, ok
+	}))
 	switch len(joined) {
 	case 0:
 		return nil

@@ -49,18 +49,10 @@ type StartReporter interface {
 // context its own StartCleanup returned. It returns nil when no observer
 // is left, and the observer itself when only one is.
 func JoinCleanupObservers(observers ...CleanupObserver) CleanupObserver {
-	var joined joinedCleanupObservers
-	for _, o := range observers {
-		switch o := o.(type) {
-		case nil:
-		case joinedCleanupObservers:
-			joined = append(joined, o...)
-		default:
-			if !nilcheck.IsNil(o) {
-				joined = append(joined, o)
-			}
-		}
-	}
+	joined := joinedCleanupObservers(nilcheck.Flatten(observers, func(o CleanupObserver) ([]CleanupObserver, bool) {
+		j, ok := o.(joinedCleanupObservers)
+		return j, ok
+	}))
 	switch len(joined) {
 	case 0:
 		return nil

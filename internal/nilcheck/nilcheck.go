@@ -17,3 +17,22 @@ func IsNil(x any) bool {
 	}
 	return false
 }
+
+// Flatten returns the usable values of items in order: each one that is
+// nil or only looks set ([IsNil]) left out, and each one that list says
+// stands for several (a joined value) replaced by those. It is how
+// app.JoinObservers and wiring.JoinCleanupObservers join.
+func Flatten[T any](items []T, list func(T) ([]T, bool)) []T {
+	var out []T
+	for _, it := range items {
+		if IsNil(it) {
+			continue
+		}
+		if many, ok := list(it); ok {
+			out = append(out, many...)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}

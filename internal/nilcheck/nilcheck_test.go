@@ -34,3 +34,29 @@ func TestIsNil(t *testing.T) {
 		require.False(t, nilcheck.IsNil(x), name)
 	}
 }
+
+type named interface{ Name() string }
+
+type one string
+
+func (o one) Name() string { return string(o) }
+
+type many []named
+
+func (m many) Name() string { return "many" }
+
+type ptr struct{}
+
+func (*ptr) Name() string { return "ptr" }
+
+func TestFlatten(t *testing.T) {
+	t.Parallel()
+	list := func(n named) ([]named, bool) {
+		m, ok := n.(many)
+		return m, ok
+	}
+	var nilPtr *ptr
+	got := nilcheck.Flatten([]named{nil, one("a"), nilPtr, many{one("b"), one("c")}, one("d")}, list)
+	require.Equal(t, []named{one("a"), one("b"), one("c"), one("d")}, got, "nil values left out, joined ones spread, order kept")
+	require.Empty(t, nilcheck.Flatten([]named{nil, nilPtr}, list))
+}
