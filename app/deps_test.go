@@ -30,3 +30,21 @@ func TestLinksOnlyTheStandardLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceImportsOnlyDomainAndPorts: the limiter service depends on the
+// domain and the port, never on an adapter, even one that links only the
+// standard library: any store reaches it through ports.Store.
+func TestServiceImportsOnlyDomainAndPorts(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	require.NoError(t, err, "go list -deps: %s", out)
+	allowed := []string{
+		"github.com/runlimit/runlimit/app",
+		"github.com/runlimit/runlimit/domain",
+		"github.com/runlimit/runlimit/ports",
+		"github.com/runlimit/runlimit/internal/nilcheck",
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		require.Contains(t, allowed, dep, "app depends on %s: the service may use only the domain and the port", dep)
+	}
+}
