@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,6 +40,32 @@ func inOwnProcess(t *testing.T) bool {
 	return false
 }
 
+// globalProviderRun starts the module with the global meter provider set
+// by setGlobal (given the provider, before or during start, as the caller
+// arranges), makes one allowed check, and returns the collected metrics
+// and the logs.
+func globalProviderRun(t *testing.T, setGlobal func(mp *sdkmetric.MeterProvider) []fx.Option) (metrics []string, logs string) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	var (
+		buf     testkit.LogBuffer
+		limiter *app.Limiter
+		hasher  domain.KeyHasher
+	)
+	opts := append(setGlobal(mp),
+		runlimitfx.Module, fx.Supply(memoryConfig(t), buf.Logger()),
+		fx.Populate(&limiter, &hasher))
+	fxApp := fxtest.New(t, opts...).RequireStart()
+	defer fxApp.RequireStop()
+
+	p := loginPolicy(t, "auth.login")
+	require.True(t, check(t, limiter, hasher, p, "alice@example.test").PermitsRequest())
+	tel := &telemetry{reader: reader}
+	return tel.collect(t), buf.String()
+}
+
 // TestGlobalProviderSetOnStartIsReported: a host that sets the global
 // meter provider in an OnStart hook appended before the module's, after
 // the module built its limiters, gets no metrics from the module (the
@@ -49,32 +76,19 @@ func TestGlobalProviderSetOnStartIsReported(t *testing.T) {
 	if !inOwnProcess(t) {
 		return
 	}
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	var (
-		logs    testkit.LogBuffer
-		limiter *app.Limiter
-		hasher  domain.KeyHasher
-	)
-	fxApp := fxtest.New(t,
-		fx.Invoke(func(lc fx.Lifecycle) {
+	metrics, logs := globalProviderRun(t, func(mp *sdkmetric.MeterProvider) []fx.Option {
+		return []fx.Option{fx.Invoke(func(lc fx.Lifecycle) {
 			lc.Append(fx.Hook{OnStart: func(context.Context) error {
 				otel.SetMeterProvider(mp)
 				return nil
 			}})
-		}),
-		runlimitfx.Module, fx.Supply(memoryConfig(t), logs.Logger()),
-		fx.Populate(&limiter, &hasher),
-	).RequireStart()
-	defer fxApp.RequireStop()
-
-	p := loginPolicy(t, "auth.login")
-	require.True(t, check(t, limiter, hasher, p, "alice@example.test").PermitsRequest())
-	tel := &telemetry{reader: reader}
-	require.NotContains(t, tel.collect(t), "runlimit.admissions", "the limiters were built unobserved")
-	require.Contains(t, logs.String(), `level=WARN msg="runlimit: a global OpenTelemetry provider was set after the module built its limiters;`)
-	require.Contains(t, logs.String(), `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=false tracing=false`)
+		})}
+	})
+	for _, m := range metrics {
+		require.False(t, strings.HasPrefix(m, "runlimit.admissions"), "the limiters were built unobserved: %s", m)
+	}
+	require.Contains(t, logs, `level=WARN msg="runlimit: a global OpenTelemetry provider was set after the module built its limiters;`)
+	require.Contains(t, logs, `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=false tracing=false`)
 }
 
 // TestGlobalProviderSetBeforeTheModuleIsUsed: the global provider set
@@ -84,29 +98,15 @@ func TestGlobalProviderSetBeforeTheModuleIsUsed(t *testing.T) {
 	if !inOwnProcess(t) {
 		return
 	}
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	otel.SetMeterProvider(mp)
-	var (
-		logs    testkit.LogBuffer
-		limiter *app.Limiter
-		hasher  domain.KeyHasher
-	)
-	fxApp := fxtest.New(t,
-		runlimitfx.Module, fx.Supply(memoryConfig(t), logs.Logger()),
-		fx.Populate(&limiter, &hasher),
-	).RequireStart()
-	defer fxApp.RequireStop()
-
-	p := loginPolicy(t, "auth.login")
-	require.True(t, check(t, limiter, hasher, p, "alice@example.test").PermitsRequest())
-	tel := &telemetry{reader: reader}
-	require.Contains(t, tel.collect(t),
+	metrics, logs := globalProviderRun(t, func(mp *sdkmetric.MeterProvider) []fx.Option {
+		otel.SetMeterProvider(mp)
+		return nil
+	})
+	require.Contains(t, metrics,
 		"runlimit.admissions{runlimit.limiter=memory,runlimit.outcome=allowed,runlimit.policy.id=auth.login,runlimit.policy.scope=identity} 1")
-	require.Contains(t, tel.collect(t), "runlimit.store.headroom{runlimit.store=memory} 99", "the store is watched")
-	require.NotContains(t, logs.String(), "level=WARN")
-	require.Contains(t, logs.String(), `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=true tracing=false`)
+	require.Contains(t, metrics, "runlimit.store.headroom{runlimit.store=memory} 99", "the store is watched")
+	require.NotContains(t, logs, "level=WARN")
+	require.Contains(t, logs, `msg="runlimit: started" backend=memory gate=false migrate=false cleanup_interval=1m0s metrics=true tracing=false`)
 }
 
 // TestStartedRecordSaysWhetherTelemetryIsOn: without providers, in the
