@@ -106,7 +106,14 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 	err = a.err
 	if o.left && err != nil {
 		// The work stopped because the caller left: the caller's error.
-		err = leftError(ctx, o)
+		// The work has finished, so when its own error proves that nothing
+		// was committed (the server rejected a statement before COMMIT
+		// ran: a write cancelled while it waited for a lock), that stands.
+		le := leftError(ctx, o)
+		if ae, ok := err.(*AdmissionError); ok && le.MayHaveConsumed && !ae.MayHaveConsumed {
+			le.Op, le.MayHaveConsumed = ae.Op, false
+		}
+		err = le
 	}
 	return true, err
 }
@@ -224,7 +231,18 @@ func (a *admission) one() bool { return len(a.present) == 1 }
 // round trip 1 (locks, reads, clock), evaluation by the domain, and round
 // trip 2 (writes and COMMIT) only when the batch is allowed. The batch is
 // the caller's: it is touched only while the caller waits.
+//
+// A single check under [Optimistic] tries that protocol first; after
+// optimisticAttempts conflicts it goes on here, with the same batch, which
+// no attempt has touched.
 func (a *admission) protocol(ss *session, st *connState, rowsPerShard int) error {
+	if a.one() && a.store.cfg.Protocol == Optimistic {
+		for range optimisticAttempts {
+			if done, err := a.optimistic(ss, st, rowsPerShard); done {
+				return err
+			}
+		}
+	}
 	now, err := a.lockAndRead(ss, st)
 	if err != nil {
 		return err

@@ -57,6 +57,56 @@ type Config struct {
 	// connection; statement, lock and idle-in-transaction timeouts are set
 	// from what is left of it. At most 60 s. Default 3 s.
 	OperationTimeout time.Duration
+	// Protocol is how a single check (AdmitCheck, or Admit with a batch of
+	// one) is admitted: [Locked], the default, or [Optimistic]. Batches of
+	// two or more checks always take the locked protocol.
+	Protocol Protocol
+}
+
+// Protocol is the admission protocol a [Store] uses for single checks.
+type Protocol uint8
+
+const (
+	// Locked is the protocol of every batch: advisory lock, row lock,
+	// ledger lock of a new key, then the clock sample, evaluation, write
+	// and COMMIT, in one transaction over two pipelined round trips.
+	Locked Protocol = iota
+	// Optimistic admits a single check without holding a lock across round
+	// trips: round trip 1 reads the counter (or the ledger count of a key
+	// without one) and the clock in one statement; round trip 2, for an
+	// allowed check only, writes in one implicit transaction a new state
+	// that applies only while the counter is still the one read (a new key
+	// also takes its advisory and ledger locks, in the locked protocol's
+	// order, and applies only while its shard has room). A write that
+	// applied nothing met a concurrent admission: the check starts again,
+	// and after a second conflict it takes the locked protocol, which
+	// always makes progress. Both protocols serve one database at once,
+	// with replicas and Rust Runlimit services on either. See the package
+	// documentation for what it costs and saves.
+	Optimistic
+)
+
+// String returns "locked" or "optimistic".
+func (p Protocol) String() string {
+	switch p {
+	case Locked:
+		return "locked"
+	case Optimistic:
+		return "optimistic"
+	}
+	return fmt.Sprintf("Protocol(%d)", uint8(p))
+}
+
+// ParseProtocol returns the Protocol named name: "locked" or "optimistic"
+// (an empty name is Locked).
+func ParseProtocol(name string) (Protocol, error) {
+	switch name {
+	case "", "locked":
+		return Locked, nil
+	case "optimistic":
+		return Optimistic, nil
+	}
+	return 0, &ConfigError{Field: "Protocol", Value: name, Want: `"locked" or "optimistic"`}
 }
 
 // ConfigError reports a [Config] field outside its bounds. It unwraps to
@@ -97,6 +147,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.MaxBatchSize < 1 || cfg.MaxBatchSize > MaxBatchSizeLimit:
 		return cfg, &ConfigError{Field: "MaxBatchSize", Value: cfg.MaxBatchSize,
 			Want: fmt.Sprintf("1 to %d (0 means %d)", MaxBatchSizeLimit, domain.DefaultMaxBatchSize)}
+	}
+	if cfg.Protocol > Optimistic {
+		return cfg, &ConfigError{Field: "Protocol", Value: cfg.Protocol, Want: "Locked or Optimistic"}
 	}
 	var err error
 	if cfg.AcquireTimeout, err = timeout("AcquireTimeout", cfg.AcquireTimeout); err != nil {

@@ -20,10 +20,21 @@ import (
 // running, so durations are bounds.
 func TestConformance(t *testing.T) {
 	t.Parallel()
+	runConformance(t, postgres.Locked)
+}
+
+// TestConformanceOptimistic runs the suite on stores whose single checks
+// take the optimistic protocol; its batches are the locked protocol's.
+func TestConformanceOptimistic(t *testing.T) {
+	t.Parallel()
+	runConformance(t, postgres.Optimistic)
+}
+
+func runConformance(t *testing.T, protocol postgres.Protocol) {
 	dbs := newDatabases(t)
 	conformance.Run(t, func(t testing.TB, opts conformance.Options) conformance.Instance {
 		db := dbs.lend(t)
-		store, err := postgres.New(db.Pool, postgres.Config{RowsPerShard: opts.Capacity, MaxBatchSize: opts.MaxBatchSize})
+		store, err := postgres.New(db.Pool, postgres.Config{RowsPerShard: opts.Capacity, MaxBatchSize: opts.MaxBatchSize, Protocol: protocol})
 		require.NoError(t, err)
 		return conformance.Instance{
 			Store:       store,

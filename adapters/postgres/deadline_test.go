@@ -25,16 +25,22 @@ func TestCallerDeadlineKeepsTheConnection(t *testing.T) {
 		op       string
 		consumed bool
 		batch    bool
+		protocol postgres.Protocol
 	}{
-		{"single/round trip 1", 1, postgres.OpLock, false, false},
-		{"single/round trip 2", 2, postgres.OpCommit, true, false},
-		{"batch of two/round trip 1", 1, postgres.OpLock, false, true},
-		{"batch of two/round trip 2", 2, postgres.OpCommit, true, true},
+		{"single/round trip 1", 1, postgres.OpLock, false, false, postgres.Locked},
+		{"single/round trip 2", 2, postgres.OpCommit, true, false, postgres.Locked},
+		{"batch of two/round trip 1", 1, postgres.OpLock, false, true, postgres.Locked},
+		{"batch of two/round trip 2", 2, postgres.OpCommit, true, true, postgres.Locked},
+		// The optimistic protocol's round trip 1 is its read, and round
+		// trip 2 its conditional write, which commits at the Sync.
+		{"optimistic single/round trip 1", 1, postgres.OpLock, false, false, postgres.Optimistic},
+		{"optimistic single/round trip 2", 2, postgres.OpCommit, true, false, postgres.Optimistic},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, postgres.Config{})
-			store, pool, w := f.newWiredStore(t, postgres.Config{})
+			cfg := postgres.Config{Protocol: tc.protocol}
+			f := setup(t, cfg)
+			store, pool, w := f.newWiredStore(t, cfg)
 			p := policy(t, "deadline", 10, time.Hour)
 			checks := []domain.Check{f.check(p, "a")}
 			if tc.batch {
@@ -101,17 +107,27 @@ func TestCallerCancellationCancelsTheStatement(t *testing.T) {
 		name     string
 		batch    bool
 		deadline bool
+		protocol postgres.Protocol
+		op       string
+		consumed bool
 	}{
-		{"single", false, false},
-		{"batch of two", true, false},
-		{"single, deadline far away", false, true},
-		{"batch of two, deadline far away", true, true},
+		{"single", false, false, postgres.Locked, postgres.OpLock, false},
+		{"batch of two", true, false, postgres.Locked, postgres.OpLock, false},
+		{"single, deadline far away", false, true, postgres.Locked, postgres.OpLock, false},
+		{"batch of two, deadline far away", true, true, postgres.Locked, postgres.OpLock, false},
+		// The optimistic protocol meets the lock in its conditional write.
+		// A caller who waits for the work's end learns that the server
+		// cancelled the write; one with a deadline leaves at once, while
+		// the write's outcome is still unknown to the store.
+		{"optimistic single", false, false, postgres.Optimistic, postgres.OpWrite, false},
+		{"optimistic single, deadline far away", false, true, postgres.Optimistic, postgres.OpCommit, true},
 	} {
 		batch := tc.batch
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, postgres.Config{})
-			store, pool := f.newStore(t, postgres.Config{}, named("cancelled"))
+			cfg := postgres.Config{Protocol: tc.protocol}
+			f := setup(t, cfg)
+			store, pool := f.newStore(t, cfg, named("cancelled"))
 			p := policy(t, "cancel", 5, time.Hour)
 			c, other := f.check(p, "c"), f.check(p, "other")
 			requireAllowed(t, admit(t, store, other))
@@ -136,7 +152,7 @@ func TestCallerCancellationCancelsTheStatement(t *testing.T) {
 			f.waitForLockWait(t, "cancelled")
 			cancel()
 			err := <-errs
-			ce := requireAdmissionError(t, err, postgres.OpLock, false)
+			ce := requireAdmissionError(t, err, tc.op, tc.consumed)
 			require.False(t, ce.Timeout)
 			require.ErrorIs(t, err, context.Canceled)
 

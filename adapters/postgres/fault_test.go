@@ -15,18 +15,35 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// entry is one of the two ways into the store's admission flow. Every
-// fault test takes both: a single check (AdmitCheck), and a batch of two
-// (Admit) whose second check has a key of its own.
+// entry is one of the ways into the store's admission flow. Every fault
+// test takes each: a single check (AdmitCheck), a batch of two (Admit)
+// whose second check has a key of its own, and a single check on a store
+// whose single checks take the optimistic protocol.
 type entry struct {
-	name  string
-	batch bool
+	name     string
+	batch    bool
+	protocol postgres.Protocol
 }
+
+var entries = []entry{
+	{"single check", false, postgres.Locked},
+	{"batch of two", true, postgres.Locked},
+	{"optimistic single check", false, postgres.Optimistic},
+}
+
+// cfg returns c with the entry's protocol: every store a fault test makes
+// is made from it.
+func (e entry) cfg(c postgres.Config) postgres.Config {
+	c.Protocol = e.protocol
+	return c
+}
+
+func (e entry) optimistic() bool { return e.protocol == postgres.Optimistic }
 
 // eachEntry runs test once per entry point, in parallel subtests.
 func eachEntry(t *testing.T, test func(t *testing.T, e entry)) {
 	t.Helper()
-	for _, e := range []entry{{"single check", false}, {"batch of two", true}} {
+	for _, e := range entries {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
 			test(t, e)
@@ -165,15 +182,22 @@ func named(app string) func(*pgxpool.Config) {
 func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
-		store, pool := f.newStore(t, postgres.Config{OperationTimeout: time.Second}, named("row-lock"))
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}), named("row-lock"))
 		checks := e.checks(f, policy(t, "held", 5, time.Hour), "held")
 		e.allow(t, store, checks)
 
 		tx := f.hold(t)
 		lockRow(t, tx, checks[0])
 		_, err := e.admit(context.Background(), store, checks)
-		ae := requireAdmissionError(t, err, postgres.OpLock, false)
+		// The optimistic protocol reads without locks and meets the row
+		// lock in its conditional write, which the server rejects: nothing
+		// was committed.
+		op := postgres.OpLock
+		if e.optimistic() {
+			op = postgres.OpWrite
+		}
+		ae := requireAdmissionError(t, err, op, false)
 		require.True(t, ae.Timeout)
 		require.ErrorIs(t, err, postgres.ErrTimeout)
 		require.Zero(t, pool.Stat().AcquiredConns())
@@ -189,8 +213,8 @@ func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
-		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool, w := f.newWiredStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}))
 		p := policy(t, "stall.read", 5, time.Hour)
 		warm, fresh := e.checks(f, p, "warm"), e.checks(f, p, "fresh")
 		e.allow(t, store, warm)
@@ -215,8 +239,8 @@ func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 func TestAdmitCommitTimeoutMayHaveConsumed(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
-		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool, w := f.newWiredStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}))
 		checks := e.checks(f, policy(t, "stall.commit", 5, time.Hour), "c")
 		e.allow(t, store, checks)
 		e.allow(t, store, checks)
@@ -243,8 +267,8 @@ func TestAdmitCommitTimeoutMayHaveConsumed(t *testing.T) {
 func TestAdmitDenialSurvivesFailedRollback(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
-		store, pool, w := f.newWiredStore(t, postgres.Config{OperationTimeout: time.Second})
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool, w := f.newWiredStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}))
 		checks := e.checks(f, policy(t, "stall.rollback", 1, time.Hour), "c")
 		e.allow(t, store, checks)
 		want := verdict{outcome: domain.Denied, index: 0, reason: domain.QuotaExhausted}
@@ -256,7 +280,14 @@ func TestAdmitDenialSurvivesFailedRollback(t *testing.T) {
 		r, err = e.admit(context.Background(), store, checks)
 		require.NoError(t, err)
 		require.Equal(t, want, r)
-		require.Zero(t, pool.Stat().TotalConns())
+		if e.optimistic() {
+			// An optimistic denial is one round trip, a read, with nothing
+			// to roll back: the connection is pooled, and the stall
+			// awaits whatever comes next.
+			require.Equal(t, int32(1), pool.Stat().TotalConns())
+		} else {
+			require.Zero(t, pool.Stat().TotalConns())
+		}
 		f.requireUsed(t, checks, 1)
 	})
 }
@@ -267,7 +298,7 @@ func TestAdmitDenialSurvivesFailedRollback(t *testing.T) {
 func TestAdmitFailingTriggerStoresNothing(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
+		f := setup(t, e.cfg(postgres.Config{}))
 		ctx := context.Background()
 		p := policy(t, "trigger", 5, time.Hour)
 		fresh, stored := f.check(p, "fresh"), f.check(p, "stored")
@@ -301,7 +332,7 @@ func TestAdmitFailingTriggerStoresNothing(t *testing.T) {
 func TestAdmitCommitErrorMayHaveConsumed(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
+		f := setup(t, e.cfg(postgres.Config{}))
 		ctx := context.Background()
 		_, err := f.db.Pool.Exec(ctx, `
 			CREATE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -321,8 +352,8 @@ func TestAdmitCommitErrorMayHaveConsumed(t *testing.T) {
 func TestAdmitAcquireTimeout(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
-		store, pool := f.newStore(t, postgres.Config{AcquireTimeout: 50 * time.Millisecond}, func(c *pgxpool.Config) { c.MaxConns = 1 })
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool := f.newStore(t, e.cfg(postgres.Config{AcquireTimeout: 50 * time.Millisecond}), func(c *pgxpool.Config) { c.MaxConns = 1 })
 		checks := e.checks(f, policy(t, "acquire", 5, time.Hour), "c")
 		busy, err := pool.Acquire(context.Background())
 		require.NoError(t, err)
@@ -341,7 +372,7 @@ func TestAdmitAcquireTimeout(t *testing.T) {
 func TestAdmitCorruptCounterFailsClosed(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
+		f := setup(t, e.cfg(postgres.Config{}))
 		p := policy(t, "corrupt", 5, time.Hour)
 		checks := e.checks(f, p, "c")
 		e.allow(t, f.store, checks)
@@ -364,7 +395,7 @@ func TestAdmitFailsClosedWhenSchemaIsMissing(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
 		db := pgtest.NewEmpty(t)
-		store, err := postgres.New(db.Pool, postgres.Config{})
+		store, err := postgres.New(db.Pool, e.cfg(postgres.Config{}))
 		require.NoError(t, err)
 		hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
 		require.NoError(t, err)
@@ -386,7 +417,7 @@ func TestAdmitFailsClosedWhenSchemaIsMissing(t *testing.T) {
 func TestAdmitAfterCloseFailsClosed(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
+		f := setup(t, e.cfg(postgres.Config{}))
 		checks := e.checks(f, policy(t, "closed", 5, time.Hour), "c")
 		require.NoError(t, f.store.Close())
 		require.NoError(t, f.store.Close())
@@ -408,7 +439,7 @@ func TestAdmitAfterCloseFailsClosed(t *testing.T) {
 func TestAdmitWithDoneContextTouchesNothing(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		f := setup(t, postgres.Config{})
+		f := setup(t, e.cfg(postgres.Config{}))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := e.admit(ctx, f.store, e.checks(f, policy(t, "done", 5, time.Hour), "c"))

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -70,18 +71,45 @@ func TestHostileSchemaCannotRedirectTheStore(t *testing.T) {
 		}
 		require.Equal(t, 2, allowed, "batches of %d", len(pair))
 	}
+
+	// The optimistic protocol's statements name everything in full too: its
+	// read, its conditional update and its insert of a new key. Its read
+	// has no lock function to be captured by, so the look-alikes are set
+	// to deny it instead: the look-alike table holds the key's counter,
+	// active and used up, and the look-alike ledger's 7 rows per shard fill
+	// every shard of a store bounded at 7.
+	optimistic := f.check(p, "optimistic")
+	k := optimistic.CounterKey().Bytes()
+	shadow := quote(svc.Name) + ".runlimit_fixed_windows"
+	_, err = db.Pool.Exec(ctx, `ALTER TABLE `+shadow+` DISABLE TRIGGER capture;
+		INSERT INTO `+shadow+` VALUES ('hostile', 'client', '\x`+hex.EncodeToString(k[:32])+`', '\x`+hex.EncodeToString(k[32:])+`',
+			pg_catalog.now() - interval '1 minute', pg_catalog.now() + interval '1 hour', 2);
+		ALTER TABLE `+shadow+` ENABLE TRIGGER capture`)
+	require.NoError(t, err)
+	opt, err := postgres.New(pool, postgres.Config{Protocol: postgres.Optimistic, RowsPerShard: 7})
+	require.NoError(t, err)
+	allowed = 0
+	for range 5 {
+		d, err := opt.AdmitCheck(ctx, optimistic)
+		require.NoError(t, err)
+		if d.PermitsRequest() {
+			allowed++
+		}
+	}
+	require.Equal(t, 2, allowed, "optimistic single checks")
+
 	require.Zero(t, db.ShadowCaptures(t, svc.Name), "the look-alikes saw keys")
 	got, ok := f.stored(t, one)
 	require.True(t, ok)
 	require.Equal(t, int64(2), got.Used)
 
-	// Stats count the real ledger (4 counters), not the look-alike's.
+	// Stats count the real ledger (5 counters), not the look-alike's.
 	st, err := store.Stats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(4), st.Entries)
+	require.Equal(t, int64(5), st.Entries)
 	ts, err := store.TableStats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(4), ts.Rows)
+	require.Equal(t, int64(5), ts.Rows)
 	require.Positive(t, ts.TableBytes)
 
 	// Cleanup deletes the real expired counters and leaves the look-alike
@@ -89,11 +117,11 @@ func TestHostileSchemaCannotRedirectTheStore(t *testing.T) {
 	shift(t, db.Pool, 2*time.Hour)
 	removed, err := store.CleanupExpired(ctx, 100)
 	require.NoError(t, err)
-	require.Equal(t, 4, removed)
+	require.Equal(t, 5, removed)
 	require.Zero(t, f.rowCount(t))
 	var shadowRows int
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+quote(svc.Name)+`.runlimit_fixed_windows`).Scan(&shadowRows))
-	require.Equal(t, 1, shadowRows)
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+shadow).Scan(&shadowRows))
+	require.Equal(t, 2, shadowRows)
 	require.Zero(t, db.ShadowCaptures(t, svc.Name))
 }
 

@@ -30,10 +30,14 @@ func (s *Store) stateOf(pc *pgconn.PgConn) *connState {
 // the all-zero counter key, which no real counter has.
 var warmLockID = AdvisoryLockID(domain.CounterKey{})
 
+// warmQueries is how many statements warm runs after preparing them all.
+const warmQueries = 6
+
 // warm makes a cold connection ready in one round trip: it prepares every
 // statement and runs the ones whose first run costs most (the lock function,
 // whose PL/pgSQL is compiled and planned on a connection's first call, and
-// the batch path's reads, planned on theirs) in a transaction it rolls back.
+// the reads of the batch path and of the optimistic protocol, planned on
+// theirs) in a transaction it rolls back.
 // The warm-up call names shard -1, which has no ledger row, and a key
 // without a counter, so it locks no row; its advisory lock is the zero
 // key's.
@@ -63,6 +67,7 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 		[][]byte{lockID[:], zero[:], zero[:], shard, t[0], t[1]}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtLockMany].name, [][]byte{t[0], t[1], emptyInt8}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtReadMany].name, [][]byte{emptyBytea, emptyBytea, emptyInt2}, binaryFormat, binaryFormat)
+	p.SendQueryPrepared(names[stmtOptRead].name, [][]byte{zero[:], zero[:], shard}, binaryFormat, binaryFormat)
 	p.SendQueryParams(sqlRollback, nil, nil, nil, nil)
 	if err := p.Sync(); err != nil {
 		_ = p.Close()
@@ -105,8 +110,9 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 			if firstErr != nil {
 				return nil, prepared > 0, firstErr
 			}
-			if prepared != stmtCount || queries != 5 {
-				return nil, true, fmt.Errorf("runlimit: warming a connection got %d of %d statements and %d of 5 results", prepared, stmtCount, queries)
+			if prepared != stmtCount || queries != warmQueries {
+				return nil, true, fmt.Errorf("runlimit: warming a connection got %d of %d statements and %d of %d results",
+					prepared, stmtCount, queries, warmQueries)
 			}
 			return st, false, nil
 		case nil:

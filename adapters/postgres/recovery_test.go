@@ -89,13 +89,13 @@ func watchStalls(conn *pgxpool.Conn, limit time.Duration, stop <-chan struct{}, 
 //
 // It does not run in parallel with other tests: it measures latency.
 func TestTightDeadlinesSurviveKilledBackends(t *testing.T) {
-	for _, e := range []entry{{"single check", false}, {"batch of two", true}} {
+	for _, e := range entries {
 		t.Run(e.name, func(t *testing.T) { surviveKilledBackends(t, e) })
 	}
 }
 
 func surviveKilledBackends(t *testing.T, e entry) {
-	f := setup(t, postgres.Config{})
+	f := setup(t, e.cfg(postgres.Config{}))
 	const (
 		callers = 4
 		// controlCallers admit on the control store.
@@ -114,7 +114,7 @@ func surviveKilledBackends(t *testing.T, e entry) {
 		// steadyFor is how long the steady state is measured.
 		steadyFor = time.Second
 	)
-	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
+	store, pool := f.newStore(t, e.cfg(postgres.Config{}), func(c *pgxpool.Config) {
 		// A connection whose caller gave up stays busy while it settles; a
 		// pool as small as the callers would starve the next check.
 		c.MaxConns = 2 * callers
@@ -136,7 +136,7 @@ func surviveKilledBackends(t *testing.T, e entry) {
 	// control is a second store on a pool of its own that no kill
 	// touches, admitting beside the first under the same deadline: what it
 	// serves in a stretch is what the machine allowed then.
-	control, _ := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
+	control, _ := f.newStore(t, e.cfg(postgres.Config{}), func(c *pgxpool.Config) {
 		c.MaxConns = 2 * controlCallers
 		c.ConnConfig.RuntimeParams["application_name"] = app + "-control"
 		c.ConnConfig.RuntimeParams["synchronous_commit"] = "off"

@@ -20,14 +20,18 @@ import (
 // capacity denials, cleanup and stats, with the ledger exact throughout.
 func TestServesAnAdoptedRustSchema(t *testing.T) {
 	t.Parallel()
-	for _, schema := range []string{"public", "shared_limits"} {
-		t.Run(schema, func(t *testing.T) {
+	for _, run := range []struct {
+		schema   string
+		protocol postgres.Protocol
+	}{{"public", postgres.Locked}, {"shared_limits", postgres.Locked}, {"shared_limits", postgres.Optimistic}} {
+		schema := run.schema
+		t.Run(schema+"/"+run.protocol.String(), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := pgtest.NewEmpty(t)
 			db.MigrateAsRust(t, schema)
 			require.NoError(t, migrations.MigratePool(ctx, db.Pool, schema))
-			store, err := postgres.New(db.Pool, postgres.Config{Schema: schema, RowsPerShard: 2})
+			store, err := postgres.New(db.Pool, postgres.Config{Schema: schema, RowsPerShard: 2, Protocol: run.protocol})
 			require.NoError(t, err)
 			hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
 			require.NoError(t, err)
@@ -39,7 +43,8 @@ func TestServesAnAdoptedRustSchema(t *testing.T) {
 			p := policy(t, "rust.shared", 2, time.Minute)
 			const shard = 77
 			checks := f.checksInShard(t, p, shard, 3)
-			single, batch := entry{"single check", false}, entry{"batch of two", true}
+			// Single checks take the store's protocol; batches are locked.
+			single, batch := entries[0], entries[1]
 			single.allow(t, store, checks[:1])
 			batch.allow(t, store, checks[:2])
 			f.requireUsed(t, checks[:1], 2)

@@ -45,6 +45,10 @@ const (
 	stmtReadMany
 	stmtUpdateMany
 	stmtInsertMany
+	stmtOptRead
+	stmtOptTimeouts
+	stmtOptUpdate
+	stmtOptInsert
 	stmtBegin
 	stmtCommit
 	stmtCount
@@ -77,6 +81,11 @@ func newStatements(schema string) *statements {
 		stmtReadMany:   sqlReadMany,
 		stmtUpdateMany: sqlUpdateMany,
 		stmtInsertMany: sqlInsertMany,
+
+		stmtOptRead:     sqlOptRead,
+		stmtOptTimeouts: sqlOptTimeouts,
+		stmtOptUpdate:   sqlOptUpdate,
+		stmtOptInsert:   sqlOptInsert,
 	} {
 		// Names carry the schema's tag: stores of two schemas may share a
 		// pool.
@@ -96,6 +105,11 @@ var statementNames = [stmtCount]string{
 	stmtReadMany:   "read_many",
 	stmtUpdateMany: "update_many",
 	stmtInsertMany: "insert_many",
+
+	stmtOptRead:     "opt_read",
+	stmtOptTimeouts: "opt_timeouts",
+	stmtOptUpdate:   "opt_update",
+	stmtOptInsert:   "opt_insert",
 }
 
 const (
@@ -125,6 +139,64 @@ WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea`
 	sqlInsertOne = `INSERT INTO {windows}
     (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
 VALUES ($1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::text, $7::text)`
+)
+
+// The statements of the optimistic protocol (Config.Protocol), for a
+// single check. Round trip 1 is sqlOptRead alone, outside any explicit
+// transaction; round trip 2, for an allowed check, is sqlOptTimeouts and
+// one conditional write, pipelined behind one Sync, so that they run as one
+// implicit transaction, which commits when the server reaches the Sync.
+const (
+	// sqlOptRead returns exactly one row, whether the key has a row or not:
+	// the counter (NULLs for a key without a row), the ledger count of the
+	// key's shard (only for a key without a row) and the clock, sampled
+	// after the statement's snapshot was taken. It takes no lock but its
+	// tables' shared ones, so nothing the store does makes it wait.
+	sqlOptRead = `SELECT w.used, w.window_started_at, w.window_expires_at,
+       CASE WHEN w.used IS NULL THEN
+           (SELECT c.row_count FROM {ledger} AS c WHERE c.capacity_shard = $3::smallint)
+       END,
+       pg_catalog.clock_timestamp()
+FROM (SELECT) AS one
+LEFT JOIN {windows} AS w ON w.config_fingerprint = $1::bytea AND w.subject_key = $2::bytea`
+
+	// sqlOptTimeouts bounds the write's statement and lock waits by the
+	// caller's deadline; the idle timeout is set for symmetry with the
+	// locked protocol, though an implicit transaction is never idle.
+	sqlOptTimeouts = `SELECT pg_catalog.set_config('statement_timeout', $1::text, true),
+       pg_catalog.set_config('lock_timeout', $1::text, true),
+       pg_catalog.set_config('idle_in_transaction_session_timeout', $2::text, true)`
+
+	// sqlOptUpdate applies only while the counter is exactly the one read.
+	// Under read committed, an UPDATE that finds its row changed by a
+	// transaction it waited for re-evaluates the condition on the latest
+	// version, so a concurrent admission, renewal or cleanup makes it
+	// change nothing. A counter's (used, start, expiry) never comes back to
+	// an earlier value: used grows within a window, and a new window starts
+	// later.
+	sqlOptUpdate = `UPDATE {windows}
+SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = $5::timestamptz
+WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea
+  AND used = $6::bigint AND window_started_at = $7::timestamptz AND window_expires_at = $8::timestamptz`
+
+	// sqlOptInsert creates a key's row in the locked protocol's order: the
+	// key's advisory lock (an uncorrelated subquery, which PostgreSQL runs
+	// once before the scan), then the ledger row of its shard, locked only
+	// while the shard is below its bound (a row that changed while the
+	// lock was awaited is re-read in its latest version), then the insert,
+	// which the ledger's trigger counts. The advisory lock keeps it from
+	// racing a locked admission that found the key absent; ON CONFLICT DO
+	// NOTHING turns any insert of the key that committed since the read
+	// into a conflict.
+	sqlOptInsert = `WITH room AS (
+    SELECT c.capacity_shard FROM {ledger} AS c
+    WHERE (SELECT pg_catalog.pg_advisory_xact_lock($10::bigint)::text) IS NOT NULL
+      AND c.capacity_shard = $8::smallint AND c.row_count < $9::bigint
+    FOR UPDATE)
+INSERT INTO {windows}
+    (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
+SELECT $1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::text, $7::text FROM room
+ON CONFLICT (config_fingerprint, subject_key) DO NOTHING`
 )
 
 // The statements of a batch of two or more checks. Round trip 1 sends,

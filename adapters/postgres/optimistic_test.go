@@ -1,0 +1,145 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+)
+
+// The tests below pin the optimistic protocol's own steps with locks held
+// by the test; the conformance suite (TestConformanceOptimistic) and the
+// fault tests (the "optimistic single check" entry) cover the rest.
+
+// An optimistic single check of a stored key takes no advisory lock: it
+// is admitted while another transaction holds the key's advisory lock,
+// where the locked protocol waits for it until its budget ends.
+func TestOptimisticCheckOfAStoredKeyTakesNoAdvisoryLock(t *testing.T) {
+	t.Parallel()
+	for _, protocol := range []postgres.Protocol{postgres.Locked, postgres.Optimistic} {
+		t.Run(protocol.String(), func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			store, _ := f.newStore(t, postgres.Config{Protocol: protocol, OperationTimeout: 300 * time.Millisecond}, nil)
+			c := f.check(policy(t, "opt.advisory", 5, time.Hour), "stored")
+			requireAllowed(t, admit(t, f.store, c))
+
+			tx := f.hold(t)
+			lockAdvisory(t, tx, c)
+			d, err := store.AdmitCheck(context.Background(), c)
+			if protocol == postgres.Locked {
+				requireAdmissionError(t, err, postgres.OpLock, false)
+				f.requireUsed(t, []domain.Check{c}, 1)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, domain.Allowed, d.Outcome())
+			f.requireUsed(t, []domain.Check{c}, 2)
+		})
+	}
+}
+
+// A write that meets a concurrent admission changes nothing and the check
+// starts again: the test's transaction holds the row lock while the check
+// reads and evaluates, then consumes a unit itself and commits. The check's
+// update, which waited for that lock, finds the counter changed, and its
+// second attempt counts on top of it. No update is lost.
+func TestOptimisticWriteRetriesAfterAConcurrentAdmission(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	store, _ := f.newStore(t, postgres.Config{Protocol: postgres.Optimistic}, named("opt-conflict"))
+	c := f.check(policy(t, "opt.conflict", 5, time.Hour), "stored")
+	requireAllowed(t, admit(t, f.store, c))
+
+	tx := f.hold(t)
+	lockRow(t, tx, c)
+	type answer struct {
+		d   domain.Decision
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		d, err := store.AdmitCheck(context.Background(), c)
+		answers <- answer{d, err}
+	}()
+	f.waitForLockWait(t, "opt-conflict")
+	k := c.CounterKey().Bytes()
+	_, err := tx.Exec(context.Background(), `UPDATE runlimit_fixed_windows SET used = used + 1
+		WHERE config_fingerprint = $1 AND subject_key = $2`, k[:32], k[32:])
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(context.Background()))
+
+	a := <-answers
+	require.NoError(t, a.err)
+	require.Equal(t, domain.Allowed, a.d.Outcome())
+	allowance, ok := a.d.Allowance()
+	require.True(t, ok)
+	require.Equal(t, int64(2), allowance.Remaining, "the check counted after the concurrent admission")
+	f.requireUsed(t, []domain.Check{c}, 3)
+}
+
+// A new key's insert takes the key's advisory lock first, as the locked
+// protocol does: a locked admission that found the key absent and holds
+// that lock inserts the row, and the optimistic insert, queued behind it,
+// then conflicts instead of failing on the duplicate key or failing the
+// other's insert. Its second attempt updates the row; the ledger counts the
+// key once.
+func TestOptimisticInsertWaitsForTheKeysAdvisoryLock(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	store, _ := f.newStore(t, postgres.Config{Protocol: postgres.Optimistic}, named("opt-insert"))
+	c := f.check(policy(t, "opt.insert", 5, time.Hour), "new")
+	shard := postgres.ShardOf(c.CounterKey())
+
+	tx := f.hold(t)
+	lockAdvisory(t, tx, c)
+	type answer struct {
+		d   domain.Decision
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		d, err := store.AdmitCheck(context.Background(), c)
+		answers <- answer{d, err}
+	}()
+	f.waitForLockWait(t, "opt-insert")
+	k := c.CounterKey().Bytes()
+	_, err := tx.Exec(context.Background(), `INSERT INTO runlimit_fixed_windows
+		(policy_id, scope_id, config_fingerprint, subject_key, used, window_started_at, window_expires_at)
+		VALUES ('opt.insert', 'subject', $1, $2, 1, pg_catalog.now(), pg_catalog.now() + interval '1 hour')`, k[:32], k[32:])
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(context.Background()))
+
+	a := <-answers
+	require.NoError(t, a.err)
+	require.Equal(t, domain.Allowed, a.d.Outcome())
+	f.requireUsed(t, []domain.Check{c}, 2)
+	require.Equal(t, int64(1), f.ledger(t, shard))
+}
+
+// Protocol is validated with the rest of the configuration, and its text
+// form parses back.
+func TestProtocolConfig(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	_, err := postgres.New(f.db.Pool, postgres.Config{Protocol: postgres.Optimistic + 1})
+	var ce *postgres.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Protocol", ce.Field)
+	require.ErrorIs(t, err, postgres.ErrInvalidConfig)
+
+	for _, p := range []postgres.Protocol{postgres.Locked, postgres.Optimistic} {
+		got, err := postgres.ParseProtocol(p.String())
+		require.NoError(t, err)
+		require.Equal(t, p, got)
+	}
+	got, err := postgres.ParseProtocol("")
+	require.NoError(t, err)
+	require.Equal(t, postgres.Locked, got)
+	_, err = postgres.ParseProtocol("Optimistic")
+	require.ErrorIs(t, err, postgres.ErrInvalidConfig)
+}
