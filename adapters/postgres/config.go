@@ -97,6 +97,26 @@ func (p Protocol) String() string {
 	return fmt.Sprintf("Protocol(%d)", uint8(p))
 }
 
+// MarshalText returns the name String returns, so that a Config reads
+// and writes its Protocol by name in JSON and other text formats. A value
+// that is neither protocol is an error.
+func (p Protocol) MarshalText() ([]byte, error) {
+	if p > Optimistic {
+		return nil, &ConfigError{Field: "Protocol", Value: p, Want: "Locked or Optimistic"}
+	}
+	return []byte(p.String()), nil
+}
+
+// UnmarshalText sets p from a name ParseProtocol accepts.
+func (p *Protocol) UnmarshalText(text []byte) error {
+	v, err := ParseProtocol(string(text))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
 // ParseProtocol returns the Protocol named name: "locked" or "optimistic"
 // (an empty name is Locked).
 func ParseProtocol(name string) (Protocol, error) {

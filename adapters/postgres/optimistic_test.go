@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -141,5 +142,18 @@ func TestProtocolConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, postgres.Locked, got)
 	_, err = postgres.ParseProtocol("Optimistic")
+	require.ErrorIs(t, err, postgres.ErrInvalidConfig)
+
+	// By name in JSON, both ways.
+	b, err := json.Marshal(postgres.Config{Protocol: postgres.Optimistic})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"Protocol":"optimistic"`)
+	var cfg postgres.Config
+	require.NoError(t, json.Unmarshal([]byte(`{"Protocol":"locked"}`), &cfg))
+	require.Equal(t, postgres.Locked, cfg.Protocol)
+	require.NoError(t, json.Unmarshal([]byte(`{"Protocol":"optimistic"}`), &cfg))
+	require.Equal(t, postgres.Optimistic, cfg.Protocol)
+	require.ErrorIs(t, json.Unmarshal([]byte(`{"Protocol":"fast"}`), &cfg), postgres.ErrInvalidConfig)
+	_, err = json.Marshal(postgres.Config{Protocol: postgres.Optimistic + 1})
 	require.ErrorIs(t, err, postgres.ErrInvalidConfig)
 }

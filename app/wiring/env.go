@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/migrations"
 )
@@ -36,6 +37,9 @@ const (
 	// EnvPostgresSchema is Config.Postgres.Schema, the schema holding
 	// Runlimit's tables and functions (the command's --schema).
 	EnvPostgresSchema = "RUNLIMIT_POSTGRES_SCHEMA"
+	// EnvPostgresProtocol is Config.Postgres.Protocol: "locked" (the
+	// default) or "optimistic".
+	EnvPostgresProtocol = "RUNLIMIT_POSTGRES_PROTOCOL"
 	// EnvCleanupInterval is Config.CleanupInterval, a Go duration such as
 	// "30s"; a negative one such as "-1s" turns the loop off.
 	EnvCleanupInterval = "RUNLIMIT_CLEANUP_INTERVAL"
@@ -138,6 +142,13 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 			bad(EnvPostgresSchema, "is not a schema name Runlimit can use: 1 to 63 ASCII letters, digits and underscores, not starting with a digit or pg_")
 		}
 		cfg.Postgres.Schema = v
+	}
+	if v, ok := get(EnvPostgresProtocol); ok {
+		p, err := postgres.ParseProtocol(v)
+		if err != nil {
+			bad(EnvPostgresProtocol, `is not "locked" or "optimistic"`)
+		}
+		cfg.Postgres.Protocol = p
 	}
 	if v, ok := get(EnvCleanupInterval); ok {
 		d, err := time.ParseDuration(v)

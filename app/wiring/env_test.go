@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app/wiring"
 )
 
@@ -33,6 +34,7 @@ func TestConfigFromEnvReadsEveryVariable(t *testing.T) {
 		"RUNLIMIT_GATE_SHARDS":             "16",
 		"RUNLIMIT_POSTGRES_ROWS_PER_SHARD": "8192",
 		"RUNLIMIT_POSTGRES_SCHEMA":         "limits",
+		"RUNLIMIT_POSTGRES_PROTOCOL":       "optimistic",
 		"RUNLIMIT_CLEANUP_INTERVAL":        "30s",
 		"RUNLIMIT_CLEANUP_BATCH":           "500",
 		"RUNLIMIT_KEY_SECRET":              testSecret,
@@ -45,6 +47,7 @@ func TestConfigFromEnvReadsEveryVariable(t *testing.T) {
 	require.Equal(t, &memory.Config{MaxKeys: 10_000, Shards: 16}, cfg.Gate)
 	require.Equal(t, 8192, cfg.Postgres.RowsPerShard)
 	require.Equal(t, "limits", cfg.Postgres.Schema)
+	require.Equal(t, postgres.Optimistic, cfg.Postgres.Protocol)
 	require.Equal(t, 30*time.Second, cfg.CleanupInterval)
 	require.Equal(t, 500, cfg.CleanupBatch)
 	require.Equal(t, testSecret, cfg.KeySecret.Reveal())
@@ -70,15 +73,16 @@ func TestConfigFromEnvNamesTheVariableNeverTheValue(t *testing.T) {
 	t.Parallel()
 	const tell = "hunter2-value"
 	env := map[string]string{
-		"RUNLIMIT_BACKEND":          "redis-" + tell,
-		"RUNLIMIT_MIGRATE":          "yes-" + tell,
-		"RUNLIMIT_MEMORY_MAX_KEYS":  "12x-" + tell,
-		"RUNLIMIT_MEMORY_SHARDS":    "1.5-" + tell,
-		"RUNLIMIT_GATE_SHARDS":      "4",
-		"RUNLIMIT_CLEANUP_INTERVAL": "often-" + tell,
-		"RUNLIMIT_CLEANUP_BATCH":    "all-" + tell,
-		"RUNLIMIT_POSTGRES_SCHEMA":  "bad;" + tell,
-		"RUNLIMIT_KEY_SECRET":       tell, // too short
+		"RUNLIMIT_BACKEND":           "redis-" + tell,
+		"RUNLIMIT_MIGRATE":           "yes-" + tell,
+		"RUNLIMIT_MEMORY_MAX_KEYS":   "12x-" + tell,
+		"RUNLIMIT_MEMORY_SHARDS":     "1.5-" + tell,
+		"RUNLIMIT_GATE_SHARDS":       "4",
+		"RUNLIMIT_CLEANUP_INTERVAL":  "often-" + tell,
+		"RUNLIMIT_CLEANUP_BATCH":     "all-" + tell,
+		"RUNLIMIT_POSTGRES_SCHEMA":   "bad;" + tell,
+		"RUNLIMIT_POSTGRES_PROTOCOL": "fast-" + tell,
+		"RUNLIMIT_KEY_SECRET":        tell, // too short
 	}
 	_, err := wiring.ConfigFromLookup(lookupOf(env))
 	require.ErrorIs(t, err, wiring.ErrInvalidConfig)
@@ -94,7 +98,7 @@ func TestConfigFromEnvNamesTheVariableNeverTheValue(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"RUNLIMIT_BACKEND", "RUNLIMIT_MIGRATE", "RUNLIMIT_MEMORY_MAX_KEYS", "RUNLIMIT_MEMORY_SHARDS",
 		"RUNLIMIT_GATE_SHARDS", "RUNLIMIT_CLEANUP_INTERVAL", "RUNLIMIT_CLEANUP_BATCH", "RUNLIMIT_POSTGRES_SCHEMA",
-		"RUNLIMIT_KEY_SECRET",
+		"RUNLIMIT_POSTGRES_PROTOCOL", "RUNLIMIT_KEY_SECRET",
 	}, named)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/internal/testkit"
 )
 
 // The errors of opening a Runtime from a database URL hold no password in
@@ -42,16 +43,20 @@ func TestOpenErrorsHoldNoPassword(t *testing.T) {
 	}
 }
 
-// Postgres.Schema reaches both the migrations and the store.
+// Postgres.Schema reaches both the migrations and the store, and
+// Postgres.Protocol the store, which the start record names.
 func TestOpenUsesTheConfiguredSchema(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewEmpty(t)
+	var logs testkit.LogBuffer
 	r, err := wiring.Open(context.Background(), wiring.Config{
 		Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(db.URL), SecretEnv: setEnv(t, testSecret),
-		Postgres: postgres.Config{Schema: "limits"}, Migrate: true, CleanupInterval: -1,
+		Postgres: postgres.Config{Schema: "limits", Protocol: postgres.Optimistic}, Migrate: true, CleanupInterval: -1,
+		Logger: logs.Logger(),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	require.Contains(t, logs.String(), "backend=postgres gate=false migrate=true cleanup_interval=0s postgres_protocol=optimistic")
 	p := loginPolicy(t, "auth.schema")
 	d, err := r.Limiter().Check(context.Background(), domain.NewCheck(p, r.KeyHasher().KeyString(p, "user")))
 	require.NoError(t, err)

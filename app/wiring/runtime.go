@@ -294,6 +294,9 @@ func (r *runtimeState) start(ctx context.Context) error {
 		slog.Bool("migrate", r.cfg.Migrate),
 		slog.Duration("cleanup_interval", max(r.cfg.CleanupInterval, 0)),
 	}
+	if r.cfg.Backend == BackendPostgres {
+		attrs = append(attrs, slog.String("postgres_protocol", r.cfg.Postgres.Protocol.String()))
+	}
 	for _, o := range cleanupObserverList(r.cfg.CleanupObserver) {
 		if sr, ok := o.(StartReporter); ok {
 			attrs = append(attrs, sr.StartAttrs()...)
