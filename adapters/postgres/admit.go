@@ -365,6 +365,13 @@ func (a *admission) decodeLocked(v [][]byte, now *domain.Instant, sampled *bool)
 	if len(v) != 1 || !decodeRecord(v[0], f[:]) {
 		return malformed("the lock returned a malformed answer")
 	}
+	return a.decodeOne(f[:], now, sampled)
+}
+
+// decodeOne decodes what a single check's round trip 1 reads, in either
+// protocol: used, started_at, expires_at (NULL when the key has no row),
+// the shard's row count (NULL when it has one) and the clock sample.
+func (a *admission) decodeOne(f [][]byte, now *domain.Instant, sampled *bool) error {
 	if *now, *sampled = decodeTime(f[4]); !*sampled {
 		return malformed("the read returned no clock sample")
 	}

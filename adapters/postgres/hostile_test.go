@@ -46,22 +46,14 @@ func TestHostileSchemaCannotRedirectTheStore(t *testing.T) {
 	f := &fixture{db: db, store: store, hasher: hasher}
 	p := policy(t, "hostile", 2, time.Hour)
 
-	allowed := 0
 	one := f.check(p, "single")
-	for range 5 {
-		d, err := store.AdmitCheck(ctx, one)
-		require.NoError(t, err)
-		if d.PermitsRequest() {
-			allowed++
-		}
-	}
-	require.Equal(t, 2, allowed, "single checks")
+	require.Equal(t, 2, allowedOf(t, store, one, 5), "single checks")
 
 	for _, pair := range [][]domain.Check{
 		{f.check(p, "batch-a"), f.check(p, "batch-b")},
 		{f.check(p, "batch-c")}, // a batch of one takes the single-check statements
 	} {
-		allowed = 0
+		allowed := 0
 		for range 5 {
 			d, err := tryAdmit(ctx, store, pair...)
 			require.NoError(t, err)
@@ -88,15 +80,7 @@ func TestHostileSchemaCannotRedirectTheStore(t *testing.T) {
 	require.NoError(t, err)
 	opt, err := postgres.New(pool, postgres.Config{Protocol: postgres.Optimistic, RowsPerShard: 7})
 	require.NoError(t, err)
-	allowed = 0
-	for range 5 {
-		d, err := opt.AdmitCheck(ctx, optimistic)
-		require.NoError(t, err)
-		if d.PermitsRequest() {
-			allowed++
-		}
-	}
-	require.Equal(t, 2, allowed, "optimistic single checks")
+	require.Equal(t, 2, allowedOf(t, opt, optimistic, 5), "optimistic single checks")
 
 	require.Zero(t, db.ShadowCaptures(t, svc.Name), "the look-alikes saw keys")
 	got, ok := f.stored(t, one)
@@ -123,6 +107,21 @@ func TestHostileSchemaCannotRedirectTheStore(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM `+shadow).Scan(&shadowRows))
 	require.Equal(t, 2, shadowRows)
 	require.Zero(t, db.ShadowCaptures(t, svc.Name))
+}
+
+// allowedOf checks c n times through AdmitCheck and returns how many were
+// allowed.
+func allowedOf(t *testing.T, s *postgres.Store, c domain.Check, n int) int {
+	t.Helper()
+	allowed := 0
+	for range n {
+		d, err := s.AdmitCheck(context.Background(), c)
+		require.NoError(t, err)
+		if d.PermitsRequest() {
+			allowed++
+		}
+	}
+	return allowed
 }
 
 func quote(name string) string { return `"` + name + `"` }

@@ -149,26 +149,13 @@ func (a *admission) readOptimistic(ss *session, st *connState) (domain.Instant, 
 	return now, nil
 }
 
-// decodeOptimistic decodes sqlOptRead's row: used, started_at, expires_at
-// (NULL when the key has no row), the shard's row count (NULL when it has
-// one) and the clock sample, in binary format.
+// decodeOptimistic decodes sqlOptRead's row, five columns in binary format
+// (see decodeOne).
 func (a *admission) decodeOptimistic(v [][]byte, now *domain.Instant, sampled *bool) error {
 	if len(v) != 5 {
 		return malformed("the read returned a malformed row")
 	}
-	if *now, *sampled = decodeTime(v[4]); !*sampled {
-		return malformed("the read returned no clock sample")
-	}
-	if v[0] != nil {
-		a.observeCounter(0, v[0], v[1], v[2])
-		return nil
-	}
-	rows, ok := decodeInt8(v[3])
-	if !ok {
-		return ErrLedger
-	}
-	a.ledger = append(a.ledger, ledgerRow{shard: a.shards[0], rows: rows})
-	return nil
+	return a.decodeOne(v, now, sampled)
 }
 
 // writeConditional is round trip 2 of the optimistic protocol: the

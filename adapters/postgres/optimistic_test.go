@@ -58,15 +58,7 @@ func TestOptimisticWriteRetriesAfterAConcurrentAdmission(t *testing.T) {
 
 	tx := f.hold(t)
 	lockRow(t, tx, c)
-	type answer struct {
-		d   domain.Decision
-		err error
-	}
-	answers := make(chan answer, 1)
-	go func() {
-		d, err := store.AdmitCheck(context.Background(), c)
-		answers <- answer{d, err}
-	}()
+	answers := checkInBackground(store, c)
 	f.waitForLockWait(t, "opt-conflict")
 	k := c.CounterKey().Bytes()
 	_, err := tx.Exec(context.Background(), `UPDATE runlimit_fixed_windows SET used = used + 1
@@ -81,6 +73,23 @@ func TestOptimisticWriteRetriesAfterAConcurrentAdmission(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, int64(2), allowance.Remaining, "the check counted after the concurrent admission")
 	f.requireUsed(t, []domain.Check{c}, 3)
+}
+
+// answer is what an AdmitCheck run in the background returned.
+type answer struct {
+	d   domain.Decision
+	err error
+}
+
+// checkInBackground runs store.AdmitCheck(c) in a goroutine of its own,
+// for a test that holds a lock it waits for.
+func checkInBackground(store *postgres.Store, c domain.Check) <-chan answer {
+	answers := make(chan answer, 1)
+	go func() {
+		d, err := store.AdmitCheck(context.Background(), c)
+		answers <- answer{d, err}
+	}()
+	return answers
 }
 
 // A new key's insert takes the key's advisory lock first, as the locked
@@ -98,15 +107,7 @@ func TestOptimisticInsertWaitsForTheKeysAdvisoryLock(t *testing.T) {
 
 	tx := f.hold(t)
 	lockAdvisory(t, tx, c)
-	type answer struct {
-		d   domain.Decision
-		err error
-	}
-	answers := make(chan answer, 1)
-	go func() {
-		d, err := store.AdmitCheck(context.Background(), c)
-		answers <- answer{d, err}
-	}()
+	answers := checkInBackground(store, c)
 	f.waitForLockWait(t, "opt-insert")
 	k := c.CounterKey().Bytes()
 	_, err := tx.Exec(context.Background(), `INSERT INTO runlimit_fixed_windows
