@@ -2,8 +2,8 @@
 # Runs both comparisons of issue 14 and regenerates everything in $OUT
 # (default results/):
 #   peers.txt, peers.csv    the memory store against the Go peers (cmd/peerbench)
-#   pgload.md, pgload.csv   the PostgreSQL store against its floor, its baselines,
-#                           the optimistic protocol and Redis (cmd/pgload)
+#   pgload.md, pgload.csv   the PostgreSQL store, locked and optimistic, against its
+#                           floor, its baselines and Redis (cmd/pgload)
 #   chart.svg, tables.md    the chart and the tables with ratios (cmd/benchchart)
 #
 #   ./run.sh          the measurement, an estimated ten minutes on 2 vCPUs

@@ -18,9 +18,9 @@
 //
 // pgload.csv has one row per caller count and contender:
 //
-//	callers,contender,label,admissions_per_s,p50_ms,p99_ms,client_cpu_us,server_cpu_us,retries
-//	32,store,postgres.Store (pipelined),7710,3.74,12.21,55,186,0
+//	callers,contender,label,admissions_per_s,p50_ms,p99_ms,client_cpu_us,server_cpu_us
+//	32,store,"postgres.Store, locked protocol (default)",7710,3.74,12.21,55,186
 //
-// server_cpu_us is empty when the server's CPU could not be read; retries
-// counts the optimistic contender's conflicts, 0 for the others.
+// Contenders are [Naive], [Stepwise], [Floor], [Store], [Optimistic] and
+// [Redis]. server_cpu_us is empty when the server's CPU could not be read.
 package benchcsv

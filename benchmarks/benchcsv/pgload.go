@@ -7,7 +7,8 @@ import (
 	"strconv"
 )
 
-// pgload contenders.
+// pgload contenders. Store and Optimistic are postgres.Store in its locked
+// (default) and optimistic protocols.
 const (
 	Naive      = "naive"
 	Stepwise   = "stepwise"
@@ -28,10 +29,9 @@ type PGRow struct {
 	P99ms       float64
 	ClientCPUus float64 // CPU of the measuring process per admission
 	ServerCPUus float64 // CPU of the server's processes per admission
-	Retries     int64   // conflicts retried (the optimistic contender)
 }
 
-var pgHeader = []string{"callers", "contender", "label", "admissions_per_s", "p50_ms", "p99_ms", "client_cpu_us", "server_cpu_us", "retries"}
+var pgHeader = []string{"callers", "contender", "label", "admissions_per_s", "p50_ms", "p99_ms", "client_cpu_us", "server_cpu_us"}
 
 // WritePG writes rows with a header.
 func WritePG(w io.Writer, rows []PGRow) error {
@@ -41,8 +41,7 @@ func WritePG(w io.Writer, rows []PGRow) error {
 	}
 	for _, r := range rows {
 		rec := []string{strconv.Itoa(r.Callers), r.Contender, r.Label, number(r.Rate),
-			number(r.P50ms), number(r.P99ms), number(r.ClientCPUus), number(r.ServerCPUus),
-			strconv.FormatInt(r.Retries, 10)}
+			number(r.P50ms), number(r.P99ms), number(r.ClientCPUus), number(r.ServerCPUus)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -71,7 +70,6 @@ func ReadPG(r io.Reader) ([]PGRow, error) {
 			P99ms:       p.float("p99_ms", rec[5]),
 			ClientCPUus: p.float("client_cpu_us", rec[6]),
 			ServerCPUus: p.float("server_cpu_us", rec[7]),
-			Retries:     int64(p.int("retries", rec[8])),
 		}
 		if p.err != nil {
 			return nil, p.err

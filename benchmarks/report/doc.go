@@ -7,10 +7,14 @@
 //
 // [PeerRatios] divides each Runlimit row by each peer in every scenario:
 // time per check, or bytes retained per key, so below 1.00 Runlimit is
-// ahead. [PGRatios] divides admission rates at each caller count: the store
-// by the protocol floor, by the one-round-trip-per-statement protocol, by
-// Redis and by the naive upsert, and the optimistic contender by the store,
-// so above 1.00 the numerator is faster.
+// ahead. [PGRatios] divides admission rates at each caller count: each of
+// the store's two modes (the default, locked protocol and the optimistic
+// one) by the protocol floor and by the one-round-trip-per-statement
+// protocol, the locked store by Redis and by the naive upsert, and the
+// optimistic mode by the locked one, so above 1.00 the numerator is faster.
+// [WritePGRatios] adds two verdicts computed from them: whether the
+// optimistic mode reaches [StoreModeGain] at 32 callers, and whether each
+// mode reaches [FloorBar] at 8 and at 32 callers.
 //
 // # Chart
 //

@@ -19,6 +19,16 @@ func ratioCell(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// barValue formats a ratio judged against bar: with two decimals, or three
+// when two would round a ratio short of the bar up to the bar itself.
+func barValue(v, bar float64) string {
+	s := fmt.Sprintf("%.2f", v)
+	if v < bar && s == fmt.Sprintf("%.2f", bar) {
+		s = fmt.Sprintf("%.3f", v)
+	}
+	return s
+}
+
 // thousands formats v rounded to an integer with comma separators.
 func thousands(v float64) string {
 	s := strconv.FormatInt(int64(math.Round(v)), 10)

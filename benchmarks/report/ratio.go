@@ -55,15 +55,29 @@ func PeerRatios(rows []benchcsv.PeerRow) []PeerRatio {
 	return out
 }
 
+// The bars of issue 14 that the ratios are judged by.
+const (
+	// StoreModeGain is how much faster than the locked protocol, at 32
+	// callers, the optimistic protocol had to be to become a store mode.
+	StoreModeGain = 1.15
+	// FloorBar is the share of the protocol floor's rate a store mode
+	// should reach at 8 and at 32 callers.
+	FloorBar = 0.85
+)
+
 // PGRatio holds the ratios of admission rates at one caller count; each is
-// NaN when a contender is missing.
+// NaN when a contender is missing. The store is postgres.Store in its
+// default, locked protocol, the optimistic store the same store in its
+// optimistic mode.
 type PGRatio struct {
-	Callers         int
-	StoreFloor      float64 // store / protocol floor
-	StoreStepwise   float64 // store / one round trip per statement
-	StoreRedis      float64 // store / redis_rate
-	StoreNaive      float64 // store / naive upsert
-	OptimisticStore float64 // optimistic protocol / store
+	Callers            int
+	StoreFloor         float64 // store / protocol floor
+	OptimisticFloor    float64 // optimistic store / protocol floor
+	StoreStepwise      float64 // store / one round trip per statement
+	OptimisticStepwise float64 // optimistic store / one round trip per statement
+	StoreRedis         float64 // store / redis_rate
+	StoreNaive         float64 // store / naive upsert
+	OptimisticStore    float64 // optimistic store / store
 }
 
 // PGRatios returns the ratios at every caller count in rows, ascending.
@@ -81,15 +95,30 @@ func PGRatios(rows []benchcsv.PGRow) []PGRatio {
 	for i, n := range callers {
 		k := func(id string) [2]string { return [2]string{itoa(n), id} }
 		out[i] = PGRatio{
-			Callers:         n,
-			StoreFloor:      ratio(rate, k(benchcsv.Store), k(benchcsv.Floor)),
-			StoreStepwise:   ratio(rate, k(benchcsv.Store), k(benchcsv.Stepwise)),
-			StoreRedis:      ratio(rate, k(benchcsv.Store), k(benchcsv.Redis)),
-			StoreNaive:      ratio(rate, k(benchcsv.Store), k(benchcsv.Naive)),
-			OptimisticStore: ratio(rate, k(benchcsv.Optimistic), k(benchcsv.Store)),
+			Callers:            n,
+			StoreFloor:         ratio(rate, k(benchcsv.Store), k(benchcsv.Floor)),
+			OptimisticFloor:    ratio(rate, k(benchcsv.Optimistic), k(benchcsv.Floor)),
+			StoreStepwise:      ratio(rate, k(benchcsv.Store), k(benchcsv.Stepwise)),
+			OptimisticStepwise: ratio(rate, k(benchcsv.Optimistic), k(benchcsv.Stepwise)),
+			StoreRedis:         ratio(rate, k(benchcsv.Store), k(benchcsv.Redis)),
+			StoreNaive:         ratio(rate, k(benchcsv.Store), k(benchcsv.Naive)),
+			OptimisticStore:    ratio(rate, k(benchcsv.Optimistic), k(benchcsv.Store)),
 		}
 	}
 	return out
+}
+
+// pgRatioAt returns the ratios at n callers from ratios, every one NaN when
+// n was not measured.
+func pgRatioAt(ratios []PGRatio, n int) PGRatio {
+	for _, r := range ratios {
+		if r.Callers == n {
+			return r
+		}
+	}
+	nan := math.NaN()
+	return PGRatio{Callers: n, StoreFloor: nan, OptimisticFloor: nan, StoreStepwise: nan, OptimisticStepwise: nan,
+		StoreRedis: nan, StoreNaive: nan, OptimisticStore: nan}
 }
 
 func ratio(m map[[2]string]float64, num, den [2]string) float64 {

@@ -36,19 +36,31 @@ func TestPeerRatiosDivideRunlimitByEachPeer(t *testing.T) {
 func TestPGRatiosDivideRatesPerCallerCount(t *testing.T) {
 	t.Parallel()
 	ratios := report.PGRatios(pgRows(9600))
-	require.Len(t, ratios, 2)
+	require.Len(t, ratios, 3)
 
 	one := ratios[0]
 	require.Equal(t, 1, one.Callers)
 	require.InDelta(t, 0.8, one.StoreFloor, 1e-12)
+	require.True(t, math.IsNaN(one.OptimisticFloor), "no optimistic store at 1 caller")
+	require.True(t, math.IsNaN(one.StoreStepwise))
+	require.True(t, math.IsNaN(one.OptimisticStepwise))
 	require.True(t, math.IsNaN(one.StoreRedis))
 	require.True(t, math.IsNaN(one.StoreNaive))
 	require.True(t, math.IsNaN(one.OptimisticStore))
 
-	many := ratios[1]
+	eight := ratios[1]
+	require.Equal(t, 8, eight.Callers)
+	require.InDelta(t, 0.8, eight.StoreFloor, 1e-12)
+	require.InDelta(t, 0.95, eight.OptimisticFloor, 1e-12)
+	require.True(t, math.IsNaN(eight.OptimisticStepwise), "no per-statement protocol at 8 callers")
+	require.InDelta(t, 7600.0/6400, eight.OptimisticStore, 1e-12)
+
+	many := ratios[2]
 	require.Equal(t, 32, many.Callers)
 	require.InDelta(t, 0.8, many.StoreFloor, 1e-12)
+	require.InDelta(t, 0.96, many.OptimisticFloor, 1e-12)
 	require.InDelta(t, 2.0, many.StoreStepwise, 1e-12)
+	require.InDelta(t, 2.4, many.OptimisticStepwise, 1e-12)
 	require.InDelta(t, 0.25, many.StoreRedis, 1e-12)
 	require.InDelta(t, 0.5, many.StoreNaive, 1e-12)
 	require.InDelta(t, 1.2, many.OptimisticStore, 1e-12)

@@ -19,9 +19,10 @@ hot,golimiter,go-limiter,1,80,0,0,,4
 retained,golimiter,go-limiter,1,,,,200,2
 `
 
-const pgCSV = `callers,contender,label,admissions_per_s,p50_ms,p99_ms,client_cpu_us,server_cpu_us,retries
-32,store,postgres.Store (pipelined),8000,3.7,12.2,55,186,0
-32,floor,protocol floor,10000,2.7,8.2,47,128,0
+const pgCSV = `callers,contender,label,admissions_per_s,p50_ms,p99_ms,client_cpu_us,server_cpu_us
+32,store,"postgres.Store, locked protocol (default)",8000,3.7,12.2,55,186
+32,optimistic,"postgres.Store, optimistic protocol",9200,3.1,10.4,50,150
+32,floor,protocol floor,10000,2.7,8.2,47,128
 `
 
 func writeFile(t *testing.T, dir, name, body string) string {
@@ -62,11 +63,17 @@ func TestRunDrawsBothComparisons(t *testing.T) {
 	meta := report.Meta{Machine: "test machine", Date: "2026-12-01", Command: "run.sh"}
 	require.NoError(t, run(meta, writeFile(t, dir, "peers.csv", peersCSV), writeFile(t, dir, "pgload.csv", pgCSV), svg, md))
 
-	require.Equal(t, 5, countBars(t, svg), "one bar per CSV row")
+	require.Equal(t, 6, countBars(t, svg), "one bar per CSV row")
+	chart, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	require.Contains(t, string(chart), ">postgres.Store, locked protocol (default)</text>")
+	require.Contains(t, string(chart), ">postgres.Store, optimistic protocol</text>", "the optimistic contender is the store's mode")
 	b, err := os.ReadFile(md)
 	require.NoError(t, err)
 	require.Contains(t, string(b), "| Runlimit, key derived once / go-limiter | 1.25 | – |")
-	require.Contains(t, string(b), "| 32 | 0.80 | – | – | – | – |")
+	require.Contains(t, string(b), "| 32 | 0.80 | 0.92 | – | – | – | – | 1.15 |")
+	require.Contains(t, string(b), "the locked store falls short at 32 callers (8 not measured, 0.80 at 32); "+
+		"the optimistic store reaches it at 32 callers (8 not measured, 0.92 at 32).")
 }
 
 func TestRunWithOneInput(t *testing.T) {
@@ -74,7 +81,7 @@ func TestRunWithOneInput(t *testing.T) {
 	dir := t.TempDir()
 	svg, md := filepath.Join(dir, "chart.svg"), filepath.Join(dir, "tables.md")
 	require.NoError(t, run(report.Meta{}, "", writeFile(t, dir, "pgload.csv", pgCSV), svg, md))
-	require.Equal(t, 2, countBars(t, svg))
+	require.Equal(t, 3, countBars(t, svg))
 	require.Error(t, run(report.Meta{}, "", "", svg, md))
 }
 

@@ -10,11 +10,12 @@
 //   - floor: not a limiter but the part of the protocol no store can drop,
 //     the row lock, the write and the commit in two pipelined round trips,
 //     a ceiling for any store that keeps the protocol;
-//   - store: postgres.Store through app.Limiter.Check, as applications call
-//     it: two pipelined round trips;
-//   - optimistic: the protocol made optimistic, a contender for a store mode:
-//     a read without locks, then a conditional write that applies only if
-//     the counter is unchanged, retried on conflict;
+//   - store: postgres.Store in its default, locked protocol, through
+//     app.Limiter.Check as applications call it: two pipelined round trips;
+//   - optimistic: the same store in its optimistic mode
+//     (postgres.Config.Protocol set to postgres.Optimistic), through
+//     app.Limiter.Check too: a read without locks, then a conditional write
+//     that applies only if the counter is unchanged;
 //   - redis: go-redis/redis_rate on a Redis server, what many services use
 //     instead. When no server answers at -redis-addr on this machine, pgload
 //     starts one without persistence and shuts it down at the end.

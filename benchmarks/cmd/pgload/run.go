@@ -51,9 +51,6 @@ type limiter struct {
 	// server is the command name of the server's processes, whose CPU is
 	// charged to the limiter.
 	server string
-	// retries counts the checks a limiter started again; nil when it never
-	// does.
-	retries func() int64
 	// cleanup removes what the limiter stored outside the database pgload
 	// drops; nil when there is nothing.
 	cleanup func(ctx context.Context) error
@@ -68,7 +65,6 @@ type measurement struct {
 	// CPU per admission, of this process and of the local server (zero
 	// when the server is not on this machine).
 	clientCPU, serverCPU time.Duration
-	retries              int64
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
@@ -228,9 +224,13 @@ func openPool(ctx context.Context, dbURL string, callers int) (*pgxpool.Pool, er
 	return pgxpool.NewWithConfig(ctx, pc)
 }
 
+// cellTag names a limiter's keys in one cell: the policy of its checks, or
+// the prefix of its keys.
+func cellTag(kind string, callers int) string { return fmt.Sprintf("pgload.%s.c%d", kind, callers) }
+
 func newLimiter(kind string, c cell, keysPerCaller int) (*limiter, error) {
-	pool, hasher, callers := c.pool, c.hasher, c.callers
-	tag := fmt.Sprintf("pgload.%s.c%d", kind, callers)
+	pool, callers := c.pool, c.callers
+	tag := cellTag(kind, callers)
 	switch kind {
 	case "naive":
 		n := newNaive(pool, tag, callers, keysPerCaller)
@@ -240,6 +240,48 @@ func newLimiter(kind string, c cell, keysPerCaller int) (*limiter, error) {
 		return &limiter{id: kind, name: "go-redis/redis_rate (Redis, GCRA)", check: r.check, used: r.used,
 			server: "redis-server", cleanup: r.remove}, nil
 	}
+	checks, err := cellChecks(c.hasher, tag, callers, keysPerCaller)
+	if err != nil {
+		return nil, err
+	}
+	used := func(ctx context.Context) (sum, rows int64, err error) {
+		err = pool.QueryRow(ctx, `SELECT COALESCE(sum(used), 0)::bigint, count(*) FROM runlimit_fixed_windows
+			WHERE policy_id = $1`, tag).Scan(&sum, &rows)
+		return sum, rows, err
+	}
+	switch kind {
+	case "floor":
+		f := &floor{pool: pool, checks: checks}
+		return &limiter{id: kind, name: "protocol floor (row lock, write, commit)", check: f.check, used: used, server: "postgres"}, nil
+	case "stepwise":
+		s := &stepwise{pool: pool, checks: checks, rowsPerShard: postgres.DefaultRowsPerShard, timeout: postgres.DefaultTimeout}
+		return &limiter{id: kind, name: "same protocol, one round trip per statement", check: s.check, used: used, server: "postgres"}, nil
+	}
+	// "store" and "optimistic" are the two modes of one store, called
+	// through app.Limiter as applications call it: a single check takes
+	// whatever path the limiter chooses for it.
+	cfg, name := postgres.Config{}, "postgres.Store, locked protocol (default)"
+	if kind == "optimistic" {
+		cfg.Protocol, name = postgres.Optimistic, "postgres.Store, optimistic protocol"
+	}
+	store, err := postgres.New(pool, cfg)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := app.NewLimiter(store, app.LimiterConfig{})
+	if err != nil {
+		return nil, err
+	}
+	check := func(ctx context.Context, caller, key int) (bool, error) {
+		d, err := lim.Check(ctx, checks[caller][key])
+		return d.Outcome() == domain.Allowed, err
+	}
+	return &limiter{id: kind, name: name, check: check, used: used, server: "postgres"}, nil
+}
+
+// cellChecks returns, per caller, the checks of its keysPerCaller keys under
+// a policy named tag whose limit no run reaches.
+func cellChecks(hasher domain.KeyHasher, tag string, callers, keysPerCaller int) ([][]domain.Check, error) {
 	pid, err := domain.NewPolicyID(tag)
 	if err != nil {
 		return nil, err
@@ -258,38 +300,7 @@ func newLimiter(kind string, c cell, keysPerCaller int) (*limiter, error) {
 			checks[i] = append(checks[i], domain.NewCheck(p, hasher.KeyString(p, fmt.Sprintf("caller-%d/key-%d", i, k))))
 		}
 	}
-	used := func(ctx context.Context) (sum, rows int64, err error) {
-		err = pool.QueryRow(ctx, `SELECT COALESCE(sum(used), 0)::bigint, count(*) FROM runlimit_fixed_windows
-			WHERE policy_id = $1`, tag).Scan(&sum, &rows)
-		return sum, rows, err
-	}
-	switch kind {
-	case "floor":
-		f := &floor{pool: pool, checks: checks}
-		return &limiter{id: kind, name: "protocol floor (row lock, write, commit)", check: f.check, used: used, server: "postgres"}, nil
-	case "stepwise":
-		s := &stepwise{pool: pool, checks: checks, rowsPerShard: postgres.DefaultRowsPerShard, timeout: postgres.DefaultTimeout}
-		return &limiter{id: kind, name: "same protocol, one round trip per statement", check: s.check, used: used, server: "postgres"}, nil
-	case "optimistic":
-		o := newOptimistic(pool, checks, postgres.DefaultRowsPerShard)
-		return &limiter{id: kind, name: "optimistic protocol (read, conditional write)", check: o.check, used: used,
-			server: "postgres", retries: o.retries.Load}, nil
-	}
-	store, err := postgres.New(pool, postgres.Config{})
-	if err != nil {
-		return nil, err
-	}
-	// Through app.Limiter, as applications call the store: a single check
-	// takes whatever path the limiter chooses for it.
-	lim, err := app.NewLimiter(store, app.LimiterConfig{})
-	if err != nil {
-		return nil, err
-	}
-	check := func(ctx context.Context, caller, key int) (bool, error) {
-		d, err := lim.Check(ctx, checks[caller][key])
-		return d.Outcome() == domain.Allowed, err
-	}
-	return &limiter{id: kind, name: "postgres.Store (pipelined)", check: check, used: used, server: "postgres"}, nil
+	return checks, nil
 }
 
 // warmUp checks every key once, so that each has its row and each
@@ -321,7 +332,6 @@ type tally struct {
 	client     time.Duration // CPU of this process
 	server     time.Duration // CPU of the local server, if found
 	serverSeen bool
-	retries    int64
 }
 
 func (t *tally) add(o tally) {
@@ -330,7 +340,6 @@ func (t *tally) add(o tally) {
 	t.client += o.client
 	t.server += o.server
 	t.serverSeen = t.serverSeen || o.serverSeen
-	t.retries += o.retries
 }
 
 func (t *tally) measurement(callers int, id, name string) measurement {
@@ -341,7 +350,6 @@ func (t *tally) measurement(callers int, id, name string) measurement {
 		callers:   callers,
 		id:        id,
 		limiter:   name,
-		retries:   t.retries,
 		rate:      float64(len(all)) / t.elapsed.Seconds(),
 		p50:       all[len(all)*50/100],
 		p99:       all[len(all)*99/100],
@@ -360,10 +368,6 @@ func measure(ctx context.Context, l *limiter, callers, keysPerCaller int, d time
 	before, _, err := l.used(ctx)
 	if err != nil {
 		return tally{}, err
-	}
-	var retries0 int64
-	if l.retries != nil {
-		retries0 = l.retries()
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
@@ -400,9 +404,6 @@ func measure(ctx context.Context, l *limiter, callers, keysPerCaller int, d time
 	wg.Wait()
 	t := tally{elapsed: time.Since(start)}
 	cpu1 := sampleCPU(l.server)
-	if l.retries != nil {
-		t.retries = l.retries() - retries0
-	}
 	close(errs)
 	if err := <-errs; err != nil {
 		return tally{}, err
@@ -434,24 +435,15 @@ func printTable(out io.Writer, cfg config, results []measurement, redisSrv *redi
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "%v per limiter and caller count, in %d interleaved rounds; %d keys per caller.\n\n",
 		cfg.duration, cfg.rounds, cfg.keysPerCaller)
-	retries := slices.Contains(cfg.limiters, "optimistic")
-	head, rule := "| callers | limiter | admissions/s | p50 | p99 | client CPU/op | server CPU/op |", "|---:|---|---:|---:|---:|---:|---:|"
-	if retries {
-		head, rule = head+" retries |", rule+"---:|"
-	}
-	fmt.Fprintln(out, head)
-	fmt.Fprintln(out, rule)
+	fmt.Fprintln(out, "| callers | limiter | admissions/s | p50 | p99 | client CPU/op | server CPU/op |")
+	fmt.Fprintln(out, "|---:|---|---:|---:|---:|---:|---:|")
 	for _, m := range results {
 		server := "n/a"
 		if m.serverCPU > 0 {
 			server = us(m.serverCPU)
 		}
-		fmt.Fprintf(out, "| %d | %s | %.0f | %s | %s | %s | %s |",
+		fmt.Fprintf(out, "| %d | %s | %.0f | %s | %s | %s | %s |\n",
 			m.callers, m.limiter, m.rate, ms(m.p50), ms(m.p99), us(m.clientCPU), server)
-		if retries {
-			fmt.Fprintf(out, " %d |", m.retries)
-		}
-		fmt.Fprintln(out)
 	}
 	if redisSrv != nil {
 		fmt.Fprintf(out, "\nRedis at %s, %s; its server CPU is that of every redis-server process.\n", redisSrv.addr, redisSrv.persistence)
@@ -467,7 +459,6 @@ func csvRows(results []measurement) []benchcsv.PGRow {
 		rows[i] = benchcsv.PGRow{
 			Callers: m.callers, Contender: m.id, Label: m.limiter, Rate: m.rate,
 			P50ms: millis(m.p50), P99ms: millis(m.p99), ClientCPUus: micros(m.clientCPU), ServerCPUus: math.NaN(),
-			Retries: m.retries,
 		}
 		if m.serverCPU > 0 {
 			rows[i].ServerCPUus = micros(m.serverCPU)
