@@ -208,6 +208,38 @@ func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 	})
 }
 
+// An advisory lock held on a key without a row, past the operation
+// timeout, fails the admission as definitely not consumed: the locked
+// protocol waits for it in round trip 1, the optimistic insert in its
+// write, and each ends the wait by its own lock timeout. Nothing is stored,
+// and the key is admitted once the lock is gone.
+func TestAdmitTimesOutOnAHeldAdvisoryLockOfANewKey(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}), named("advisory-lock"))
+		checks := e.checks(f, policy(t, "held.new", 5, time.Hour), "new")
+
+		tx := f.hold(t)
+		lockAdvisory(t, tx, checks[0])
+		_, err := e.admit(context.Background(), store, checks)
+		op := postgres.OpLock
+		if e.optimistic() {
+			op = postgres.OpWrite
+		}
+		ae := requireAdmissionError(t, err, op, false)
+		require.True(t, ae.Timeout)
+		require.ErrorIs(t, err, postgres.ErrTimeout)
+		require.Equal(t, int32(1), pool.Stat().TotalConns(), "the server ended the wait: the connection is kept")
+		require.Zero(t, pool.Stat().AcquiredConns())
+		require.NoError(t, tx.Rollback(context.Background()))
+
+		f.requireAbsent(t, checks)
+		e.allow(t, store, checks)
+		f.requireUsed(t, checks, 1)
+	})
+}
+
 // A connection stalled by the network is given up at the client-side
 // deadline and closed, not pooled; before COMMIT nothing was consumed.
 func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {

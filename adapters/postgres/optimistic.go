@@ -159,14 +159,11 @@ func (a *admission) decodeOptimistic(v [][]byte, now *domain.Instant, sampled *b
 }
 
 // writeConditional is round trip 2 of the optimistic protocol: the
-// timeouts and the conditional write in one implicit transaction. It
-// reports whether the write applied.
+// conditional write, which sets its own lock timeout, as one implicit
+// transaction. It reports whether the write applied.
 func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard int) (applied bool, err error) {
 	p := &a.params
 	var q pgconn.Batch
-	p.reset()
-	ss.addTimeouts(p)
-	q.ExecStatement(st.stmts[stmtOptTimeouts], p.slice(), binaryFormat, nil)
 	p.reset()
 	if a.present[0] {
 		a.updates.addParams(p, true)
@@ -175,6 +172,7 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 		p.end()
 		p.addTime([]domain.Instant{old.Start}, true)
 		p.addTime([]domain.Instant{old.Expires}, true)
+		ss.addLockTimeout(p)
 		q.ExecStatement(st.stmts[stmtOptUpdate], p.slice(), binaryFormat, nil)
 	} else {
 		a.inserts.addParams(p, true)
@@ -182,6 +180,7 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 		p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(rowsPerShard))
 		p.end()
 		p.addInt8(a.lockIDs, true)
+		ss.addLockTimeout(p)
 		q.ExecStatement(st.stmts[stmtOptInsert], p.slice(), binaryFormat, nil)
 	}
 	// The write commits when the server reaches the Sync: from here on, a
@@ -205,25 +204,18 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 	return false, &AdmissionError{Op: OpCommit, Err: malformed("the conditional write changed more than one row"), MayHaveConsumed: true}
 }
 
-// readConditional reads the answers of round trip 2: the timeouts, the
-// write and the implicit COMMIT at the Sync, and says at which stage an
-// error was met, as readWritten does for the locked protocol: a statement's
-// error proves nothing was committed; one after the write's answer is the
-// commit's own.
+// readConditional reads the answers of round trip 2: the write and the
+// implicit COMMIT at the Sync, and says at which stage an error was met, as
+// readWritten does for the locked protocol: the write's error proves
+// nothing was committed; one after the write's answer is the commit's own.
 func readConditional(mrr *pgconn.MultiResultReader) (pgconn.CommandTag, stage, error) {
-	var tag pgconn.CommandTag
-	for i := range 2 {
-		if !mrr.NextResult() {
-			return tag, stageBeforeCommit, incomplete(mrr.Close())
-		}
-		t, err := mrr.ResultReader().Close()
-		if err != nil {
-			_ = mrr.Close()
-			return tag, stageBeforeCommit, err
-		}
-		if i == 1 {
-			tag = t
-		}
+	if !mrr.NextResult() {
+		return pgconn.CommandTag{}, stageBeforeCommit, incomplete(mrr.Close())
+	}
+	tag, err := mrr.ResultReader().Close()
+	if err != nil {
+		_ = mrr.Close()
+		return tag, stageBeforeCommit, err
 	}
 	if err := mrr.Close(); err != nil {
 		return tag, stageCommit, err

@@ -46,6 +46,14 @@ func (p *params) addTimeouts(wait, budget time.Time) {
 	p.end()
 }
 
+// addLockTimeout adds the lock timeout alone, which ends by wait: for the
+// optimistic protocol's writes, one statement each, which set it
+// themselves before they wait for anything.
+func (p *params) addLockTimeout(wait time.Time) {
+	p.buf = appendServerTimeout(p.buf, wait)
+	p.end()
+}
+
 // Each add method below adds v as one parameter: an array, or v's only
 // element when scalar is set, for the scalar statements a batch of one
 // takes.

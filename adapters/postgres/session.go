@@ -93,6 +93,10 @@ func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.
 // lock waits end by the caller's deadline, idle gaps by the budget.
 func (ss *session) addTimeouts(p *params) { p.addTimeouts(ss.wait, ss.budget) }
 
+// addLockTimeout adds the lock timeout alone to p, ending by the caller's
+// deadline.
+func (ss *session) addLockTimeout(p *params) { p.addLockTimeout(ss.wait) }
+
 // setBudget starts the operation's budget, now.
 func (ss *session) setBudget(caller context.Context, budget time.Duration) {
 	if ss.cancel != nil {

@@ -46,7 +46,6 @@ const (
 	stmtUpdateMany
 	stmtInsertMany
 	stmtOptRead
-	stmtOptTimeouts
 	stmtOptUpdate
 	stmtOptInsert
 	stmtBegin
@@ -82,10 +81,9 @@ func newStatements(schema string) *statements {
 		stmtUpdateMany: sqlUpdateMany,
 		stmtInsertMany: sqlInsertMany,
 
-		stmtOptRead:     sqlOptRead,
-		stmtOptTimeouts: sqlOptTimeouts,
-		stmtOptUpdate:   sqlOptUpdate,
-		stmtOptInsert:   sqlOptInsert,
+		stmtOptRead:   sqlOptRead,
+		stmtOptUpdate: sqlOptUpdate,
+		stmtOptInsert: sqlOptInsert,
 	} {
 		// Names carry the schema's tag: stores of two schemas may share a
 		// pool.
@@ -106,10 +104,9 @@ var statementNames = [stmtCount]string{
 	stmtUpdateMany: "update_many",
 	stmtInsertMany: "insert_many",
 
-	stmtOptRead:     "opt_read",
-	stmtOptTimeouts: "opt_timeouts",
-	stmtOptUpdate:   "opt_update",
-	stmtOptInsert:   "opt_insert",
+	stmtOptRead:   "opt_read",
+	stmtOptUpdate: "opt_update",
+	stmtOptInsert: "opt_insert",
 }
 
 const (
@@ -143,9 +140,18 @@ VALUES ($1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::
 
 // The statements of the optimistic protocol (Config.Protocol), for a
 // single check. Round trip 1 is sqlOptRead alone, outside any explicit
-// transaction; round trip 2, for an allowed check, is sqlOptTimeouts and
-// one conditional write, pipelined behind one Sync, so that they run as one
-// implicit transaction, which commits when the server reaches the Sync.
+// transaction; round trip 2, for an allowed check, is one conditional write
+// alone, an implicit transaction that commits when the server reaches the
+// pipeline's Sync.
+//
+// Each write sets its own lock timeout, from the caller's deadline, in an
+// uncorrelated subquery of its WHERE clause, which PostgreSQL runs once as
+// a one-time filter before the scan, and so before any lock the statement
+// waits for: the row lock of the update, the advisory and ledger locks of
+// the insert. lock_timeout is read when a wait begins, so it bounds those
+// waits; a statement timeout would bound only later statements, and there
+// are none. The store's own cancellation bounds the rest, as it does for
+// round trip 1.
 const (
 	// sqlOptRead returns exactly one row, whether the key has a row or not:
 	// the counter (NULLs for a key without a row), the ledger count of the
@@ -160,13 +166,6 @@ const (
 FROM (SELECT) AS one
 LEFT JOIN {windows} AS w ON w.config_fingerprint = $1::bytea AND w.subject_key = $2::bytea`
 
-	// sqlOptTimeouts bounds the write's statement and lock waits by the
-	// caller's deadline; the idle timeout is set for symmetry with the
-	// locked protocol, though an implicit transaction is never idle.
-	sqlOptTimeouts = `SELECT pg_catalog.set_config('statement_timeout', $1::text, true),
-       pg_catalog.set_config('lock_timeout', $1::text, true),
-       pg_catalog.set_config('idle_in_transaction_session_timeout', $2::text, true)`
-
 	// sqlOptUpdate applies only while the counter is exactly the one read.
 	// Under read committed, an UPDATE that finds its row changed by a
 	// transaction it waited for re-evaluates the condition on the latest
@@ -176,21 +175,23 @@ LEFT JOIN {windows} AS w ON w.config_fingerprint = $1::bytea AND w.subject_key =
 	// later.
 	sqlOptUpdate = `UPDATE {windows}
 SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = $5::timestamptz
-WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea
+WHERE (SELECT pg_catalog.set_config('lock_timeout', $9::text, true)) IS NOT NULL
+  AND config_fingerprint = $1::bytea AND subject_key = $2::bytea
   AND used = $6::bigint AND window_started_at = $7::timestamptz AND window_expires_at = $8::timestamptz`
 
 	// sqlOptInsert creates a key's row in the locked protocol's order: the
-	// key's advisory lock (an uncorrelated subquery, which PostgreSQL runs
-	// once before the scan), then the ledger row of its shard, locked only
-	// while the shard is below its bound (a row that changed while the
-	// lock was awaited is re-read in its latest version), then the insert,
-	// which the ledger's trigger counts. The advisory lock keeps it from
-	// racing a locked admission that found the key absent; ON CONFLICT DO
-	// NOTHING turns any insert of the key that committed since the read
-	// into a conflict.
+	// lock timeout and the key's advisory lock (one subquery, evaluated in
+	// that order before the scan), then the ledger row of its shard, locked
+	// only while the shard is below its bound (a row that changed while
+	// the lock was awaited is re-read in its latest version), then the
+	// insert, which the ledger's trigger counts. The advisory lock keeps it
+	// from racing a locked admission that found the key absent; ON
+	// CONFLICT DO NOTHING turns any insert of the key that committed since
+	// the read into a conflict.
 	sqlOptInsert = `WITH room AS (
     SELECT c.capacity_shard FROM {ledger} AS c
-    WHERE (SELECT pg_catalog.pg_advisory_xact_lock($10::bigint)::text) IS NOT NULL
+    WHERE (SELECT pg_catalog.set_config('lock_timeout', $11::text, true) IS NOT NULL
+              AND pg_catalog.pg_advisory_xact_lock($10::bigint)::text IS NOT NULL)
       AND c.capacity_shard = $8::smallint AND c.row_count < $9::bigint
     FOR UPDATE)
 INSERT INTO {windows}
