@@ -105,7 +105,8 @@
 // lock of a stored key, which cost the server more than the rest of the
 // transaction; a denial costs one round trip instead of two. In
 // benchmarks/cmd/pgload on a 2-vCPU machine shared by client and server it
-// ran at about 1.25x the locked protocol's rate at 8 and 32 callers. What
+// ran at 1.09 to 1.29 times the locked protocol's rate at 8 and 32
+// callers over three runs. What
 // it costs: under contention on one key the conflicting writes are wasted
 // work (two conflicts hand the check to the locked protocol); and the lock
 // waits move to round trip 2, whose COMMIT is implicit, so a caller whose
