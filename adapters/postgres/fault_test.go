@@ -190,22 +190,29 @@ func TestAdmitTimesOutOnAHeldRowLock(t *testing.T) {
 		tx := f.hold(t)
 		lockRow(t, tx, checks[0])
 		_, err := e.admit(context.Background(), store, checks)
-		// The optimistic protocol reads without locks and meets the row
-		// lock in its conditional write, which the server rejects: nothing
-		// was committed.
-		op := postgres.OpLock
-		if e.optimistic() {
-			op = postgres.OpWrite
-		}
-		ae := requireAdmissionError(t, err, op, false)
-		require.True(t, ae.Timeout)
-		require.ErrorIs(t, err, postgres.ErrTimeout)
-		require.Zero(t, pool.Stat().AcquiredConns())
+		requireWaitTimedOut(t, e, err, pool)
 		require.NoError(t, tx.Rollback(context.Background()))
 
 		f.requireUsed(t, checks, 1)
 		e.allow(t, store, checks)
 	})
+}
+
+// requireWaitTimedOut requires err to be a lock wait that the server's lock
+// timeout ended, consuming nothing, with the connection given back. The
+// locked protocol waits in round trip 1; the optimistic protocol reads
+// without locks and waits in its conditional write, which the server
+// rejects before its implicit COMMIT.
+func requireWaitTimedOut(t *testing.T, e entry, err error, pool *pgxpool.Pool) {
+	t.Helper()
+	op := postgres.OpLock
+	if e.optimistic() {
+		op = postgres.OpWrite
+	}
+	ae := requireAdmissionError(t, err, op, false)
+	require.True(t, ae.Timeout)
+	require.ErrorIs(t, err, postgres.ErrTimeout)
+	require.Zero(t, pool.Stat().AcquiredConns())
 }
 
 // An advisory lock held on a key without a row, past the operation
@@ -223,15 +230,8 @@ func TestAdmitTimesOutOnAHeldAdvisoryLockOfANewKey(t *testing.T) {
 		tx := f.hold(t)
 		lockAdvisory(t, tx, checks[0])
 		_, err := e.admit(context.Background(), store, checks)
-		op := postgres.OpLock
-		if e.optimistic() {
-			op = postgres.OpWrite
-		}
-		ae := requireAdmissionError(t, err, op, false)
-		require.True(t, ae.Timeout)
-		require.ErrorIs(t, err, postgres.ErrTimeout)
+		requireWaitTimedOut(t, e, err, pool)
 		require.Equal(t, int32(1), pool.Stat().TotalConns(), "the server ended the wait: the connection is kept")
-		require.Zero(t, pool.Stat().AcquiredConns())
 		require.NoError(t, tx.Rollback(context.Background()))
 
 		f.requireAbsent(t, checks)
