@@ -78,9 +78,10 @@
 //     pg_catalog.clock_timestamp() sample, taken after the statement's
 //     snapshot. The domain evaluates that. A denial ends here: it writes
 //     nothing and needs no confirmation (see below).
-//  2. for an allowed check, the statement and lock timeouts and one
-//     conditional write, pipelined into one implicit transaction that
-//     commits at the pipeline's Sync: an UPDATE that applies only while
+//  2. for an allowed check, one conditional write, its own implicit
+//     transaction, committed at the pipeline's Sync; it sets its lock
+//     timeout from the caller's deadline before it waits for any lock. It
+//     is an UPDATE that applies only while
 //     used, start and expiry are the values read, or, for a new key, an
 //     INSERT that first takes the key's advisory lock and its shard's
 //     ledger row lock (the locked protocol's order) and applies only while
