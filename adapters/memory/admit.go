@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
@@ -190,9 +191,13 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planne
 		return false, nil
 	}
 	var now domain.Instant
-	if s.clock == nil {
+	lagging := false
+	switch {
+	case s.clock == nil:
 		now = s.sampleMonotonic()
-	} else {
+	case s.coarse != nil:
+		now, lagging = truncMillis(time.Duration(s.coarse.now.Load())), true
+	default:
 		now = s.sampleHolding(e, int(pc.index))
 	}
 	now = sh.clamp(now)
@@ -204,6 +209,13 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planne
 	o := domain.Observation{Counter: e.counter}
 	var next domain.Counter
 	commit, err := domain.EvaluateCheck(c, now, &o, &next, d)
+	if lagging && err == nil && d.Outcome() != domain.Allowed {
+		// A CoarseClock's reading may trail the window's end: the locked
+		// flow decides again at the exact time, so lag never denies.
+		// Nothing was written.
+		e.mu.Unlock()
+		return false, nil
+	}
 	if commit {
 		if next.Expires != e.counter.Expires {
 			// An active window keeps its expiry; a domain that moved it

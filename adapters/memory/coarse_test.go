@@ -72,7 +72,7 @@ func TestStoreOnCoarseClock(t *testing.T) {
 	t.Parallel()
 
 	h := newHandClock(t)
-	s, err := New(Config{MaxKeys: 4, Clock: h})
+	s, err := New(Config{MaxKeys: 4, Clock: h.CoarseClock})
 	require.NoError(t, err)
 	hasher, err := domain.NewKeyHasher([]byte("coarse-clock-test-secret-32bytes"))
 	require.NoError(t, err)
@@ -108,4 +108,101 @@ func TestNewCoarseClockRuns(t *testing.T) {
 		runtime.Gosched()
 	}
 	require.Greater(t, c.Now(), first)
+}
+
+// coarseStore returns a store on a hand-driven coarse clock and a check of
+// limit per window on it.
+func coarseStore(t *testing.T, limit int64, window time.Duration) (*handClock, *Store, domain.Check) {
+	t.Helper()
+	h := newHandClock(t)
+	s, err := New(Config{MaxKeys: 4, Clock: h.CoarseClock})
+	require.NoError(t, err)
+	hasher, err := domain.NewKeyHasher([]byte("coarse-clock-test-secret-32bytes"))
+	require.NoError(t, err)
+	p := domain.MustPolicy("coarse", "clock", limit, window)
+	return h, s, domain.NewCheck(p, hasher.KeyString(p, "subject"))
+}
+
+// requireAllowed checks an allowed decision's remaining allowance and reset
+// time.
+func requireAllowed(t *testing.T, d domain.Decision, remaining int64, reset time.Duration) {
+	t.Helper()
+	a, ok := d.Allowance()
+	require.True(t, ok, "want allowed, got %v", d.Outcome())
+	require.Equal(t, remaining, a.Remaining)
+	require.Equal(t, reset, a.ResetAfter)
+}
+
+// A store on a lagging coarse clock anchors a new window at the exact time,
+// not at the lagging reading: the window cannot end early.
+func TestCoarseClockStoreAnchorsWindowsAtTheExactTime(t *testing.T) {
+	t.Parallel()
+
+	h, s, c := coarseStore(t, 1, 10*time.Second)
+	ctx := context.Background()
+	h.source.Store(int64(5 * time.Second)) // the reading lags by ~5 s: no tick
+	d, err := s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	requireAllowed(t, d, 0, 10*time.Second)
+
+	// 9.999 s after the exact start, the window is still running. Anchored
+	// at the lagging reading (5 ms), it would have ended at 10.005 s.
+	h.tick(t, 14999*time.Millisecond)
+	d, err = s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	den, ok := d.Denial()
+	require.True(t, ok, "the window anchored at 5 s runs until 15 s: got %v", d.Outcome())
+	retry, _ := den.RetryAfter()
+	require.Equal(t, time.Millisecond, retry)
+}
+
+// A check that the lagging reading would deny is decided again at the exact
+// time; an allowed check of a running window is counted in it.
+func TestCoarseClockLagNeverDenies(t *testing.T) {
+	t.Parallel()
+
+	h, s, c := coarseStore(t, 2, 10*time.Millisecond)
+	ctx := context.Background()
+	d, err := s.AdmitCheck(ctx, c) // at 5 ms: the window [5 ms, 15 ms)
+	require.NoError(t, err)
+	requireAllowed(t, d, 1, 10*time.Millisecond)
+
+	h.source.Store(int64(15 * time.Millisecond)) // the window has ended; the reading lags
+	d, err = s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	requireAllowed(t, d, 0, 10*time.Millisecond) // counted in the window it found, at 5 ms
+
+	// The lagging reading finds that window full; at the exact time it has
+	// ended, and this check starts the next one.
+	d, err = s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	requireAllowed(t, d, 1, 10*time.Millisecond)
+
+	// The same through Admit, a batch of one.
+	b, err := domain.NewBatch([]domain.Check{c}, 1)
+	require.NoError(t, err)
+	require.NoError(t, s.Admit(ctx, b))
+	d, _, err = b.DecisionOf(0)
+	require.NoError(t, err)
+	requireAllowed(t, d, 0, 10*time.Millisecond)
+	h.source.Store(int64(25 * time.Millisecond))
+	require.NoError(t, b.Reset([]domain.Check{c}, 1))
+	require.NoError(t, s.Admit(ctx, b))
+	d, _, err = b.DecisionOf(0)
+	require.NoError(t, err)
+	requireAllowed(t, d, 1, 10*time.Millisecond)
+}
+
+// Cleanup removes what has expired at the exact time.
+func TestCoarseClockCleanupReadsTheExactTime(t *testing.T) {
+	t.Parallel()
+
+	h, s, c := coarseStore(t, 1, 10*time.Millisecond)
+	ctx := context.Background()
+	_, err := s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	h.source.Store(int64(15 * time.Millisecond)) // expired exactly now; no tick
+	removed, err := s.CleanupExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, removed)
 }

@@ -50,10 +50,13 @@
 //	store, err := memory.New(memory.Config{MaxKeys: 1_000, Clock: clock})
 //	clock.Advance(time.Minute)
 //
-// Reading the monotonic clock is about a fifth of a single check's cost.
-// Services that can accept readings up to a millisecond (plus scheduling
-// delay) behind can use a [CoarseClock], advanced by a goroutine and read
-// from memory; see its documentation for what the lag means for windows.
+// Reading the monotonic clock is about a third of a single check's cost.
+// A [CoarseClock], advanced by a goroutine and read from memory, saves it
+// on the common check of a stored key in a running window: the store still
+// starts and renews windows at the exact time and decides every denial
+// there, so lag only counts a check arriving up to a millisecond (plus
+// scheduling delay) after its window's end in that window. See its
+// documentation.
 //
 // # Batches
 //

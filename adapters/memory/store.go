@@ -24,7 +24,11 @@ type Store struct {
 	shards []shard
 	// clock is the configured Clock, or nil for the process's monotonic
 	// clock measured from origin.
-	clock    Clock
+	clock Clock
+	// coarse is the clock's ticker when the clock is a CoarseClock: the
+	// store then reads its lagging reading only where lag is safe (see
+	// CoarseClock) and its exact reading everywhere else.
+	coarse   *coarseTicker
 	origin   int64 // monotonicNow when New ran
 	maxKeys  int
 	cleanup  int
@@ -70,6 +74,9 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.shards[i].init(capacity)
 	}
+	if c, ok := cfg.Clock.(*CoarseClock); ok {
+		s.coarse = c.coarseTicker
+	}
 	s.plans.New = func() any { return new(plan) }
 	return s, nil
 }
@@ -91,15 +98,27 @@ func (s *Store) shardAt(h uint64) int {
 	return int(hi)
 }
 
-// sample reads the clock, truncated to whole milliseconds. Callers clamp it
-// per shard. The default clock is read directly rather than through the
-// interface, in line where the caller tests s.clock itself (see
-// [Store.sampleMonotonic]): this is on every admission's path.
+// sample reads the clock, truncated to whole milliseconds: a CoarseClock's
+// exact reading, never its lagging one. Callers clamp it per shard. The
+// default clock is read directly rather than through the interface, in
+// line where the caller tests s.clock itself (see [Store.sampleMonotonic]):
+// this is on every admission's path.
 func (s *Store) sample() domain.Instant {
 	if s.clock == nil {
 		return s.sampleMonotonic()
 	}
-	d := s.clock.Now()
+	var d time.Duration
+	if s.coarse != nil {
+		d = s.coarse.read()
+	} else {
+		d = s.clock.Now()
+	}
+	return truncMillis(d)
+}
+
+// truncMillis truncates d to whole milliseconds, towards zero, as
+// microseconds.
+func truncMillis(d time.Duration) domain.Instant {
 	if d >= 0 {
 		return wholeMillis(d)
 	}
