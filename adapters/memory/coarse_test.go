@@ -71,13 +71,7 @@ func TestCoarseClockStopIsIdempotentAndKeepsTheLastReading(t *testing.T) {
 func TestStoreOnCoarseClock(t *testing.T) {
 	t.Parallel()
 
-	h := newHandClock(t)
-	s, err := New(Config{MaxKeys: 4, Clock: h.CoarseClock})
-	require.NoError(t, err)
-	hasher, err := domain.NewKeyHasher([]byte("coarse-clock-test-secret-32bytes"))
-	require.NoError(t, err)
-	p := domain.MustPolicy("coarse", "clock", 1, 10*time.Millisecond)
-	c := domain.NewCheck(p, hasher.KeyString(p, "subject"))
+	h, s, c := coarseStore(t, 1, 10*time.Millisecond)
 	ctx := context.Background()
 
 	d, err := s.AdmitCheck(ctx, c)
