@@ -58,7 +58,9 @@ type ClientConfig struct {
 	// TrustedProxies are the networks of the reverse proxies in front of
 	// the service. Only a request whose peer is in one of them may name its
 	// client in Header. IPv4 networks are written as IPv4, not as
-	// IPv4-mapped IPv6. Default none.
+	// IPv4-mapped IPv6. A /0 is refused: it would trust every client, and
+	// any peer in these networks can name any client, so keep them as
+	// narrow as the proxies. Default none.
 	TrustedProxies []netip.Prefix
 	// Header is the one forwarding header the trusted proxies write,
 	// required with TrustedProxies. Name only a header your proxies
@@ -149,6 +151,12 @@ func NewClientNetwork(cfg ClientConfig) (*ClientNetwork, error) {
 			// Addresses are unmapped before they are matched, so a mapped
 			// network would never match: say so rather than trust nothing.
 			return nil, &ConfigError{Field: fmt.Sprintf("TrustedProxies[%d]", i), Want: "written as IPv4, not IPv4-mapped IPv6"}
+		}
+		if p.Bits() == 0 {
+			// Every client of the family would be a trusted proxy: the walk
+			// would pass the address the real proxy wrote and believe the
+			// leftmost entry, which the client wrote itself.
+			return nil, &ConfigError{Field: fmt.Sprintf("TrustedProxies[%d]", i), Want: "the proxies' network, not every address (/0), which would trust what every client writes"}
 		}
 		c.trusted = append(c.trusted, p.Masked())
 	}

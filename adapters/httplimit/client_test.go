@@ -108,6 +108,12 @@ func TestClientConfigErrors(t *testing.T) {
 		{httplimit.ClientConfig{Header: 9, TrustedProxies: prefixes("10.0.0.0/8")}, "Header"},
 		{httplimit.ClientConfig{Header: httplimit.ForwardedHeader, TrustedProxies: []netip.Prefix{{}}}, "TrustedProxies[0]"},
 		{httplimit.ClientConfig{Header: httplimit.ForwardedHeader, TrustedProxies: prefixes("10.0.0.0/8", "::ffff:10.0.0.0/104")}, "TrustedProxies[1]"},
+		// Trusting every address trusts every client, whose own entries
+		// are then walked past up to the leftmost, which it chose: one
+		// X-Forwarded-For per request would buy a fresh quota each time.
+		{httplimit.ClientConfig{Header: httplimit.XForwardedForHeader, TrustedProxies: prefixes("0.0.0.0/0")}, "TrustedProxies[0]"},
+		{httplimit.ClientConfig{Header: httplimit.ForwardedHeader, TrustedProxies: prefixes("10.0.0.0/8", "::/0")}, "TrustedProxies[1]"},
+		{httplimit.ClientConfig{Header: httplimit.XForwardedForHeader, TrustedProxies: prefixes("192.0.2.7/0")}, "TrustedProxies[0]"},
 	} {
 		_, err := httplimit.NewClientNetwork(tc.cfg)
 		var ce *httplimit.ConfigError

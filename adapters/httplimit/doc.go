@@ -29,7 +29,8 @@
 // never fails open. [Config.Reject] replaces that answer with your own
 // ([RejectFunc]); [Rejection] says what happened. Your answer cannot be a
 // success either: a RejectFunc that writes a body without a status, or
-// nothing, or a status below 300, sends the rejection's 429 or 503.
+// nothing, or a status below 300 or 304 Not Modified, sends the
+// rejection's 429 or 503.
 //
 // An admitted request reaches the handler with the rate-limit fields set
 // and its [Result] in the context ([FromContext]): allowed, or

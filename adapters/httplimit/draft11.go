@@ -18,7 +18,7 @@ const (
 // draft-ietf-httpapi-ratelimit-headers-11, both Lists of structured fields
 // (RFC 9651) whose items are the policies' names as sf-strings:
 //
-//	RateLimit-Policy: "auth.login/client";q=40;w=60, "auth.login/identity";q=8;w=60
+//	RateLimit-Policy: "auth.login/identity";q=8;w=60, "auth.login/client";q=40;w=60
 //	RateLimit: "auth.login/identity";r=0;t=37, "auth.login/client";r=39;t=60
 //
 // RateLimit-Policy names every quota with its limit (q) and its window in

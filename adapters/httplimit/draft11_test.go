@@ -2,6 +2,8 @@ package httplimit_test
 
 import (
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,4 +311,38 @@ func FuzzSFString(f *testing.F) {
 		require.Equal(t, s, got)
 		require.Equal(t, ";r=1", rest)
 	})
+}
+
+// The fields the package documentation shows are the ones Draft11 writes
+// for the login they describe: the identity limit denied with 37 s left,
+// the client limit of an enclosing middleware with 39 requests left.
+func TestDocumentedFieldsAreWritten(t *testing.T) {
+	t.Parallel()
+	quotas := []httplimit.Quota{
+		{Name: "auth.login/identity", Limit: 8, Window: time.Minute, Cost: 1, Known: true, Remaining: 0, Reset: 37 * time.Second},
+		{Name: "auth.login/client", Limit: 40, Window: time.Minute, Cost: 1, Known: true, Remaining: 39, Reset: time.Minute},
+	}
+	httplimit.SortQuotas(quotas)
+	h := http.Header{}
+	httplimit.Draft11{}.WriteFields(h, quotas)
+	retry, ok := httplimit.RetryAfterSeconds(quotas, 37*time.Second, true)
+	require.True(t, ok)
+	want := map[string]string{
+		"RateLimit-Policy": h.Get("RateLimit-Policy"),
+		"RateLimit":        h.Get("RateLimit"),
+		"Retry-After":      strconv.FormatInt(retry, 10),
+	}
+	for _, file := range []string{"doc.go", "draft11.go"} {
+		src, err := os.ReadFile(file)
+		require.NoError(t, err)
+		shown := 0
+		for _, line := range strings.Split(string(src), "\n") {
+			name, value, found := strings.Cut(strings.TrimPrefix(line, "//\t"), ": ")
+			if w, ok := want[name]; ok && found && strings.HasPrefix(line, "//\t") {
+				require.Equal(t, w, value, "%s shows %s", file, name)
+				shown++
+			}
+		}
+		require.GreaterOrEqual(t, shown, 2, "%s shows both fields", file)
+	}
 }

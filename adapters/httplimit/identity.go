@@ -24,10 +24,14 @@ const (
 	IdentityEmpty IdentityProblem = iota + 1
 	IdentityTooLong
 	IdentityInvalidUTF8
-	// IdentityControl: a control character (Unicode category Cc) or a
+	// IdentityControl: a control character (Unicode category Cc), a
 	// format character (Cf: zero-width spaces and joiners, bidirectional
-	// overrides, the byte order mark), which render as nothing and would
-	// let one identity be spelled many ways.
+	// overrides, the byte order mark) or another default-ignorable code
+	// point (variation selectors, the combining grapheme joiner, Hangul
+	// fillers). They render as nothing and would let one identity be
+	// spelled many ways: an account store that matches identities with
+	// NFKC_Casefold deletes them all, and reaches one account from every
+	// spelling while each would be counted apart.
 	IdentityControl
 )
 
@@ -48,7 +52,7 @@ func (e *IdentityError) Error() string {
 	case IdentityInvalidUTF8:
 		return fmt.Sprintf("httplimit: identity is not valid UTF-8 at byte %d", e.Offset)
 	default:
-		return fmt.Sprintf("httplimit: identity has a control or format character at byte %d", e.Offset)
+		return fmt.Sprintf("httplimit: identity has a control or invisible character at byte %d", e.Offset)
 	}
 }
 
@@ -63,7 +67,8 @@ func (e *IdentityError) Unwrap() error { return ErrInvalidIdentity }
 //
 //  1. leading and trailing white space (unicode.IsSpace) is removed;
 //  2. the rest must be valid UTF-8 with no control (Cc) or format (Cf)
-//     character;
+//     character and no other default-ignorable code point (see
+//     [IdentityControl]);
 //  3. each character is replaced by one chosen member of its simple case
 //     folding orbit, the set of characters unicode.SimpleFold cycles
 //     through: the lower-case form of the orbit's smallest member when that
@@ -78,8 +83,12 @@ func (e *IdentityError) Unwrap() error { return ErrInvalidIdentity }
 //
 // The standard library has no Unicode normalization, so canonically
 // equivalent spellings ("é" as one character or as "e" and a combining
-// accent) stay different. Apply NFC first (golang.org/x/text/unicode/norm)
-// when your account store treats them as one account.
+// accent) stay different, and so do compatibility forms (fullwidth
+// "ａｄｍｉｎ", the ligature "ﬁ") and look-alikes from other scripts
+// (Cyrillic "а"). Apply the normalization your account store applies
+// first (NFC or NFKC, golang.org/x/text/unicode/norm) when it treats them
+// as one account: the quota an identity spends must be the one of the
+// account it reaches.
 //
 // A refused identity is an [*IdentityError] naming an offset, never the
 // text; answer it as a bad request, after a [Middleware] has counted the
@@ -98,7 +107,7 @@ func AppendIdentity(dst []byte, identity string) ([]byte, error) {
 				return dst, &IdentityError{Problem: IdentityInvalidUTF8, Offset: i}
 			}
 		}
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if invisible(r) {
 			return dst, &IdentityError{Problem: IdentityControl, Offset: i}
 		}
 	}
@@ -110,6 +119,17 @@ func AppendIdentity(dst []byte, identity string) ([]byte, error) {
 		return dst[:start], &IdentityError{Problem: IdentityTooLong, Length: n}
 	}
 	return dst, nil
+}
+
+// invisible reports whether r is a control (Cc) or format (Cf) character,
+// a variation selector or another default-ignorable code point: every
+// Default_Ignorable_Code_Point of Unicode, and the controls and the few
+// format characters that property leaves out.
+func invisible(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r < 0x20 || r == 0x7f
+	}
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // foldRune maps r to the chosen member of its simple case folding orbit.

@@ -60,6 +60,18 @@ func TestAppendIdentityRefuses(t *testing.T) {
 		{"bidi override", "\u202eecila", httplimit.IdentityError{Problem: httplimit.IdentityControl}},
 		{"byte order mark", "\ufeffalice", httplimit.IdentityError{Problem: httplimit.IdentityControl}},
 		{"soft hyphen", "al\u00adice", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 2}},
+		// Default-ignorable characters outside Cf render as nothing too,
+		// and NFKC_Casefold, with which many account stores match
+		// identities, deletes them: counted apart, each would be a fresh
+		// identity quota for the same account.
+		{"combining grapheme joiner", "admin\u034f@example.com", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 5}},
+		{"variation selector", "admin\ufe0f@example.com", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 5}},
+		{"supplementary variation selector", "a\U000E0100dmin", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 1}},
+		{"mongolian variation selector", "ad\u180bmin", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 2}},
+		{"hangul filler", "admin\u3164", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 5}},
+		{"halfwidth hangul filler", "\uffa0admin", httplimit.IdentityError{Problem: httplimit.IdentityControl}},
+		{"khmer inherent vowel", "ad\u17b4min", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 2}},
+		{"reserved default-ignorable", "admin\u2065", httplimit.IdentityError{Problem: httplimit.IdentityControl, Offset: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -104,7 +116,7 @@ func TestAppendIdentityObfuscation(t *testing.T) {
 	}
 	// Spellings that would smuggle an invisible difference are refused
 	// rather than counted as another identity.
-	for _, spelling := range []string{"admin\u200b@example.com", "admin@example.com\x00", "\u2060admin@example.com"} {
+	for _, spelling := range []string{"admin\u200b@example.com", "admin@example.com\x00", "\u2060admin@example.com", "admin\u034f@example.com", "admin@example.com\ufe0f"} {
 		_, err := httplimit.AppendIdentity(nil, spelling)
 		require.ErrorIs(t, err, httplimit.ErrInvalidIdentity, "%q", spelling)
 	}

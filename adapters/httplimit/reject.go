@@ -49,12 +49,13 @@ func (r Reason) String() string {
 // A RejectFunc must not echo the subject: it does not have it, and neither
 // rej nor its error holds it, but the request does.
 //
-// A refusal never answers 1xx or 2xx. The ResponseWriter a RejectFunc gets
-// sends [Rejection.Status] in place of a status below 300 passed to
+// A refusal never answers 1xx, 2xx or 304 Not Modified (which has a
+// client show a cached success). The ResponseWriter a RejectFunc gets
+// sends [Rejection.Status] in place of such a status passed to
 // WriteHeader, and before a body written, or a flush made, without a
 // status; when the RejectFunc returns having written nothing, the
-// middleware sends that status with the headers the RejectFunc set. 3xx,
-// 4xx and 5xx statuses are the RejectFunc's to choose. The writer is an
+// middleware sends that status with the headers the RejectFunc set.
+// Redirects, 4xx and 5xx statuses are the RejectFunc's to choose. The writer is an
 // http.Flusher and unwraps (http.ResponseController) to the request's
 // ResponseWriter, whose direct use is not checked.
 type RejectFunc func(w http.ResponseWriter, r *http.Request, rej *Rejection)

@@ -4,9 +4,10 @@ import "net/http"
 
 // rejectWriter is the ResponseWriter a [RejectFunc] writes through. A
 // refusal must never look like success, whatever the RejectFunc does: a
-// status below 300 is replaced by the rejection's, a body written before
-// any status is sent under the rejection's status rather than net/http's
-// implicit 200, and a RejectFunc that writes nothing still sends it.
+// status below 300, or 304, is replaced by the rejection's, a body written
+// before any status is sent under the rejection's status rather than
+// net/http's implicit 200, and a RejectFunc that writes nothing still
+// sends it.
 type rejectWriter struct {
 	w      http.ResponseWriter
 	status int  // the rejection's status, Rejection.Status
@@ -24,14 +25,16 @@ var (
 func (rw *rejectWriter) Header() http.Header { return rw.w.Header() }
 
 // WriteHeader sends code, or the rejection's status in place of a status
-// below 300: an informational or success status would be the only thing
-// a client reads of a refusal. 3xx (a redirect to a page that explains)
+// that reads as success: an informational or success status would be the
+// only thing a client reads of a refusal, and 304 Not Modified tells a
+// client holding a cached response that the response is still good, so
+// that it shows that success instead. Redirects (a page that explains)
 // and every error status are the RejectFunc's to choose. A second call
 // goes to w, which reports it as superfluous.
 func (rw *rejectWriter) WriteHeader(code int) {
 	if !rw.wrote {
 		rw.wrote = true
-		if code < 300 {
+		if code < 300 || code == http.StatusNotModified {
 			code = rw.status
 		}
 	}

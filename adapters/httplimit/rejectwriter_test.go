@@ -14,9 +14,9 @@ import (
 )
 
 // A RejectFunc owns status, headers and body, but a refusal never answers
-// 1xx or 2xx: whatever it does short of a 3xx, 4xx or 5xx status, the
-// client gets the rejection's status, 429 for a denial and 503 for a
-// failure.
+// 1xx, 2xx or 304: whatever it does short of a redirect, 4xx or 5xx
+// status, the client gets the rejection's status, 429 for a denial and 503
+// for a failure.
 func TestRejectNeverAnswersSuccess(t *testing.T) {
 	t.Parallel()
 	for _, rc := range []struct {
@@ -33,6 +33,9 @@ func TestRejectNeverAnswersSuccess(t *testing.T) {
 		}, 0, "ok"},
 		{"explicit 204", func(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }, 0, ""},
 		{"informational 103", func(w http.ResponseWriter) { w.WriteHeader(http.StatusEarlyHints) }, 0, ""},
+		// 304 tells a client with a cached copy that its copy is still
+		// good: it would show the cached success.
+		{"not modified 304", func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotModified) }, 0, ""},
 		{"flush through http.Flusher", func(w http.ResponseWriter) { w.(http.Flusher).Flush() }, 0, ""},
 		{"flush through ResponseController", func(w http.ResponseWriter) {
 			if err := http.NewResponseController(w).Flush(); err != nil {

@@ -51,9 +51,10 @@ type Config struct {
 	Users *Users
 	// Logger receives the service's records, the runtime's when
 	// Runtime.Logger is nil, and net/http's error log at warning level.
-	// The service's and the runtime's records never hold an identity, a
-	// client address or a password; net/http's name the peer's address
-	// when a handler panics. Default: slog.Default().
+	// No record holds an identity, a client address or a password: a
+	// handler's panic is logged by the service, by route, panic and
+	// stack, and its response aborted, so that net/http, whose record
+	// names the peer, logs none. Default: slog.Default().
 	Logger *slog.Logger
 }
 
