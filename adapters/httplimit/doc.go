@@ -64,6 +64,13 @@
 // what a trusted proxy wrote does not name an address (see
 // [ClientNetwork]).
 //
+// Both read the request's RemoteAddr as the server set it. Do not put a
+// router's middleware that rewrites RemoteAddr from forwarding headers
+// (such as chi's RealIP) in front of the limiter: it would let any client
+// name its own key. Put CORS handling in front of it instead: a preflight
+// request is counted like any other, and a refusal carries only the
+// headers the [RejectFunc] writes.
+//
 // # Checks after the body
 //
 // Some subjects are in the body: the identity of a login. A [Guard] checks
