@@ -32,6 +32,10 @@ type worker struct {
 	name string
 	wave int
 	ops  []raceOp
+	// watched: in a held race, the worker's clock reads are never held;
+	// the schedule only watches it, so that it fails the case when it
+	// stays blocked inside the store.
+	watched bool
 }
 
 // raceOp is one operation of a worker, applied on the worker's goroutine.
@@ -84,7 +88,7 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 				defer wg.Done()
 				var m *member
 				if s != nil {
-					m = s.join(w.name)
+					m = s.add(&member{name: w.name, free: w.watched})
 				}
 				joined <- m
 				<-start
