@@ -93,6 +93,17 @@ var targets = map[bs.Fault]string{
 	bs.PanicsOnNilContext:           "context/nil_context_is_invalid_input",
 	bs.NilContextUntyped:            "context/nil_context_is_invalid_input",
 	bs.ClockReadBeforeLocks:         "concurrency/clock_is_read_with_the_locks_held",
+	bs.PartitionLocksInKeyOrder:     "concurrency/batches_crossing_partitions_holding_their_first_lock_do_not_deadlock",
+	bs.ShadowSkipsLocks:             "concurrency/overlapping_shadow_checks_lose_no_update",
+	bs.StripeLockedTwice:            "concurrency/large_batches_never_wait_on_their_own_locks",
+	bs.CapacityRetryAnyPartition:    "capacity/full_partition_denies_a_new_key",
+	bs.CapacityRetryFirstWindow:     "capacity/full_partition_denies_a_new_key",
+	bs.StatsPanicsOnNilContext:      "context/nil_context_is_invalid_input",
+	bs.IgnoresDoneContext:           "context/done_context_admits_nothing",
+	bs.DoneContextRawError:          "context/done_context_admits_nothing",
+	bs.LateCancelUnconsumed:         "context/cancelled_admission_never_hides_a_unit",
+	bs.SkipsBatchReady:              "batches/unprepared_batch_is_the_callers_mistake",
+	bs.ClosedBeforeBatchReady:       "close/closed_store_fails_closed",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a
