@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // concurrencyScenario checks that concurrent checks never over-admit or
@@ -36,6 +37,7 @@ func concurrencyScenario() scenario {
 		{name: "batches_crossing_partitions_holding_their_first_lock_do_not_deadlock", run: testCrossedBatchesFirstLocksHeld},
 		{name: "clock_is_read_with_the_locks_held", single: true, run: testClockReadWithLocksHeld},
 		{name: "large_batches_never_wait_on_their_own_locks", opts: largeBatchOptions, run: testLargeBatchesOwnLocks},
+		{name: "cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock", run: testCleanupRacingAdmissions},
 	}}
 }
 
@@ -397,4 +399,87 @@ func testLargeBatchesOwnLocks(t *testing.T, f *fixture) {
 	require.Equal(t, domain.Allowed, results[0][0].outcome, "%s: the first batch of new keys fits the empty store", g)
 	bd := f.admit(first[:2], g)
 	require.Equal(t, domain.Denied, bd.Outcome(), "%s: the first batch was counted, got %s", g, describeBatch(bd))
+}
+
+// testCleanupRacingAdmissions races CleanupExpired (and Stats, when
+// offered) with admissions of the partition it cleans, in two held
+// rounds.
+//
+// In the first, a renewal of an expired key h is pinned in its clock read,
+// holding its partition, while cleanup starts (its clock reads are never
+// held) and waits, and a renewal of another expired key k of the partition
+// starts after it: once both wait, h's renewal is released, cleanup finds
+// k expired, and k's renewal runs while cleanup goes on. A cleanup that collects expired keys
+// under one lock and deletes them under another, without looking again,
+// then deletes k's renewed counter, and k's next check finds a fresh
+// window: an admitted unit forgotten.
+//
+// In the second, on a store with several partitions, a check pinned in its
+// clock read holds a key of the higher of two partitions while cleanup
+// starts, and a batch naming a key of each starts after it: cleanup that locks every partition at
+// once in an order other than ascending takes the higher and waits for the
+// lower, which the batch holds while it waits for the higher.
+func testCleanupRacingAdmissions(t *testing.T, f *fixture) {
+	const g = "concurrency: CleanupExpired racing admissions of its partition never removes a renewed counter, and " +
+		"neither deadlocks"
+	f.requireCleaner()
+	const limit = 3
+	maintenance := []raceOp{f.cleanupOp(10)}
+	if _, ok := f.inst.Store.(ports.StatsReporter); ok {
+		maintenance = append(maintenance, f.statsOp())
+	}
+	p := f.policy(limit, window)
+	part := f.somePart(p)
+	h, k := f.keyIn(p, part), f.keyIn(p, part)
+	f.allow(f.check(p, h), limit-1, g)
+	f.allow(f.check(p, k), limit-1, g)
+	f.advance(window)
+	results := f.race(g, true, []worker{
+		{name: "renewal of h", pinned: true, ops: []raceOp{f.checkOp(f.check(p, h), viaBatchOfOne)}},
+		{name: "cleanup", wave: 1, watched: true, ops: maintenance},
+		{name: "renewal of k", wave: 2, ops: []raceOp{f.checkOp(f.check(p, k), viaBatchOfOne)}},
+	})
+	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, h)), f.log.check(f.check(p, k))), true, results)
+	f.requireRaceDone(results, g)
+	require.LessOrEqual(t, results[1][0].removed, 2, "%s: only two counters had expired", g)
+	f.allow(f.checkCost(p, h, limit-1), 0, g+" (h's renewed counter is kept)")
+	f.allow(f.checkCost(p, k, limit-1), 0, g+" (k's renewed counter is kept: cleanup must not remove a counter renewed "+
+		"since it found it expired)")
+
+	if f.parts == 1 {
+		return
+	}
+	lo := f.somePart(p)
+	hi := f.otherPart(p, lo)
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	held, x, y := f.keyIn(p, hi), f.keyIn(p, lo), f.keyIn(p, hi)
+	batch := []domain.Check{f.check(p, x), f.check(p, y)}
+	results = f.race(g, true, []worker{
+		{name: "check of a key in the higher partition", pinned: true, ops: []raceOp{f.checkOp(f.check(p, held), viaBatchOfOne)}},
+		{name: "cleanup", wave: 1, watched: true, ops: maintenance},
+		{name: "batch across both partitions", wave: 2, ops: []raceOp{f.batchOp(batch)}},
+	})
+	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, held)), f.log.batch(batch)), true, results)
+	f.requireRaceDone(results, g)
+	rem := f.admitAllowed(batch, g+" (the batch counted once)")
+	require.Equal(t, []int64{limit - 2, limit - 2}, rem, g)
+}
+
+// requireRaceDone checks that every operation of a race finished without
+// an error, and that its checks and batches (the operations with an
+// outcome; maintenance has none) were allowed.
+func (f *fixture) requireRaceDone(results [][]result, guarantee string) {
+	f.t.Helper()
+	for i, rs := range results {
+		for j, r := range rs {
+			require.NoError(f.t, r.err, "%s: operation %d of worker %d failed", guarantee, j+1, i+1)
+			if r.outcome != 0 {
+				require.Equal(f.t, domain.Allowed, r.outcome, "%s: operation %d of worker %d is within the limit", guarantee, j+1, i+1)
+			}
+		}
+	}
 }

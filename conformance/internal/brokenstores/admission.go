@@ -38,8 +38,9 @@ type admission struct {
 	present    []bool
 	stored     []int // the partitions' counts, as read
 
-	held  []*sync.Mutex
-	parts []int
+	held    []*sync.Mutex
+	stripes []int // the stripes held (StripeLockedTwice)
+	parts   []int
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -140,10 +141,7 @@ var errStripeWait = errors.New("lock wait timed out")
 // in ascending order.
 func (a *admission) lock() error {
 	s := a.s
-	switch {
-	case s.cfg.Fault == StripeLockedTwice:
-		return a.lockStripes()
-	case s.cfg.Fault == PartitionLocksInKeyOrder:
+	if s.cfg.Fault == PartitionLocksInKeyOrder {
 		a.lockPartitionsInKeyOrder()
 		return nil
 	}
@@ -167,6 +165,10 @@ func (a *admission) lock() error {
 		want = append(want, &s.singleMu)
 	case a.mode == domain.Shadow && s.cfg.Fault == ShadowSkipsLocks:
 		// The defect: shadow checks take no key lock.
+	case s.cfg.Fault == StripeLockedTwice:
+		if err := a.lockStripes(); err != nil {
+			return err
+		}
 	default:
 		s.keyMu.Lock()
 		for _, k := range order {
@@ -211,9 +213,10 @@ func (a *admission) lock() error {
 	return nil
 }
 
-// lockStripes takes the stripe of each key in ascending stripe order, once
-// per key (StripeLockedTwice): a stripe two keys share is waited for by
-// the admission that holds it, until the wait times out.
+// lockStripes takes the stripe of each key, instead of the key's own lock,
+// in ascending stripe order, once per key (StripeLockedTwice): a stripe
+// two keys share is waited for by the admission that holds it, until the
+// wait times out.
 func (a *admission) lockStripes() error {
 	s := a.s
 	idx := make([]int, len(a.keys))
@@ -221,18 +224,17 @@ func (a *admission) lockStripes() error {
 		idx[i] = int(k.Hash64() % stripeCount)
 	}
 	slices.Sort(idx)
-	a.held, a.parts = a.held[:0], a.parts[:0]
+	a.parts, a.stripes = a.parts[:0], a.stripes[:0]
+	timeout := time.NewTimer(stripeWait)
+	defer timeout.Stop()
 	for _, i := range idx {
-		l := &s.stripes[i]
-		for deadline := time.Now().Add(stripeWait); !l.TryLock(); {
-			if time.Now().After(deadline) {
-				a.unlock()
-				a.held = a.held[:0]
-				return errStripeWait
-			}
-			time.Sleep(time.Millisecond)
+		select {
+		case s.stripes[i] <- struct{}{}:
+			a.stripes = append(a.stripes, i)
+		case <-timeout.C:
+			a.unlock()
+			return errStripeWait
 		}
-		a.held = append(a.held, l)
 	}
 	return nil
 }
@@ -263,6 +265,10 @@ func (a *admission) unlock() {
 	for _, l := range a.held {
 		l.Unlock()
 	}
+	for _, i := range a.stripes {
+		<-a.s.stripes[i]
+	}
+	a.stripes = a.stripes[:0]
 }
 
 // read reads every key in caller order. at is the time the caching

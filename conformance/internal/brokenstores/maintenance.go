@@ -132,6 +132,13 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
 	}
+	if s.cfg.Fault == CleanupLocksPartitionsDescending {
+		// The defect: admissions take partition locks upwards.
+		for p := s.cfg.Partitions - 1; p >= 0; p-- {
+			s.partLocks[p].Lock()
+			defer s.partLocks[p].Unlock()
+		}
+	}
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -48,8 +48,8 @@ type Store struct {
 	keyMu     sync.Mutex
 	keyLocks  map[domain.CounterKey]*sync.Mutex
 	partLocks []sync.Mutex
-	singleMu  sync.Mutex   // SingleCheckOwnLock's lock for AdmitCheck
-	stripes   []sync.Mutex // StripeLockedTwice's locks, instead of the keys'
+	singleMu  sync.Mutex      // SingleCheckOwnLock's lock for AdmitCheck
+	stripes   []chan struct{} // StripeLockedTwice's locks, instead of the keys'
 
 	mu      sync.Mutex // guards everything below, for one read or one write
 	entries map[domain.CounterKey]domain.Counter
@@ -84,7 +84,10 @@ func New(cfg Config) *Store {
 		caches:      newCaches(),
 	}
 	if cfg.Fault == StripeLockedTwice {
-		s.stripes = make([]sync.Mutex, stripeCount)
+		s.stripes = make([]chan struct{}, stripeCount)
+		for i := range s.stripes {
+			s.stripes[i] = make(chan struct{}, 1)
+		}
 	}
 	return s
 }
