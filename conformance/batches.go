@@ -20,6 +20,7 @@ func batchesScenario() scenario {
 		{name: "caller_order_of_allowances", single: true, run: testCallerOrderOfAllowances},
 		{name: "largest_batch_is_admitted", single: true, run: testLargestBatch},
 		{name: "structural_errors_never_touch_the_store", single: true, run: testStructuralErrors},
+		{name: "unprepared_batch_is_the_callers_mistake", run: testUnpreparedBatch},
 		{name: "repeated_batches_count_every_time", run: testRepeatedBatches},
 	}}
 }
@@ -178,4 +179,50 @@ func testRepeatedBatches(t *testing.T, f *fixture) {
 	}
 	f.admitDenied(batch, 0, domain.QuotaExhausted, g+" (the fourth batch finds both counters exhausted)")
 	f.admitDenied([]domain.Check{f.check(p, b), f.check(p, a)}, 0, domain.QuotaExhausted, g+" (in the other order too)")
+}
+
+// testUnpreparedBatch calls Admit directly, as a host driving a store
+// without a limiter does, with a batch no [domain.NewBatch] or
+// [domain.Batch.Reset] prepared (nil, or the zero Batch) and with one a
+// store has already evaluated. Limiters never pass such a batch, so every
+// other case would pass a store that panics on one. [domain.Batch.Ready]
+// tells the store which is which before it does any work: an unprepared
+// batch is the caller's mistake (domain.ErrInvalidInput), a driven one
+// [domain.ErrBatchProtocol]; neither consumes (the last check shows it).
+func testUnpreparedBatch(t *testing.T, f *fixture) {
+	const g = "batches: Admit refuses a batch that was never prepared as the caller's mistake, and one already evaluated " +
+		"as a protocol error, consuming nothing and never panicking"
+	p, k := f.policy(2, window), f.key()
+	driven, err := domain.NewBatch([]domain.Check{f.check(p, k)}, f.opts.MaxBatchSize)
+	require.NoError(t, err, "harness: a batch of one")
+	f.admitDirect(driven, "a batch of one", g)
+	_, err = driven.Decision()
+	require.NoError(t, err, "%s: Admit did not evaluate a valid batch of one", g)
+
+	for _, bad := range []struct {
+		name  string
+		batch *domain.Batch
+		want  error
+	}{
+		{"a nil batch", nil, domain.ErrInvalidInput},
+		{"the zero Batch", new(domain.Batch), domain.ErrInvalidInput},
+		{"the batch of one again, already evaluated", driven, domain.ErrBatchProtocol},
+	} {
+		err := f.admitDirect(bad.batch, bad.name, g)
+		var pe *panicError
+		require.False(t, errors.As(err, &pe), "%s (%s): the store panicked: %v", g, bad.name, err)
+		require.ErrorIs(t, err, bad.want, "%s (%s): call Batch.Ready before any other work and return its error", g, bad.name)
+	}
+	f.allow(f.check(p, k), 0, g+" (only the batch of one was counted)")
+}
+
+// admitDirect calls the store's Admit with b, described in the operation
+// log as name, and returns its error.
+func (f *fixture) admitDirect(b *domain.Batch, name, guarantee string) error {
+	f.t.Helper()
+	f.admits.Add(1)
+	f.rep.admits.Add(1)
+	err := guard(func() error { return f.inst.Store.Admit(f.ctx, b) })
+	f.log.add("Admit(%s) → error: %v", name, err)
+	return err
 }

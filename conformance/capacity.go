@@ -39,24 +39,45 @@ func testFullPartitionDenies(t *testing.T, f *fixture) {
 	p := f.policy(2, window)
 	part := f.somePart(p)
 	c := f.opts.Capacity
+	want := occupancy{part: c}
+	if other := f.otherPart(p, part); other >= 0 {
+		// A counter of another partition that ends before any of this
+		// one's: it is no reason to retry here.
+		f.allow(f.check(p, f.keyIn(p, other)), 1, g+" (a key in another partition)")
+		f.advance(time.Minute)
+		want[other] = 1
+	}
 	// One key a minute, so that the partition's counters end at different
 	// times and the earliest end is the first key's.
-	for i, k := range f.keysIn(p, part, c) {
+	held := f.keysIn(p, part, c)
+	for i, k := range held {
 		if i > 0 {
 			f.advance(time.Minute)
 		}
 		f.allow(f.check(p, k), 1, g+" (a partition with room admits a new key)")
 	}
-	f.requireOccupancy(occupancy{part: c}, g)
+	f.requireOccupancy(want, g)
 	refused := f.keyIn(p, part)
 	f.deny(f.check(p, refused), domain.StorageCapacity, g)
 	f.advance(10 * time.Minute)
 	den := f.deny(f.check(p, refused), domain.StorageCapacity, g+" (asked again)")
+	first := window - time.Duration(c-1)*time.Minute - 10*time.Minute
 	if retry, ok := den.RetryAfter(); ok {
-		first := window - time.Duration(c-1)*time.Minute - 10*time.Minute
 		f.requireDuration(first, retry, g+" (a capacity denial's retry time is the earliest expiry in the partition: the first key's)")
 	}
-	f.requireOccupancy(occupancy{part: c}, g+" (the refused key holds no slot)")
+	f.requireOccupancy(want, g+" (the refused key holds no slot)")
+
+	// The first key renews in its own slot at its window's end, so the
+	// partition's earliest end is now the second key's, a minute later.
+	f.advance(first)
+	a := f.allow(f.check(p, held[0]), 1, g+" (the first key renews its expired window in place)")
+	f.requireDuration(window, a.ResetAfter, g+" (the renewed window starts at the renewing check)")
+	den = f.deny(f.check(p, refused), domain.StorageCapacity, g+" (the partition is full of active counters again)")
+	if retry, ok := den.RetryAfter(); ok {
+		f.requireDuration(time.Minute, retry, g+" (after the first key renewed, the earliest expiry in the partition is the "+
+			"second key's: a retry time kept from before the renewal, or taken from another partition, is too early)")
+	}
+	f.requireOccupancy(want, g+" (the renewal took no new slot)")
 }
 
 func testNeverEvicts(t *testing.T, f *fixture) {

@@ -44,6 +44,14 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 	bd, err := f.limiter.CheckAll(f.ctx, []domain.Check{f.check(p, f.key()), f.check(p, k)})
 	f.log.add("batch via Admit → error: %v", err)
 	requireFailedClosed(t, err, k, g+" (a batch)", describeBatch(bd))
+	// A caller's mistake is reported as such, whatever the store's state.
+	for _, bad := range []struct {
+		name  string
+		batch *domain.Batch
+	}{{"a nil batch", nil}, {"the zero Batch", new(domain.Batch)}} {
+		err := f.admitDirect(bad.batch, bad.name, g)
+		require.ErrorIs(t, err, domain.ErrInvalidInput, "%s: Admit(%s) on a closed store is the caller's mistake", g, bad.name)
+	}
 	if cleanup, ok := f.cleaner(); ok {
 		n, err := cleanup(1)
 		requireFailedClosed(t, err, k, g+" (CleanupExpired)", fmt.Sprintf("%d removed", n))

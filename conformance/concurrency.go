@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // concurrencyScenario checks that concurrent checks never over-admit or
@@ -27,13 +29,21 @@ func concurrencyScenario() scenario {
 	return scenario{name: "concurrency", cases: []testCase{
 		{name: "one_key_admits_exactly_the_limit", single: true, run: testOneKeyExactLimit},
 		{name: "overlapping_checks_on_one_key_lose_no_update", single: true, run: testOverlappingChecks},
+		{name: "overlapping_shadow_checks_lose_no_update", single: true, run: testOverlappingShadowChecks},
 		{name: "single_checks_and_batches_exclude_each_other", run: testPathsExcludeEachOther},
 		{name: "new_keys_racing_for_the_last_slots_take_exactly_those", single: true, opts: capacityOptions, run: testRacingNewKeys},
 		{name: "opposite_order_batches_finish_and_count_exactly", run: testOppositeOrderBatches},
 		{name: "opposite_order_batches_holding_their_first_lock_do_not_deadlock", run: testOppositeOrderFirstLocksHeld},
+		{name: "batches_crossing_partitions_holding_their_first_lock_do_not_deadlock", run: testCrossedBatchesFirstLocksHeld},
 		{name: "clock_is_read_with_the_locks_held", single: true, run: testClockReadWithLocksHeld},
+		{name: "large_batches_never_wait_on_their_own_locks", opts: largeBatchOptions, run: testLargeBatchesOwnLocks},
+		{name: "cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock", run: testCleanupRacingAdmissions},
 	}}
 }
+
+// largeBatchOptions let a batch name many keys, and a partition hold a
+// full batch.
+var largeBatchOptions = Options{Capacity: 64, MaxBatchSize: 32}
 
 func testOneKeyExactLimit(t *testing.T, f *fixture) {
 	const g = "concurrency: checks racing on one key admit exactly the limit"
@@ -43,10 +53,20 @@ func testOneKeyExactLimit(t *testing.T, f *fixture) {
 	for i := range ws {
 		ws[i] = worker{name: fmt.Sprintf("checker %d", i+1), ops: repeat(perWorker, f.checkOp(f.check(p, k), f.path))}
 	}
+	// Stats, when offered, reads the counters the checkers write: under
+	// -race a Stats that reads without the store's locks shows.
+	if _, ok := f.inst.Store.(ports.StatsReporter); ok {
+		ws = append(ws, worker{name: "stats", ops: repeat(perWorker, f.statsOp())})
+	}
 	// Free-running: the store runs at full speed.
 	results := f.race(g, false, ws)
 	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), false, results)
-	f.requireExactCount(results, limit, limit, g)
+	for _, r := range results[workers:] {
+		for _, st := range r {
+			require.NoError(t, st.err, "%s: Stats failed while checks ran", g)
+		}
+	}
+	f.requireExactCount(results[:workers], limit, limit, g)
 	f.deny(f.check(p, k), domain.QuotaExhausted, g)
 }
 
@@ -62,6 +82,26 @@ func testOverlappingChecks(t *testing.T, f *fixture) {
 	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), true, results)
 	f.requireExactCount(results, limit, workers*perWorker, g)
 	f.allow(f.checkCost(f.policy(limit, window), k, limit-workers*perWorker), 0, g+" (every allowed check was counted)")
+}
+
+// testOverlappingShadowChecks is testOverlappingChecks under a shadow
+// policy. A shadow check that is allowed counts like any other, so a store
+// that treats shadow mode as advisory (reading without its locks, or
+// skipping them) loses the units of overlapping shadow checks, and the
+// counter is short when the policy is switched to enforce.
+func testOverlappingShadowChecks(t *testing.T, f *fixture) {
+	const g = "concurrency: shadow checks on one key whose admissions overlap each count once"
+	const workers, perWorker, limit = 4, 3, 100
+	p, k := f.policy(limit, window), f.key()
+	sc := f.check(f.shadow(p), k)
+	ws := make([]worker, workers)
+	for i := range ws {
+		ws[i] = worker{name: fmt.Sprintf("shadow checker %d", i+1), ops: repeat(perWorker, f.checkOp(sc, f.path))}
+	}
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(sc), f.path), true, results)
+	f.requireExactCount(results, limit, workers*perWorker, g)
+	f.allow(f.checkCost(p, k, limit-workers*perWorker), 0, g+" (every allowed shadow check was counted, as enforce mode sees)")
 }
 
 func testPathsExcludeEachOther(t *testing.T, f *fixture) {
@@ -219,6 +259,57 @@ func testOppositeOrderFirstLocksHeld(t *testing.T, f *fixture) {
 	}
 }
 
+// testCrossedBatchesFirstLocksHeld is testOppositeOrderFirstLocksHeld
+// for batches that share no key, only partitions: batch [a, b] and batch
+// [c, d], each in ascending key order (a and c under one policy, b and d
+// under another whose fingerprint sorts after it), where a and d land in
+// one partition and b and c in another. A store that locks partitions in
+// its keys' order (or the caller's) rather than the partitions' own takes
+// them in opposite orders. Two single-key batches take a and c first and
+// are held in the clock read until both batches wait on them; released
+// together, they hand one partition to each batch. A store that locks its
+// keys in key order and then the partitions of its new keys in partition
+// order, or its partitions alone in partition order, passes.
+func testCrossedBatchesFirstLocksHeld(t *testing.T, f *fixture) {
+	const g = "concurrency: two batches whose keys' order crosses their partitions' order, each waiting for its first " +
+		"lock, do not deadlock when the locks come free"
+	if f.parts == 1 {
+		t.Skip("concurrency: the store has one capacity partition")
+	}
+	const rounds, limit = 2, 100
+	// Counter keys sort by fingerprint first: every key of lo sorts before
+	// every key of hi, whatever partitions the keys land in.
+	lo, hi := f.policy(limit, window), f.policyOf("conformance.crossed", "subject", limit, window)
+	if lfp, hfp := lo.Fingerprint(), hi.Fingerprint(); bytes.Compare(lfp[:], hfp[:]) > 0 {
+		lo, hi = hi, lo
+	}
+	for round := range rounds {
+		p1 := f.somePart(lo)
+		p2 := f.otherPart(lo, p1)
+		a, b := f.keyIn(lo, p2), f.keyIn(hi, p1)
+		c, d := f.keyIn(lo, p1), f.keyIn(hi, p2)
+		ab := []domain.Check{f.check(lo, a), f.check(hi, b)}
+		cd := []domain.Check{f.check(lo, c), f.check(hi, d)}
+		results := f.race(g, true, []worker{
+			{name: "holder of a", ops: []raceOp{f.batchOp(ab[:1])}},
+			{name: "holder of c", ops: []raceOp{f.batchOp(cd[:1])}},
+			{name: "batch [a, b]", wave: 1, ops: []raceOp{f.batchOp(ab)}},
+			{name: "batch [c, d]", wave: 1, ops: []raceOp{f.batchOp(cd)}},
+		})
+		f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
+			round+1, f.log.batch(ab[:1]), f.log.batch(cd[:1]), f.log.batch(ab), f.log.batch(cd)), true, results)
+		for i, rs := range results {
+			require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
+			require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)
+			require.Equal(t, domain.Allowed, rs[0].outcome, "%s: every batch is within the limit", g)
+		}
+		f.allow(f.checkCost(lo, a, limit-2), 0, g+" (a was charged by its holder and its batch)")
+		f.allow(f.checkCost(hi, b, limit-1), 0, g+" (b was charged by its batch)")
+		f.allow(f.checkCost(lo, c, limit-2), 0, g+" (c was charged by its holder and its batch)")
+		f.allow(f.checkCost(hi, d, limit-1), 0, g+" (d was charged by its batch)")
+	}
+}
+
 // testClockReadWithLocksHeld catches a store that samples its clock before
 // it holds the admission's locks (PostgreSQL's now(), the transaction's
 // start, is such a sample). A first check on a key samples the clock; the
@@ -274,4 +365,131 @@ func describeResult(r result) string {
 		return fmt.Sprintf("allowed (remaining %v, reset after %v)", r.remaining, r.reset)
 	}
 	return fmt.Sprintf("%s (%s)", r.outcome, r.reason)
+}
+
+// testLargeBatchesOwnLocks sends batches of MaxBatchSize new keys, one
+// after another. A store that maps keys to a fixed set of locks (lock
+// stripes, a hash of the key) must take a lock that two keys of one batch
+// share only once: a sync.Mutex taken twice by one admission blocks it
+// forever. Which keys share a stripe the suite cannot know, so it sends
+// enough pairs of keys in one batch (496 a batch) that two keys on one
+// stripe meet in some batch, for any store with up to a thousand or so
+// stripes. The batches may be denied for storage capacity once the
+// partitions fill; they must neither fail nor hang.
+func testLargeBatchesOwnLocks(t *testing.T, f *fixture) {
+	const g = "concurrency: a batch whose keys share a lock (a stripe of a striped lock) takes it once and does not wait on itself"
+	const batches = 32
+	p := f.policy(1, window)
+	ops := make([]raceOp, batches)
+	var first []domain.Check
+	for i := range ops {
+		checks := make([]domain.Check, f.opts.MaxBatchSize)
+		for j := range checks {
+			checks[j] = f.check(p, randomKey())
+		}
+		if i == 0 {
+			first = checks
+		}
+		ops[i] = f.batchOp(checks)
+	}
+	results := f.race(g, true, []worker{{name: "batches", ops: ops, watched: true}})
+	f.logRace(fmt.Sprintf("%d batches of %d new keys of P1 each, one after another", batches, f.opts.MaxBatchSize), false, results)
+	allowed := 0
+	for i, r := range results[0] {
+		require.NoError(t, r.err, "%s: the store failed valid batch %d of %d", g, i+1, batches)
+		switch {
+		case r.outcome == domain.Allowed:
+			allowed++
+		case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
+		default:
+			require.Failf(t, g, "batch %d of %d: a batch of new keys is allowed or denied for storage capacity, got %s (%s)",
+				i+1, batches, r.outcome, r.reason)
+		}
+	}
+	require.Equal(t, domain.Allowed, results[0][0].outcome, "%s: the first batch of new keys fits the empty store", g)
+	bd := f.admit(first[:2], g)
+	require.Equal(t, domain.Denied, bd.Outcome(), "%s: the first batch was counted, got %s", g, describeBatch(bd))
+}
+
+// testCleanupRacingAdmissions races CleanupExpired (and Stats, when
+// offered) with admissions of the partition it cleans, in two held
+// rounds.
+//
+// In the first, a renewal of an expired key h is pinned in its clock read,
+// holding its partition, while cleanup starts (its clock reads are never
+// held) and waits, and a renewal of another expired key k of the partition
+// starts after it: once both wait, h's renewal is released, cleanup finds
+// k expired, and k's renewal runs while cleanup goes on. A cleanup that collects expired keys
+// under one lock and deletes them under another, without looking again,
+// then deletes k's renewed counter, and k's next check finds a fresh
+// window: an admitted unit forgotten.
+//
+// In the second, on a store with several partitions, a check pinned in its
+// clock read holds a key of the higher of two partitions while cleanup
+// starts, and a batch naming a key of each starts after it: cleanup that locks every partition at
+// once in an order other than ascending takes the higher and waits for the
+// lower, which the batch holds while it waits for the higher.
+func testCleanupRacingAdmissions(t *testing.T, f *fixture) {
+	const g = "concurrency: CleanupExpired racing admissions of its partition never removes a renewed counter, and " +
+		"neither deadlocks"
+	f.requireCleaner()
+	const limit = 3
+	maintenance := []raceOp{f.cleanupOp(10)}
+	if _, ok := f.inst.Store.(ports.StatsReporter); ok {
+		maintenance = append(maintenance, f.statsOp())
+	}
+	p := f.policy(limit, window)
+	part := f.somePart(p)
+	h, k := f.keyIn(p, part), f.keyIn(p, part)
+	f.allow(f.check(p, h), limit-1, g)
+	f.allow(f.check(p, k), limit-1, g)
+	f.advance(window)
+	results := f.race(g, true, []worker{
+		{name: "renewal of h", pinned: true, ops: []raceOp{f.checkOp(f.check(p, h), viaBatchOfOne)}},
+		{name: "cleanup", wave: 1, watched: true, ops: maintenance},
+		{name: "renewal of k", wave: 2, ops: []raceOp{f.checkOp(f.check(p, k), viaBatchOfOne)}},
+	})
+	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, h)), f.log.check(f.check(p, k))), true, results)
+	f.requireRaceDone(results, g)
+	require.LessOrEqual(t, results[1][0].removed, 2, "%s: only two counters had expired", g)
+	f.allow(f.checkCost(p, h, limit-1), 0, g+" (h's renewed counter is kept)")
+	f.allow(f.checkCost(p, k, limit-1), 0, g+" (k's renewed counter is kept: cleanup must not remove a counter renewed "+
+		"since it found it expired)")
+
+	if f.parts == 1 {
+		return
+	}
+	lo := f.somePart(p)
+	hi := f.otherPart(p, lo)
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	held, x, y := f.keyIn(p, hi), f.keyIn(p, lo), f.keyIn(p, hi)
+	batch := []domain.Check{f.check(p, x), f.check(p, y)}
+	results = f.race(g, true, []worker{
+		{name: "check of a key in the higher partition", pinned: true, ops: []raceOp{f.checkOp(f.check(p, held), viaBatchOfOne)}},
+		{name: "cleanup", wave: 1, watched: true, ops: maintenance},
+		{name: "batch across both partitions", wave: 2, ops: []raceOp{f.batchOp(batch)}},
+	})
+	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, held)), f.log.batch(batch)), true, results)
+	f.requireRaceDone(results, g)
+	rem := f.admitAllowed(batch, g+" (the batch counted once)")
+	require.Equal(t, []int64{limit - 2, limit - 2}, rem, g)
+}
+
+// requireRaceDone checks that every operation of a race finished without
+// an error, and that its checks and batches (the operations with an
+// outcome; maintenance has none) were allowed.
+func (f *fixture) requireRaceDone(results [][]result, guarantee string) {
+	f.t.Helper()
+	for i, rs := range results {
+		for j, r := range rs {
+			require.NoError(f.t, r.err, "%s: operation %d of worker %d failed", guarantee, j+1, i+1)
+			if r.outcome != 0 {
+				require.Equal(f.t, domain.Allowed, r.outcome, "%s: operation %d of worker %d is within the limit", guarantee, j+1, i+1)
+			}
+		}
+	}
 }

@@ -154,20 +154,31 @@ func (f *fixture) checkCost(p domain.Policy, k domain.SubjectKey, cost int64) do
 
 // apply applies one check on path p and logs it.
 func (f *fixture) apply(c domain.Check, p path) (domain.Decision, error) {
+	return f.applyWith(f.ctx, "", c, p)
+}
+
+// applyWith applies one check on path p with ctx, described in the
+// operation log as ctxName (nothing for the case's own context), and logs
+// it.
+func (f *fixture) applyWith(ctx context.Context, ctxName string, c domain.Check, p path) (domain.Decision, error) {
 	var d domain.Decision
 	err := guard(func() (err error) {
 		if p == viaAdmitCheck {
 			f.rep.called(CheckAdmitter)
-			d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(f.ctx, c)
+			d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(ctx, c)
 		} else {
-			d, err = f.limiter.Check(f.ctx, c)
+			d, err = f.limiter.Check(ctx, c)
 		}
 		return err
 	})
+	with := ""
+	if ctxName != "" {
+		with = " with " + ctxName
+	}
 	if err != nil {
-		f.log.add("check %s via %s → error: %v", f.log.check(c), p, err)
+		f.log.add("check %s via %s%s → error: %v", f.log.check(c), p, with, err)
 	} else {
-		f.log.add("check %s via %s → %s", f.log.check(c), p, describe(d))
+		f.log.add("check %s via %s%s → %s", f.log.check(c), p, with, describe(d))
 	}
 	return d, err
 }

@@ -21,6 +21,7 @@ type result struct {
 	remaining []int64
 	reset     time.Duration // a single check's reset time, when allowed
 	reason    domain.DenialReason
+	removed   int // what a cleanup removed
 	err       error
 }
 
@@ -32,6 +33,14 @@ type worker struct {
 	name string
 	wave int
 	ops  []raceOp
+	// watched: in a held race, the worker's clock reads are never held;
+	// the schedule only watches it, so that it fails the case when it
+	// stays blocked inside the store.
+	watched bool
+	// pinned: in a held race, the worker's first clock read is pinned
+	// just after its sample until every worker of the last wave holds its
+	// locks or waits for one, however long the others take to get there.
+	pinned bool
 }
 
 // raceOp is one operation of a worker, applied on the worker's goroutine.
@@ -70,6 +79,13 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 	for _, w := range workers {
 		waves = max(waves, w.wave+1)
 	}
+	var pins []*pin
+	defer func() {
+		for _, p := range pins {
+			p.free()
+		}
+	}()
+	var members []*member
 	for wave := range waves {
 		start := make(chan struct{})
 		joined := make(chan *member, len(workers))
@@ -79,12 +95,17 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 				continue
 			}
 			n++
+			var pn *pin
+			if s != nil && w.pinned {
+				pn = newPin()
+				pins = append(pins, pn)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				var m *member
 				if s != nil {
-					m = s.join(w.name)
+					m = s.add(&member{name: w.name, free: w.watched, pin: pn})
 				}
 				joined <- m
 				<-start
@@ -98,13 +119,19 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 				m.finish()
 			}()
 		}
-		members := make([]*member, 0, n)
+		members = make([]*member, 0, n)
 		for range n {
 			members = append(members, <-joined)
 		}
 		close(start)
 		if s != nil && wave+1 < waves {
 			f.waitSettled(s, members)
+		}
+	}
+	if len(pins) > 0 {
+		f.waitSettled(s, members)
+		for _, p := range pins {
+			p.free()
 		}
 	}
 	go func() {
@@ -218,6 +245,32 @@ func (f *fixture) batchOp(checks []domain.Check) raceOp {
 			r.remaining = append(r.remaining, a.Remaining)
 		}
 		return r
+	}
+}
+
+// cleanupOp calls the store's CleanupExpired with max; the store must be a
+// [ports.Cleaner].
+func (f *fixture) cleanupOp(max int) raceOp {
+	return func(ctx context.Context) result {
+		f.rep.called(Cleaner)
+		var r result
+		r.err = guard(func() (err error) {
+			r.removed, err = f.inst.Store.(ports.Cleaner).CleanupExpired(ctx, max)
+			return err
+		})
+		return r
+	}
+}
+
+// statsOp calls the store's Stats; the store must be a
+// [ports.StatsReporter].
+func (f *fixture) statsOp() raceOp {
+	return func(ctx context.Context) result {
+		f.rep.called(StatsReporter)
+		return result{err: guard(func() (err error) {
+			_, err = f.inst.Store.(ports.StatsReporter).Stats(ctx)
+			return err
+		})}
 	}
 }
 

@@ -2,6 +2,8 @@ package brokenstores
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -13,6 +15,7 @@ import (
 // protocol is written once, here, for both.
 type admission struct {
 	s      *Store
+	ctx    context.Context
 	n      int
 	single bool
 	mode   domain.Mode
@@ -35,8 +38,9 @@ type admission struct {
 	present    []bool
 	stored     []int // the partitions' counts, as read
 
-	held  []*sync.Mutex
-	parts []int
+	held    []*sync.Mutex
+	stripes []int // the stripes held (StripeLockedTwice)
+	parts   []int
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -58,7 +62,9 @@ func (a *admission) run() error {
 		// PostgreSQL's now() is taken when the transaction begins.
 		early = domain.InstantOf(s.cfg.Clock())
 	}
-	a.lock()
+	if err := a.lock(); err != nil {
+		return &Error{Op: "admit", Err: err}
+	}
 	locked := true
 	defer func() {
 		if locked {
@@ -102,22 +108,43 @@ func (a *admission) run() error {
 		locked = false
 	}
 	if !locked {
-		a.lock()
+		if err := a.lock(); err != nil {
+			return &Error{Op: "admit", Err: err}
+		}
 		locked = true
 	}
 	if commit {
 		a.write(now)
+		if err := a.ctx.Err(); err != nil && s.cfg.Fault == LateCancelUnconsumed {
+			// The defect: the write stands, but the error says it did not.
+			return &Error{Op: "admit", Err: err}
+		}
 	} else {
 		a.deny(now)
 	}
 	return nil
 }
 
+// stripeCount is the number of StripeLockedTwice's lock stripes, and
+// stripeWait how long it waits for one before it gives up, as a database
+// store's lock timeout does.
+const (
+	stripeCount = 1024
+	stripeWait  = 2 * time.Second
+)
+
+// errStripeWait is StripeLockedTwice's lock timeout.
+var errStripeWait = errors.New("lock wait timed out")
+
 // lock takes the key locks in ascending key order (caller order with
 // CallerOrderLocks), then the partition locks of the keys not stored yet,
 // in ascending order.
-func (a *admission) lock() {
+func (a *admission) lock() error {
 	s := a.s
+	if s.cfg.Fault == PartitionLocksInKeyOrder {
+		a.lockPartitionsInKeyOrder()
+		return nil
+	}
 	order := slices.Clone(a.keys)
 	switch s.cfg.Fault {
 	case CallerOrderLocks:
@@ -133,9 +160,16 @@ func (a *admission) lock() {
 	}
 	a.held = a.held[:0]
 	var want []*sync.Mutex
-	if a.single && s.cfg.Fault == SingleCheckOwnLock {
+	switch {
+	case a.single && s.cfg.Fault == SingleCheckOwnLock:
 		want = append(want, &s.singleMu)
-	} else {
+	case a.mode == domain.Shadow && s.cfg.Fault == ShadowSkipsLocks:
+		// The defect: shadow checks take no key lock.
+	case s.cfg.Fault == StripeLockedTwice:
+		if err := a.lockStripes(); err != nil {
+			return err
+		}
+	default:
 		s.keyMu.Lock()
 		for _, k := range order {
 			l, ok := s.keyLocks[k]
@@ -176,6 +210,52 @@ func (a *admission) lock() {
 	for _, p := range a.parts {
 		s.partLocks[p].Lock()
 	}
+	return nil
+}
+
+// lockStripes takes the stripe of each key, instead of the key's own lock,
+// in ascending stripe order, once per key (StripeLockedTwice): a stripe
+// two keys share is waited for by the admission that holds it, until the
+// wait times out.
+func (a *admission) lockStripes() error {
+	s := a.s
+	idx := make([]int, len(a.keys))
+	for i, k := range a.keys {
+		idx[i] = int(k.Hash64() % stripeCount)
+	}
+	slices.Sort(idx)
+	a.parts, a.stripes = a.parts[:0], a.stripes[:0]
+	timeout := time.NewTimer(stripeWait)
+	defer timeout.Stop()
+	for _, i := range idx {
+		select {
+		case s.stripes[i] <- struct{}{}:
+			a.stripes = append(a.stripes, i)
+		case <-timeout.C:
+			a.unlock()
+			return errStripeWait
+		}
+	}
+	return nil
+}
+
+// lockPartitionsInKeyOrder locks the partition of every key instead of
+// the key, once each, in the keys' order (PartitionLocksInKeyOrder).
+func (a *admission) lockPartitionsInKeyOrder() {
+	s := a.s
+	order := slices.Clone(a.keys)
+	slices.SortFunc(order, domain.CounterKey.Compare)
+	var parts []int
+	for _, k := range order {
+		if p := s.PartitionOf(k); !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	a.held, a.parts = a.held[:0], a.parts[:0]
+	for _, p := range parts {
+		s.partLocks[p].Lock()
+		a.held = append(a.held, &s.partLocks[p])
+	}
 }
 
 func (a *admission) unlock() {
@@ -185,6 +265,10 @@ func (a *admission) unlock() {
 	for _, l := range a.held {
 		l.Unlock()
 	}
+	for _, i := range a.stripes {
+		<-a.s.stripes[i]
+	}
+	a.stripes = a.stripes[:0]
 }
 
 // read reads every key in caller order. at is the time the caching
@@ -284,20 +368,26 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 }
 
 // retryAt returns the earliest expiry in partition p (the latest with
-// CapacityRetryLatest). The caller holds s.mu.
+// CapacityRetryLatest, the store's earliest with CapacityRetryAnyPartition,
+// the earliest first expiry with CapacityRetryFirstWindow). The caller
+// holds s.mu.
 func (s *Store) retryAt(p int) (domain.Instant, bool) {
 	var at domain.Instant
 	found := false
 	for k, e := range s.entries {
-		if s.PartitionOf(k) != p {
+		if s.PartitionOf(k) != p && s.cfg.Fault != CapacityRetryAnyPartition {
 			continue
 		}
-		better := e.Expires < at
+		exp := e.Expires
+		if s.cfg.Fault == CapacityRetryFirstWindow {
+			exp = s.firstExpiry[k]
+		}
+		better := exp < at
 		if s.cfg.Fault == CapacityRetryLatest {
-			better = e.Expires > at
+			better = exp > at
 		}
 		if !found || better {
-			at, found = e.Expires, true
+			at, found = exp, true
 		}
 	}
 	return at, found
@@ -349,6 +439,9 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		// The defect: the renewal of an expired counter in its own slot is
 		// counted as a slot taken.
 		s.stored[s.PartitionOf(k)]++
+	}
+	if _, ok := s.entries[k]; !ok {
+		s.firstExpiry[k] = c.Expires
 	}
 	s.entries[k] = c
 	s.wrote(a, k, c)

@@ -101,6 +101,11 @@ const (
 	// LockOrderByPolicy sorts a batch's keys by their policy fingerprint
 	// alone, keeping the caller's order among one policy's keys.
 	LockOrderByPolicy
+	// PartitionLocksInKeyOrder locks the partition of every key instead
+	// of the key, once each, in the order of the keys rather than of the
+	// partitions: two batches whose keys sort in opposite partition orders
+	// can deadlock.
+	PartitionLocksInKeyOrder
 
 	// Locking.
 	// ClockReadBeforeLocks reads its clock when an admission begins, before
@@ -128,6 +133,15 @@ const (
 	// ProceedsWhenLockBusy tries each lock once and goes on without the ones
 	// it did not get.
 	ProceedsWhenLockBusy
+	// ShadowSkipsLocks takes no key lock for a shadow-mode admission, as if
+	// shadow checks were only advisory, so overlapping shadow checks lose
+	// updates.
+	ShadowSkipsLocks
+	// StripeLockedTwice locks 1,024 lock stripes instead of keys, one
+	// stripe per key in stripe order, without taking a stripe that two
+	// keys share only once: a batch with two keys on one stripe waits on
+	// itself until its lock wait times out, and fails.
+	StripeLockedTwice
 
 	// Partial writes.
 
@@ -176,6 +190,13 @@ const (
 	// CapacityRetryLatest gives a capacity denial the latest expiry in the
 	// partition as its retry time.
 	CapacityRetryLatest
+	// CapacityRetryAnyPartition gives a capacity denial the earliest expiry
+	// in the whole store, not in the key's partition, as its retry time.
+	CapacityRetryAnyPartition
+	// CapacityRetryFirstWindow gives a capacity denial the earliest expiry
+	// its partition's counters had when they were first stored, as an
+	// expiry index that renewals in place do not update would.
+	CapacityRetryFirstWindow
 	// ShadowIgnoresCapacity admits a shadow check's new key into a full
 	// partition.
 	ShadowIgnoresCapacity
@@ -226,6 +247,10 @@ const (
 	// CleanupZeroSkipsClosed answers a zero maximum with (0, nil) before it
 	// looks at whether the store is closed.
 	CleanupZeroSkipsClosed
+	// CleanupLocksPartitionsDescending holds every partition lock while it
+	// cleans, taken from the highest partition down, so it deadlocks with
+	// an admission that takes them upwards.
+	CleanupLocksPartitionsDescending
 
 	// Stats.
 
@@ -259,6 +284,29 @@ const (
 	// NilContextUntyped refuses a nil context with an error of its own
 	// rather than one matching domain.ErrInvalidInput.
 	NilContextUntyped
+	// StatsPanicsOnNilContext calls Stats's context's methods without
+	// checking it for nil.
+	StatsPanicsOnNilContext
+	// IgnoresDoneContext never looks at its context on Admit and
+	// AdmitCheck, so it admits for a caller that has already given up.
+	IgnoresDoneContext
+	// DoneContextRawError refuses a done context with the context's own
+	// error, which does not say that nothing was consumed.
+	DoneContextRawError
+	// LateCancelUnconsumed looks at its context again after it has written
+	// an admission's counters and, when it is done by then, reports the
+	// context's error as one that consumed nothing.
+	LateCancelUnconsumed
+
+	// Batches handed to Admit directly.
+
+	// SkipsBatchReady never calls Batch.Ready, so it panics on a nil or
+	// unprepared batch.
+	SkipsBatchReady
+	// ClosedBeforeBatchReady answers Admit on a closed store with
+	// ports.ErrClosed before it looks at the batch, hiding the caller's
+	// mistake.
+	ClosedBeforeBatchReady
 
 	// The single-check path.
 
@@ -290,32 +338,44 @@ var faultNames = [faultCount]string{
 	CleanupKeepsCounterAtEnd: "CleanupKeepsCounterAtEnd", StatsCountActiveOnly: "StatsCountActiveOnly",
 	StatsMisindexed: "StatsMisindexed", IgnoresClose: "IgnoresClose",
 	ClosedErrorMayHaveConsumed: "ClosedErrorMayHaveConsumed", ClosedErrorNamesKey: "ClosedErrorNamesKey",
-	ClosedErrorUntyped:           "ClosedErrorUntyped",
-	SingleCheckSkipsValidation:   "SingleCheckSkipsValidation",
-	IgnoresInjectedClock:         "IgnoresInjectedClock",
-	ChargesOneUnit:               "ChargesOneUnit",
-	KeysBySubjectOnly:            "KeysBySubjectOnly",
-	KeysByPolicyID:               "KeysByPolicyID",
-	LockOrderByPolicy:            "LockOrderByPolicy",
-	ReadsBeforeLocking:           "ReadsBeforeLocking",
-	LocksFirstKeyOnly:            "LocksFirstKeyOnly",
-	ProceedsWhenLockBusy:         "ProceedsWhenLockBusy",
-	SingleCheckIgnoresCommit:     "SingleCheckIgnoresCommit",
-	AnyFullPartitionRefuses:      "AnyFullPartitionRefuses",
-	CleanupFreesTwice:            "CleanupFreesTwice",
-	CleansActivePerCheck:         "CleansActivePerCheck",
-	UnguardedCapacity:            "UnguardedCapacity",
-	PerCheckCleanupKeepsSlots:    "PerCheckCleanupKeepsSlots",
-	CleanupMaxPerPartition:       "CleanupMaxPerPartition",
-	PanicsWhenClosed:             "PanicsWhenClosed",
-	RenewalTakesSlot:             "RenewalTakesSlot",
-	CleanupContextBeforeZero:     "CleanupContextBeforeZero",
-	CleanupIgnoresContext:        "CleanupIgnoresContext",
-	CleanupContextBeforeNegative: "CleanupContextBeforeNegative",
-	CleanupZeroSkipsClosed:       "CleanupZeroSkipsClosed",
-	PanicsOnNilContext:           "PanicsOnNilContext",
-	NilContextUntyped:            "NilContextUntyped",
-	ClockReadBeforeLocks:         "ClockReadBeforeLocks",
+	ClosedErrorUntyped:               "ClosedErrorUntyped",
+	SingleCheckSkipsValidation:       "SingleCheckSkipsValidation",
+	IgnoresInjectedClock:             "IgnoresInjectedClock",
+	ChargesOneUnit:                   "ChargesOneUnit",
+	KeysBySubjectOnly:                "KeysBySubjectOnly",
+	KeysByPolicyID:                   "KeysByPolicyID",
+	LockOrderByPolicy:                "LockOrderByPolicy",
+	ReadsBeforeLocking:               "ReadsBeforeLocking",
+	LocksFirstKeyOnly:                "LocksFirstKeyOnly",
+	ProceedsWhenLockBusy:             "ProceedsWhenLockBusy",
+	SingleCheckIgnoresCommit:         "SingleCheckIgnoresCommit",
+	AnyFullPartitionRefuses:          "AnyFullPartitionRefuses",
+	CleanupFreesTwice:                "CleanupFreesTwice",
+	CleansActivePerCheck:             "CleansActivePerCheck",
+	UnguardedCapacity:                "UnguardedCapacity",
+	PerCheckCleanupKeepsSlots:        "PerCheckCleanupKeepsSlots",
+	CleanupMaxPerPartition:           "CleanupMaxPerPartition",
+	PanicsWhenClosed:                 "PanicsWhenClosed",
+	RenewalTakesSlot:                 "RenewalTakesSlot",
+	CleanupContextBeforeZero:         "CleanupContextBeforeZero",
+	CleanupIgnoresContext:            "CleanupIgnoresContext",
+	CleanupContextBeforeNegative:     "CleanupContextBeforeNegative",
+	CleanupZeroSkipsClosed:           "CleanupZeroSkipsClosed",
+	PanicsOnNilContext:               "PanicsOnNilContext",
+	NilContextUntyped:                "NilContextUntyped",
+	ClockReadBeforeLocks:             "ClockReadBeforeLocks",
+	PartitionLocksInKeyOrder:         "PartitionLocksInKeyOrder",
+	ShadowSkipsLocks:                 "ShadowSkipsLocks",
+	StripeLockedTwice:                "StripeLockedTwice",
+	CapacityRetryAnyPartition:        "CapacityRetryAnyPartition",
+	CapacityRetryFirstWindow:         "CapacityRetryFirstWindow",
+	StatsPanicsOnNilContext:          "StatsPanicsOnNilContext",
+	IgnoresDoneContext:               "IgnoresDoneContext",
+	DoneContextRawError:              "DoneContextRawError",
+	LateCancelUnconsumed:             "LateCancelUnconsumed",
+	SkipsBatchReady:                  "SkipsBatchReady",
+	CleanupLocksPartitionsDescending: "CleanupLocksPartitionsDescending",
+	ClosedBeforeBatchReady:           "ClosedBeforeBatchReady",
 }
 
 // Faults returns every deliberate defect, None excluded.

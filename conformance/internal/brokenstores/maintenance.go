@@ -57,7 +57,11 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	if err := s.nilContext("admit", ctx); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	switch err := ctx.Err(); {
+	case err == nil, s.cfg.Fault == IgnoresDoneContext:
+	case s.cfg.Fault == DoneContextRawError:
+		return err
+	default:
 		return &Error{Op: "admit", Err: err}
 	}
 	if !s.closed.Load() {
@@ -128,6 +132,13 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
 	}
+	if s.cfg.Fault == CleanupLocksPartitionsDescending {
+		// The defect: admissions take partition locks upwards.
+		for p := s.cfg.Partitions - 1; p >= 0; p-- {
+			s.partLocks[p].Lock()
+			defer s.partLocks[p].Unlock()
+		}
+	}
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,6 +207,7 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 		defer l.Unlock()
 	}
 	delete(s.entries, k)
+	delete(s.firstExpiry, k)
 	switch f := s.cfg.Fault; {
 	case f == CleanupKeepsSlots, f == PerCheckCleanupKeepsSlots && perCheck:
 	case f == CleanupFreesTwice:
@@ -228,7 +240,12 @@ func (s *Store) evictFirstExpiring(p int, skip []domain.CounterKey) {
 }
 
 // Stats reports the counters stored in each partition.
-func (s *Store) Stats(context.Context) (ports.Stats, error) {
+func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
+	if s.cfg.Fault == StatsPanicsOnNilContext {
+		if err := ctx.Err(); err != nil {
+			return ports.Stats{}, &Error{Op: "stats", Err: err}
+		}
+	}
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
 		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}
 	}

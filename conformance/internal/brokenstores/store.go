@@ -48,11 +48,15 @@ type Store struct {
 	keyMu     sync.Mutex
 	keyLocks  map[domain.CounterKey]*sync.Mutex
 	partLocks []sync.Mutex
-	singleMu  sync.Mutex // SingleCheckOwnLock's lock for AdmitCheck
+	singleMu  sync.Mutex      // SingleCheckOwnLock's lock for AdmitCheck
+	stripes   []chan struct{} // StripeLockedTwice's locks, instead of the keys'
 
 	mu      sync.Mutex // guards everything below, for one read or one write
 	entries map[domain.CounterKey]domain.Counter
 	stored  []int // counters held by each partition, expired ones included
+	// firstExpiry is the expiry each stored key had when it was stored
+	// (CapacityRetryFirstWindow).
+	firstExpiry map[domain.CounterKey]domain.Instant
 	caches
 }
 
@@ -69,15 +73,23 @@ func New(cfg Config) *Store {
 	if cfg.Partitions < 1 {
 		cfg.Partitions = 1
 	}
-	return &Store{
-		cfg:       cfg,
-		created:   time.Now(),
-		keyLocks:  make(map[domain.CounterKey]*sync.Mutex),
-		partLocks: make([]sync.Mutex, cfg.Partitions),
-		entries:   make(map[domain.CounterKey]domain.Counter),
-		stored:    make([]int, cfg.Partitions),
-		caches:    newCaches(),
+	s := &Store{
+		cfg:         cfg,
+		created:     time.Now(),
+		keyLocks:    make(map[domain.CounterKey]*sync.Mutex),
+		partLocks:   make([]sync.Mutex, cfg.Partitions),
+		entries:     make(map[domain.CounterKey]domain.Counter),
+		stored:      make([]int, cfg.Partitions),
+		firstExpiry: make(map[domain.CounterKey]domain.Instant),
+		caches:      newCaches(),
 	}
+	if cfg.Fault == StripeLockedTwice {
+		s.stripes = make([]chan struct{}, stripeCount)
+		for i := range s.stripes {
+			s.stripes[i] = make(chan struct{}, 1)
+		}
+	}
+	return s
 }
 
 // Minimal returns s as a plain [ports.Store], hiding every optional
@@ -99,13 +111,18 @@ func (s *Store) PartitionOf(k domain.CounterKey) int {
 // Admit applies b following the protocol of [domain.Batch], except where
 // the store's fault says otherwise.
 func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
-	if err := b.Ready(); err != nil {
-		return err
+	if s.cfg.Fault == ClosedBeforeBatchReady && s.closed.Load() {
+		return &Error{Op: "admit", Err: ports.ErrClosed}
+	}
+	if s.cfg.Fault != SkipsBatchReady {
+		if err := b.Ready(); err != nil {
+			return err
+		}
 	}
 	if err := s.usable(ctx, b.Key(0)); err != nil {
 		return err
 	}
-	a := &admission{s: s, n: b.Len(), mode: b.Mode(), check: b.Check}
+	a := &admission{s: s, ctx: ctx, n: b.Len(), mode: b.Mode(), check: b.Check}
 	a.keys = make([]domain.CounterKey, a.n)
 	for i := range a.keys {
 		a.keys[i] = s.storageKey(b.Check(i))
@@ -147,7 +164,7 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 		next domain.Counter
 		d    domain.Decision
 	)
-	a := &admission{s: s, n: 1, single: true, mode: c.Policy().Mode(), check: func(int) domain.Check { return c }}
+	a := &admission{s: s, ctx: ctx, n: 1, single: true, mode: c.Policy().Mode(), check: func(int) domain.Check { return c }}
 	a.keys = []domain.CounterKey{s.storageKey(c)}
 	a.evaluate = func(now domain.Instant) (bool, error) {
 		return domain.EvaluateCheck(&c, now, &a.obs[0], &next, &d)
