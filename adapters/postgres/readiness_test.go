@@ -167,18 +167,22 @@ func TestReadyIsBoundedAndSafe(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	pool := db.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	// A store with the default timeouts opens, prepares and warms the
+	// pool's one connection, however slow a loaded machine makes that; the
+	// store under test then only ever acquires it.
+	warm, err := postgres.New(pool, postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, warm.Ready(ctx))
 	store, err := postgres.New(pool, postgres.Config{AcquireTimeout: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, store.Ready(ctx))
 
-	// The only connection is taken: Ready gives up after AcquireTimeout
-	// though ctx never ends.
+	// The only connection is taken: Ready gives up with ErrTimeout though
+	// ctx has no deadline and never ends, so the bound is AcquireTimeout.
 	held, err := pool.Acquire(ctx)
 	require.NoError(t, err)
-	began := time.Now()
 	err = store.Ready(ctx)
 	require.ErrorIs(t, err, postgres.ErrTimeout)
-	require.Less(t, time.Since(began), 5*time.Second, "bounded by AcquireTimeout, not by ctx")
 	held.Release()
 	require.NoError(t, store.Ready(ctx))
 
