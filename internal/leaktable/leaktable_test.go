@@ -525,13 +525,18 @@ func appCases(t *testing.T, f fixture) []leakcheck.Case {
 	startReporter := reporter{tel}
 	_, limiterErr := app.NewLimiter(nil, app.LimiterConfig{})
 
-	// runlimitfx, without fx: a lifecycle of its own. The graph's pool is
-	// left out: Params holds it as fx gives it, a *pgxpool.Pool, whose
-	// config spew prints with its password.
+	// runlimitfx, without fx: a lifecycle of its own. The Params printed
+	// hold no graph pool: Params holds it as fx gives it, a *pgxpool.Pool,
+	// whose config spew prints with its password. What New builds from
+	// one holds it as a wiring.BorrowedPool.
 	lc := new(lifecycle)
 	params := runlimitfx.Params{Config: wiring.Config{DatabaseURL: wiring.NewSecret(url)}, Lifecycle: lc,
 		KeySecret: runlimitfx.KeySecret{Secret: wiring.NewSecret(keySecret)}, MeterProvider: mp, TracerProvider: tp}
 	result, err := runlimitfx.New(params)
+	require.NoError(t, err)
+	poolParams := params
+	poolParams.Config, poolParams.Pool = wiring.Config{Backend: wiring.BackendPostgres}, pool
+	poolResult, err := runlimitfx.New(poolParams)
 	require.NoError(t, err)
 	for _, h := range lc.hooks {
 		require.NoError(t, h.OnStart(ctx))
@@ -572,6 +577,7 @@ func appCases(t *testing.T, f fixture) []leakcheck.Case {
 		leakcheck.Value("wiring.ErrCleanupPanicked", wiring.ErrCleanupPanicked),
 		leakcheck.Value("runlimitfx.Params", params),
 		leakcheck.Value("runlimitfx.Result", result),
+		leakcheck.Value("runlimitfx.Result of the graph's pool", poolResult),
 		leakcheck.Value("runlimitfx.KeySecret", params.KeySecret),
 		leakcheck.Value("runlimitfx.KeySecretFunc", secretFunc),
 		leakcheck.Value("runlimitfx.ReadyFunc", result.Ready),
