@@ -2,10 +2,11 @@ package leakcheck
 
 import (
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -16,50 +17,43 @@ import (
 // Exported lists what the package in dir exports that a host can print:
 // its types, as import path and name ("github.com/x/y.Store"; an alias as
 // the type it stands for), and its error variables, as package name and
-// name ("y.ErrClosed"). pkgPath is the package's import path. Test files
-// are not read.
+// name ("y.ErrClosed"). pkgPath is the package's import path. The files
+// read are those a build for this platform compiles; test files are not.
 func Exported(dir, pkgPath string) (types, errs []string, err error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.SkipObjectResolution)
+	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	for name, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			imports := make(map[string]string)
-			for _, im := range f.Imports {
-				p, _ := strconv.Unquote(im.Path.Value)
-				local := path.Base(p)
-				if im.Name != nil {
-					local = im.Name.Name
-				}
-				imports[local] = p
+	fset := token.NewFileSet()
+	for _, file := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, file), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, nil, err
+		}
+		imports := make(map[string]string)
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			local := path.Base(p)
+			if im.Name != nil {
+				local = im.Name.Name
 			}
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok {
-					continue
-				}
-				for _, spec := range g.Specs {
-					switch s := spec.(type) {
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							continue
-						}
-						t := pkgPath + "." + s.Name.Name
-						if sel, ok := s.Type.(*ast.SelectorExpr); ok && s.Assign.IsValid() {
-							if x, ok := sel.X.(*ast.Ident); ok && imports[x.Name] != "" {
-								t = imports[x.Name] + "." + sel.Sel.Name
-							}
-						}
-						types = append(types, t)
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() && strings.HasPrefix(n.Name, "Err") {
-								errs = append(errs, name+"."+n.Name)
-							}
+			imports[local] = p
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range g.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						types = append(types, typeName(s, pkgPath, imports))
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() && strings.HasPrefix(n.Name, "Err") {
+							errs = append(errs, bp.Name+"."+n.Name)
 						}
 					}
 				}
@@ -69,6 +63,17 @@ func Exported(dir, pkgPath string) (types, errs []string, err error) {
 	slices.Sort(types)
 	slices.Sort(errs)
 	return types, errs, nil
+}
+
+// typeName returns the import path and name of the type s declares, or for
+// an alias of another package's type (type A = pkg.B) that type's.
+func typeName(s *ast.TypeSpec, pkgPath string, imports map[string]string) string {
+	if sel, ok := s.Type.(*ast.SelectorExpr); ok && s.Assign.IsValid() {
+		if x, ok := sel.X.(*ast.Ident); ok && imports[x.Name] != "" {
+			return imports[x.Name] + "." + sel.Sel.Name
+		}
+	}
+	return pkgPath + "." + s.Name.Name
 }
 
 // named returns the named types t is built from: itself, or what an
