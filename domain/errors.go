@@ -18,8 +18,11 @@ var (
 	ErrInvalidPolicy     = errors.New("runlimit: invalid policy")
 	ErrInvalidCheck      = errors.New("runlimit: invalid check")
 	ErrInvalidBatch      = errors.New("runlimit: invalid batch")
-	ErrSecretTooShort    = errors.New("runlimit: key secret must be at least 32 bytes")
 )
+
+// ErrSecretTooShort is the error of [NewKeyHasher] for a secret shorter
+// than [MinSecretLength]: a caller mistake, so it matches [ErrInvalidInput].
+var ErrSecretTooShort = fmt.Errorf("%w: key secret must be at least %d bytes", ErrInvalidInput, MinSecretLength)
 
 // IdentifierProblem says what is wrong with an identifier.
 type IdentifierProblem uint8

@@ -71,7 +71,7 @@ func ExampleKeyHasher() {
 	// same subject, same policy, same key: true
 	// another scope, another key: true
 	// printed: SubjectKey[redacted] KeyHasher[redacted]
-	// runlimit: key secret must be at least 32 bytes
+	// runlimit: invalid input: key secret must be at least 32 bytes
 }
 
 // Read a decision: allowed with what remains, or denied with when to retry.

@@ -170,6 +170,7 @@ func TestNewKeyHasherSecretLength(t *testing.T) {
 	for _, n := range []int{0, 1, 31} {
 		h, err := domain.NewKeyHasher(make([]byte, n))
 		require.ErrorIs(t, err, domain.ErrSecretTooShort, "%d bytes", n)
+		require.ErrorIs(t, err, domain.ErrInvalidInput, "%d bytes: a caller mistake", n)
 		require.True(t, h.IsZero())
 	}
 	_, err := domain.NewKeyHasher(nil)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -25,21 +26,24 @@ var (
 	// allowed, denied nor shadow-denied. The request is refused.
 	ErrUnknownOutcome = errors.New("httplimit: limiter returned no decision")
 	// ErrSubjectCount: [Guard.Admit] was given a different number of
-	// subjects than the guard has limits. The request is refused.
-	ErrSubjectCount = errors.New("httplimit: one subject per limit is required")
+	// subjects than the guard has limits. The request is refused before
+	// any check. It matches [domain.ErrInvalidInput].
+	ErrSubjectCount = fmt.Errorf("%w: httplimit: one subject per limit is required", domain.ErrInvalidInput)
 	// ErrNilHandler: [Middleware.Handler] was given a nil handler, so an
 	// admitted request would have nowhere to go. Every request is refused
-	// before any check, with 503 Service Unavailable.
-	ErrNilHandler = errors.New("httplimit: Middleware.Handler was given a nil handler")
+	// before any check, with 503 Service Unavailable. It matches
+	// [domain.ErrInvalidInput].
+	ErrNilHandler = fmt.Errorf("%w: httplimit: Middleware.Handler was given a nil handler", domain.ErrInvalidInput)
 	// ErrNotBuilt is matched by the refusal of a nil or zero [Middleware]
 	// or [Guard], which [NewMiddleware] or [NewGuard] did not build: it
 	// has no limiter, so it fails closed with 503 Service Unavailable. It
 	// is [ports.ErrNotBuilt].
 	ErrNotBuilt = ports.ErrNotBuilt
 	// ErrNilRequest: a nil *http.Request reached a [Middleware] or a
-	// [Guard]. It is refused with 503 Service Unavailable. (A key function
-	// such as [RemoteNetwork] answers a nil request with [ErrRemoteAddr].)
-	ErrNilRequest = errors.New("httplimit: nil *http.Request")
+	// [Guard]. It is refused with 503 Service Unavailable, before any
+	// check. It matches [domain.ErrInvalidInput]. (A key function such as
+	// [RemoteNetwork] answers a nil request with [ErrRemoteAddr].)
+	ErrNilRequest = fmt.Errorf("%w: httplimit: nil *http.Request", domain.ErrInvalidInput)
 	// ErrNameClash is matched by every [*NameClashError].
 	ErrNameClash = errors.New("httplimit: a limit's name is also an enclosing limit's")
 )

@@ -304,3 +304,35 @@ func TestZeroValuesPrint(t *testing.T) {
 	leakcheck.CheckPrintable(t, "zero ClientNetwork", &httplimit.ClientNetwork{})
 	leakcheck.CheckPrintable(t, "zero Quota", httplimit.Quota{})
 }
+
+// TestCallerMistakesAreInvalidInput: a nil handler, a nil request and a
+// Guard given the wrong number of subjects are the caller's mistakes,
+// refused before any check. Their errors match domain.ErrInvalidInput, so
+// ports.MayHaveConsumedQuota says nothing was consumed; they used to be
+// plain sentinels, which it reports as possibly consumed.
+func TestCallerMistakesAreInvalidInput(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	p := domain.MustPolicy("api", "client", 1, time.Minute)
+	rr := &rejectRecorder{}
+	cfg := f.config(httplimit.RemoteNetwork, limitOf(p))
+	cfg.Reject = rr.reject
+	m, err := httplimit.NewMiddleware(cfg)
+	require.NoError(t, err)
+	do(m.Handler(nil), request("GET", "/", "192.0.2.1:1", ""))
+	nilHandler := rr.err
+
+	cfg.Key = nil
+	g, err := httplimit.NewGuard(cfg)
+	require.NoError(t, err)
+	_, ok := g.Admit(httptest.NewRecorder(), request("POST", "/login", "192.0.2.1:1", ""), []byte("alice"), []byte("bob"))
+	require.False(t, ok)
+	subjectCount := rr.err
+
+	for name, err := range map[string]error{"nil handler": nilHandler, "subject count": subjectCount, "nil request": httplimit.ErrNilRequest} {
+		require.ErrorIs(t, err, domain.ErrInvalidInput, name)
+		require.False(t, ports.MayHaveConsumedQuota(err), name)
+	}
+	require.ErrorIs(t, nilHandler, httplimit.ErrNilHandler)
+	require.ErrorIs(t, subjectCount, httplimit.ErrSubjectCount)
+}

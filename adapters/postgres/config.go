@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
@@ -126,14 +127,20 @@ func ParseProtocol(name string) (Protocol, error) {
 	case "optimistic":
 		return Optimistic, nil
 	}
-	return 0, &ConfigError{Field: "Protocol", Value: name, Want: `"locked" or "optimistic"`}
+	// The name is not repeated: it may be anything but a protocol's name,
+	// such as a database URL written into the wrong field.
+	return 0, &ConfigError{Field: "Protocol", Value: "rejected (not a protocol name)", Want: `"locked" or "optimistic"`}
 }
 
 // ConfigError reports a [Config] field outside its bounds. It unwraps to
 // [ErrInvalidConfig].
 type ConfigError struct {
 	Field string // the Config field, such as "RowsPerShard"
-	Value any    // the rejected value
+	// Value is the rejected value, except for a rejected name (a Schema,
+	// a Protocol's name), which may be anything, such as a database URL
+	// holding a password written into the wrong field: Value then says
+	// what is wrong with it without repeating it.
+	Value any
 	Want  string // the bound it breaks, such as "1 to 65536"
 }
 
@@ -146,11 +153,14 @@ func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // withDefaults validates cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
-	switch {
-	case cfg.Schema == "":
+	if cfg.Schema == "" {
 		cfg.Schema = migrations.DefaultSchema
-	case migrations.CheckSchema(cfg.Schema) != nil:
-		return cfg, &ConfigError{Field: "Schema", Value: cfg.Schema,
+	} else if err := migrations.CheckSchema(cfg.Schema); err != nil {
+		// The name is not repeated, only what is wrong with it: a name
+		// that fails the check may be anything, such as a database URL
+		// written into the wrong field.
+		problem := strings.TrimPrefix(err.Error(), migrations.ErrInvalidSchema.Error()+": ")
+		return cfg, &ConfigError{Field: "Schema", Value: "rejected (" + problem + ")",
 			Want: fmt.Sprintf("1 to %d ASCII letters, digits and underscores, not starting with a digit or pg_ (empty means %q)",
 				migrations.MaxSchemaLength, migrations.DefaultSchema)}
 	}

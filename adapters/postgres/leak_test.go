@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"testing"
@@ -150,4 +151,34 @@ func TestStoreHoldsNoPassword(t *testing.T) {
 	for _, c := range cases {
 		c.Run(t, []byte(password))
 	}
+}
+
+// A name that fails its check may be anything, such as a database URL
+// written into the Schema or Protocol field: a ConfigError says what is
+// wrong with it without repeating it, in its text and its fields. No
+// database is needed: New checks the config before it uses the pool.
+func TestConfigErrorsDoNotRepeatARejectedName(t *testing.T) {
+	t.Parallel()
+	const password = "Cf9-wr0ng-f1eld-pw"
+	url := "postgres://runlimit:" + password + "@127.0.0.1:1/x"
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	_, schemaErr := postgres.New(pool, postgres.Config{Schema: url})
+	var ce *postgres.ConfigError
+	require.ErrorAs(t, schemaErr, &ce)
+	require.Equal(t, "Schema", ce.Field)
+	_, parseErr := postgres.ParseProtocol(url)
+	require.ErrorIs(t, parseErr, postgres.ErrInvalidConfig)
+	var p postgres.Protocol
+	textErr := p.UnmarshalText([]byte(url))
+	require.ErrorIs(t, textErr, postgres.ErrInvalidConfig)
+	var cfg postgres.Config
+	jsonErr := json.Unmarshal([]byte(`{"Protocol":"`+url+`"}`), &cfg)
+	require.ErrorIs(t, jsonErr, postgres.ErrInvalidConfig)
+	for name, err := range map[string]error{"Schema": schemaErr, "ParseProtocol": parseErr, "UnmarshalText": textErr, "json.Unmarshal": jsonErr} {
+		leakcheck.Check(t, name+" error", err, []byte(password))
+	}
+	require.Contains(t, schemaErr.Error(), "byte 8 is not an ASCII letter, digit or underscore", "the error still says what is wrong")
 }

@@ -44,7 +44,11 @@ type Params struct {
 	Lifecycle fx.Lifecycle
 
 	// Pool is borrowed, never closed, by the postgres backend when the
-	// Config has neither a DatabaseURL nor a Pool. Optional.
+	// Config has neither a DatabaseURL nor a Pool. Optional. It is the
+	// graph's *pgxpool.Pool as is, so a dump that walks pointers (the spew
+	// in testify's failure messages) of Params holding one prints the
+	// pool's config, password included; what New builds holds it as a
+	// [wiring.BorrowedPool], which never prints it.
 	Pool *pgxpool.Pool `optional:"true"`
 	// Store is borrowed, never closed, as the host's store when the Config
 	// names none (Store and NewStoreFunc nil) and selects the store

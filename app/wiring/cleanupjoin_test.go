@@ -51,3 +51,22 @@ func TestJoinedCleanupObserversEachGetTheirOwnContext(t *testing.T) {
 	j.EndCleanup(ctx, "gate", 3, errors.New("boom"))
 	require.Equal(t, []string{"a.start:gate", "b.start:gate", "a.end:gate:a:boom", "b.end:gate:ab:boom"}, log)
 }
+
+// TestJoinedCleanupObserversTakeANilContext: a host calling the join
+// directly with a nil context used to panic in EndCleanup (and in
+// StartCleanup when no observer replaced it); the join treats it as
+// context.Background, as the otelrunlimit observer does.
+func TestJoinedCleanupObserversTakeANilContext(t *testing.T) {
+	t.Parallel()
+	var log []string
+	j := wiring.JoinCleanupObservers(namer{"a", &log}, namer{"b", &log})
+	var nilCtx context.Context
+	require.NotPanics(t, func() {
+		ctx := j.StartCleanup(nilCtx, "gate")
+		require.NotNil(t, ctx)
+		j.EndCleanup(ctx, "gate", 1, errors.New("boom"))
+		j.EndCleanup(nilCtx, "gate", 1, errors.New("boom"))
+	})
+	require.Equal(t, []string{"a.start:gate", "b.start:gate", "a.end:gate:a:boom", "b.end:gate:ab:boom",
+		"a.end:gate::boom", "b.end:gate::boom"}, log)
+}

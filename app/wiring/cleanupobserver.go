@@ -84,8 +84,11 @@ type joinedCleanupObservers []CleanupObserver
 type ownContexts struct{}
 
 // StartCleanup hands the pass to each observer in turn, each starting from
-// the context the one before returned.
+// the context the one before returned. A nil ctx is context.Background.
 func (j joinedCleanupObservers) StartCleanup(ctx context.Context, store string) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	own := make([]context.Context, len(j))
 	for i, o := range j {
 		if next := o.StartCleanup(ctx, store); next != nil {
@@ -97,8 +100,11 @@ func (j joinedCleanupObservers) StartCleanup(ctx context.Context, store string) 
 }
 
 // EndCleanup ends the pass of each observer with the context its own
-// StartCleanup returned.
+// StartCleanup returned. A nil ctx is context.Background.
 func (j joinedCleanupObservers) EndCleanup(ctx context.Context, store string, removed int, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	own, _ := ctx.Value(ownContexts{}).([]context.Context)
 	for i, o := range j {
 		c := ctx

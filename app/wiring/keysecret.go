@@ -39,18 +39,36 @@ func keyHasher(ctx context.Context, cfg Config) (domain.KeyHasher, error) {
 }
 
 // secretHasher builds the key hasher from the environment variable env. Its
-// errors name the variable, never its value.
+// errors name the variable, never its value, and not even the variable when
+// its name could be the secret itself (see [envReason]).
 func secretHasher(env string) (domain.KeyHasher, error) {
 	secret, ok := os.LookupEnv(env)
 	if !ok || secret == "" {
-		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv",
-			Reason: "names environment variable " + env + ", which is not set"}
+		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, "is not set")}
 	}
 	hasher, err := domain.NewKeyHasher([]byte(secret))
 	if err != nil {
 		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv",
-			Reason: "names environment variable " + env + ", which holds fewer than " +
-				strconv.Itoa(domain.MinSecretLength) + " bytes"}
+			Reason: envReason(env, "holds fewer than "+strconv.Itoa(domain.MinSecretLength)+" bytes")}
 	}
 	return hasher, nil
+}
+
+// envReason says that the variable env has problem. A host that meant
+// SecretEnv: "RUNLIMIT_KEY_SECRET" may have written the secret there
+// instead (SecretEnv: os.Getenv(...)), whose variable is then unset: a
+// name as long as a secret may be, or holding a byte that a portable
+// variable name does not (letters, digits and underscores, not starting
+// with a digit), is not repeated.
+func envReason(env, problem string) string {
+	portable := env != "" && len(env) < domain.MinSecretLength && (env[0] < '0' || env[0] > '9')
+	for i := 0; portable && i < len(env); i++ {
+		c := env[i]
+		portable = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+	}
+	if portable {
+		return "names environment variable " + env + ", which " + problem
+	}
+	return "names an environment variable which " + problem +
+		"; its name is not repeated, as it may be the secret itself (SecretEnv holds the variable's name)"
 }

@@ -3,12 +3,14 @@ package wiring_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 )
 
 func TestKeySecretFromAValue(t *testing.T) {
@@ -69,4 +71,37 @@ func TestKeySecretErrors(t *testing.T) {
 			require.ErrorIs(t, err, wiring.ErrInvalidConfig)
 		})
 	}
+}
+
+// TestSecretEnvHoldingASecretIsNotRepeated: a host that writes the secret
+// into SecretEnv, where the variable's name belongs (SecretEnv:
+// os.Getenv("RUNLIMIT_KEY_SECRET")), finds its variable unset. The error
+// used to repeat SecretEnv, the secret itself; it now names only a
+// variable whose name is short and portable, and says why it names no
+// other.
+func TestSecretEnvHoldingASecretIsNotRepeated(t *testing.T) {
+	t.Parallel()
+	longName := "RUNLIMIT_APP_TEST_A_NAME_OF_32_BYTES_OR_MORE"
+	require.NoError(t, os.Setenv(longName, "short"))
+	t.Cleanup(func() { _ = os.Unsetenv(longName) })
+	for name, env := range map[string]string{
+		"the secret":                          "Kq7vXz2mWp9tLr4nBy6cHd8jFg3sQa5e",
+		"a hex secret":                        "a3f09c4e7b215d68e0c1f2a9b47d3e6f5c8a1b0d9e2f4c7a6b3d8e1f0a5c2b4d",
+		"a secret with no byte of a name":     "!@#$%^&*()-+=[]{};:,.<>/?|~`!@#$%",
+		"a short password":                    "hunter2!",
+		"a long name whose variable is short": longName,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := wiring.New(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: env})
+			var ce *wiring.ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "SecretEnv", ce.Field)
+			require.Contains(t, err.Error(), "its name is not repeated")
+			leakcheck.Check(t, "SecretEnv error", err, []byte(env))
+		})
+	}
+	// A short, portable name is a name, and the error says which.
+	_, err := wiring.New(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: "RUNLIMIT_APP_TEST_UNSET"})
+	require.EqualError(t, err, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET, which is not set")
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -206,9 +207,21 @@ func urlSecrets(rawURL string) redactor {
 			r = r.with(piece)
 		}
 	}
-	for _, m := range kvPassword.FindAllStringSubmatch(rawURL, -1) {
-		v := m[1]
+	for _, m := range kvPassword.FindAllStringSubmatchIndex(rawURL, -1) {
+		v := rawURL[m[2]:m[3]]
 		r = r.with(v)
+		if !strings.HasPrefix(v, "'") {
+			// A bare value ends at whitespace, so a password holding a
+			// space or a tab, written unquoted, leaves words behind that
+			// are not settings (they hold no "="), which a parser quotes
+			// back as it rejects them: each is masked.
+			for _, word := range strings.Fields(rawURL[m[1]:]) {
+				if strings.Contains(word, "=") {
+					break
+				}
+				r = r.with(word)
+			}
+		}
 		r = r.with(strings.Trim(v, "'")) // an unterminated quote
 		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
 			inner := v[1 : len(v)-1]
@@ -219,11 +232,19 @@ func urlSecrets(rawURL string) redactor {
 	return r
 }
 
-// with returns r with secret and its percent-decoded form added.
+// with returns r with secret and its percent-decoded form added, each also
+// as Go's %q and %+q spell it: the flag package quotes the values it
+// rejects, escaping a quote, a backslash or a control character in them.
 func (r redactor) with(secret string) redactor {
 	add := func(s string) {
-		if s != "" && !slices.Contains(r, s) {
-			r = append(r, s)
+		if s == "" {
+			return
+		}
+		quoted, ascii := strconv.Quote(s), strconv.QuoteToASCII(s)
+		for _, form := range []string{s, quoted[1 : len(quoted)-1], ascii[1 : len(ascii)-1]} {
+			if !slices.Contains(r, form) {
+				r = append(r, form)
+			}
 		}
 	}
 	add(secret)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/internal/pgtest"
 )
 
@@ -107,4 +108,61 @@ func TestStrayURLIsNotQuoted(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "unexpected argument (a database URL? pass it with --database-url or $RUNLIMIT_DATABASE_URL)")
 	require.NotContains(t, r.stderr, "S3cr3t")
+}
+
+// TestPasswordWithAnyCharacterNeverPrinted: a password holding a quote, a
+// backslash, a space, a tab, a newline or non-ASCII letters is masked in
+// every form the command's outputs could spell it. The flag package quotes
+// a value it rejects with %q, which escapes such characters (se"cret is
+// printed se\"cret), and a keyword/value string with an unquoted password
+// holding a space is rejected with the password's second word quoted.
+// Every URL form and invocation here needs no server: 127.0.0.1:1 refuses.
+func TestPasswordWithAnyCharacterNeverPrinted(t *testing.T) {
+	t.Parallel()
+	passwords := []string{
+		`Qz"k3v-Wp`, `Qz\k3v-Wp`, "Qz\tk3v-Wp", "Qz\nk3v-Wp", `Qz'k3v-Wp`, `Qz k3v-Wp`,
+		`Qzé€k3v-Wp`, `Qz@k3v/Wp`, `Qz%k3v-Wp`, `Qz:k3v#Wp`, `Qz?k3v&Wp`, "Qz\x01k3v-Wp",
+	}
+	const query = "sslmode=disable&connect_timeout=5"
+	forms := func(pw string) map[string]string {
+		kvQuoted := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(pw)
+		return map[string]string{
+			"URL as typed":             "postgres://runlimit:" + pw + "@127.0.0.1:1/x?" + query,
+			"URL, escaped":             (&url.URL{Scheme: "postgres", User: url.UserPassword("runlimit", pw), Host: "127.0.0.1:1", Path: "/x", RawQuery: query}).String(),
+			"URL, query":               "postgres://runlimit@127.0.0.1:1/x?" + query + "&password=" + url.QueryEscape(pw),
+			"DSN, quoted":              "host=127.0.0.1 port=1 user=runlimit password='" + kvQuoted + "' dbname=x sslmode=disable",
+			"DSN, as typed":            "host=127.0.0.1 port=1 user=runlimit password=" + pw + " dbname=x sslmode=disable",
+			"DSN, spaced '='":          "host=127.0.0.1 port=1 user=runlimit password = " + pw + " dbname=x sslmode=disable",
+			"DSN, password at the end": "host=127.0.0.1 port=1 user=runlimit dbname=x password=" + pw,
+		}
+	}
+	invocations := func(u string) map[string][]string {
+		return map[string][]string{
+			"unknown command": {u},
+			"flag=value":      {"status", "--database-url=" + u},
+			"flag value":      {"cleanup", "--database-url", u},
+			"env":             {"migrate"},
+			"duration flag":   {"cleanup", "--every", u},
+			"duration flag=":  {"cleanup", "--every=" + u},
+			"int flag":        {"cleanup", "--batch", u},
+			"bool flag=":      {"status", "--json=" + u},
+			"schema flag":     {"status", "--schema", u},
+			"stray argument":  {"status", u},
+			"unknown flag":    {"status", "--" + u},
+			"demo":            {"demo", "--database-url", u},
+		}
+	}
+	for _, pw := range passwords {
+		for form, u := range forms(pw) {
+			for name, args := range invocations(u) {
+				r := execute(t, envOf(map[string]string{envDatabaseURL: u}), args...)
+				for _, out := range []string{r.stdout, r.stderr} {
+					for _, bad := range leakcheck.Renderings([]byte(pw)) {
+						require.NotContains(t, out, bad, "password %q, %s, %s", pw, form, name)
+					}
+				}
+				require.NotEqual(t, 0, r.code, "password %q, %s, %s", pw, form, name)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package leakcheck
 import (
 	"crypto/sha256"
 	"encoding"
+	"reflect"
 	"testing"
 )
 
@@ -11,15 +12,23 @@ import (
 // interface.
 type Case struct {
 	Name string
+	// Type is the value's static type, T of [Value]: [RequireEveryType]
+	// looks for a package's types among the cases' types.
+	Type reflect.Type
 	run  func(t testing.TB, secrets ...[]byte)
 }
 
-// Value returns the Case of v: [Check] and [CheckDump] of it, under name.
+// Value returns the Case of v: [Check] and [CheckDump] of it, under name,
+// and [CheckPrintable] of T's zero value and of a nil *T, which a host
+// holds before it has built one.
 func Value[T any](name string, v T) Case {
-	return Case{Name: name, run: func(t testing.TB, secrets ...[]byte) {
+	return Case{Name: name, Type: reflect.TypeFor[T](), run: func(t testing.TB, secrets ...[]byte) {
 		t.Helper()
 		Check(t, name, v, secrets...)
 		CheckDump(t, name, v, secrets...)
+		var zero T
+		CheckPrintable(t, name+" (zero value)", zero)
+		CheckPrintable(t, name+" (nil pointer)", (*T)(nil))
 	}}
 }
 

@@ -103,3 +103,20 @@ func TestCheckPrintableCatchesPanics(t *testing.T) {
 	leakcheck.CheckPrintable(r, "redacted", redacted{})
 	require.Empty(t, r.failed)
 }
+
+// derefError's Error dereferences its receiver, as most errors' do.
+type derefError struct{ msg string }
+
+func (e *derefError) Error() string { return e.msg }
+
+// A nil pointer in an error prints as fmt prints it, <nil>: CheckPrintable
+// does not call its Error method itself, which no printer would.
+func TestCheckPrintablePrintsANilErrorPointer(t *testing.T) {
+	t.Parallel()
+	r := &fatalRecorder{TB: t}
+	leakcheck.CheckPrintable(r, "nil *derefError", (*derefError)(nil))
+	require.Empty(t, r.failed)
+	var err error = (*derefError)(nil)
+	leakcheck.CheckPrintable(r, "nil *derefError in an error", err)
+	require.Empty(t, r.failed)
+}
