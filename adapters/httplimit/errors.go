@@ -14,14 +14,18 @@ var (
 	// ErrInvalidConfig is matched by every [*ConfigError]. It is
 	// [ports.ErrInvalidConfig], the contract every constructor shares.
 	ErrInvalidConfig = ports.ErrInvalidConfig
-	// ErrInvalidIdentity is matched by every [*IdentityError].
-	ErrInvalidIdentity = errors.New("httplimit: invalid identity")
+	// ErrInvalidIdentity is matched by every [*IdentityError]. It matches
+	// [domain.ErrInvalidInput]: the identity is refused before any check,
+	// so [ports.MayHaveConsumedQuota] says nothing was consumed.
+	ErrInvalidIdentity = fmt.Errorf("%w: httplimit: invalid identity", domain.ErrInvalidInput)
 	// ErrRemoteAddr: the request's RemoteAddr is not an IP address and
-	// port, so the client cannot be counted and the request is refused.
-	// A nil request has none either.
-	ErrRemoteAddr = errors.New("httplimit: request has no usable remote address")
-	// ErrForwarding is matched by every [*ForwardingError].
-	ErrForwarding = errors.New("httplimit: untrustworthy forwarding header")
+	// port, so the client cannot be counted and the request is refused
+	// before any check. A nil request has none either. It matches
+	// [domain.ErrInvalidInput].
+	ErrRemoteAddr = fmt.Errorf("%w: httplimit: request has no usable remote address", domain.ErrInvalidInput)
+	// ErrForwarding is matched by every [*ForwardingError]. The request is
+	// refused before any check; it matches [domain.ErrInvalidInput].
+	ErrForwarding = fmt.Errorf("%w: httplimit: untrustworthy forwarding header", domain.ErrInvalidInput)
 	// ErrUnknownOutcome: the limiter returned a decision that is neither
 	// allowed, denied nor shadow-denied. The request is refused.
 	ErrUnknownOutcome = errors.New("httplimit: limiter returned no decision")

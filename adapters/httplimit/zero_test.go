@@ -336,3 +336,49 @@ func TestCallerMistakesAreInvalidInput(t *testing.T) {
 	require.ErrorIs(t, nilHandler, httplimit.ErrNilHandler)
 	require.ErrorIs(t, subjectCount, httplimit.ErrSubjectCount)
 }
+
+// TestKeyRefusalsConsumedNothing: the package's own key functions refuse a
+// request before any check when its address, its forwarding header or an
+// identity cannot be used. Their errors reach the RejectFunc with
+// ReasonKey, match domain.ErrInvalidInput, and ports.MayHaveConsumedQuota
+// says nothing was consumed; they used to be plain sentinels, which it
+// reports as possibly consumed.
+func TestKeyRefusalsConsumedNothing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	p := domain.MustPolicy("api", "client", 1, time.Minute)
+	clients, err := httplimit.NewClientNetwork(httplimit.ClientConfig{
+		TrustedProxies: prefixes("10.0.0.0/8"),
+		Header:         httplimit.XForwardedForHeader,
+	})
+	require.NoError(t, err)
+	identity := func(dst []byte, r *http.Request) ([]byte, error) {
+		return httplimit.AppendIdentity(dst, r.Header.Get("X-Login"))
+	}
+	forged := request("GET", "/", "10.0.0.1:1", "")
+	forged.Header.Set("X-Forwarded-For", "not-an-address")
+	invisible := request("GET", "/", "192.0.2.1:1", "")
+	invisible.Header.Set("X-Login", "admin\u200b@example.com")
+
+	for name, tc := range map[string]struct {
+		key  httplimit.KeyFunc
+		req  *http.Request
+		want error
+	}{
+		"remote address":    {httplimit.RemoteNetwork, request("GET", "/", "pipe", ""), httplimit.ErrRemoteAddr},
+		"forwarding header": {clients.AppendSubject, forged, httplimit.ErrForwarding},
+		"identity":          {identity, invisible, httplimit.ErrInvalidIdentity},
+	} {
+		rr := &rejectRecorder{}
+		cfg := f.config(tc.key, limitOf(p))
+		cfg.Reject = rr.reject
+		m, err := httplimit.NewMiddleware(cfg)
+		require.NoError(t, err)
+		do(m.Handler(http.NotFoundHandler()), tc.req)
+		require.Equal(t, 1, rr.calls, name)
+		require.Equal(t, httplimit.ReasonKey, rr.reason, name)
+		require.ErrorIs(t, rr.err, tc.want, name)
+		require.ErrorIs(t, rr.err, domain.ErrInvalidInput, name)
+		require.False(t, ports.MayHaveConsumedQuota(rr.err), name)
+	}
+}
