@@ -13,6 +13,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
+	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -221,7 +222,13 @@ func (cfg Config) Validate() error {
 			return &ConfigError{Field: "Store", Reason: "and NewStoreFunc are both nil: the store backend needs one of them"}
 		}
 	default:
-		return &ConfigError{Field: "Backend", Reason: fmt.Sprintf("is %q, want %q, %q or %q", cfg.Backend, BackendMemory, BackendPostgres, BackendStore)}
+		want := fmt.Sprintf("want %q, %q or %q", BackendMemory, BackendPostgres, BackendStore)
+		if !plainWord(string(cfg.Backend)) {
+			// A database URL or a secret set as the backend by mistake
+			// must not reach the logs.
+			return &ConfigError{Field: "Backend", Reason: "is not a backend name (not repeated: it may be a URL or a secret), " + want}
+		}
+		return &ConfigError{Field: "Backend", Reason: fmt.Sprintf("is %q, %s", cfg.Backend, want)}
 	}
 	if cfg.Store != nil && cfg.NewStoreFunc != nil {
 		return &ConfigError{Field: "Store", Reason: "and NewStoreFunc are both set: give one of them"}
@@ -338,3 +345,19 @@ func (b BorrowedPool) MarshalJSON() ([]byte, error) {
 
 // LogValue returns [BorrowedPool.String], for log/slog.
 func (b BorrowedPool) LogValue() slog.Value { return slog.StringValue(b.String()) }
+
+// plainWord reports whether s may be repeated in an error: a short word of
+// letters, digits, '-' and '_', as a misspelt name is, and never as long as
+// a key secret may be.
+func plainWord(s string) bool {
+	if s == "" || len(s) >= domain.MinSecretLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '_' && c != '-' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

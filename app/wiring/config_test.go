@@ -2,6 +2,7 @@ package wiring_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -164,5 +166,22 @@ func TestEveryConfigErrorIsThePortsContract(t *testing.T) {
 		"wiring.Config.Validate": wiring.Config{Backend: "redis"}.Validate(),
 	} {
 		require.ErrorIs(t, err, ports.ErrInvalidConfig, name)
+	}
+}
+
+// A backend that is no plain word, such as a database URL set as the
+// backend by mistake, is not repeated: its password must not reach logs.
+func TestConfigErrorDoesNotRepeatAURLAsBackend(t *testing.T) {
+	t.Parallel()
+	const password = "b4ckend-pa55"
+	for _, backend := range []wiring.Backend{"postgres://u:" + password + "@db/x", "host=db password=" + password, wiring.Backend(strings.Repeat("s", 40))} {
+		err := wiring.Config{Backend: backend}.Validate()
+		var ce *wiring.ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, "Backend", ce.Field)
+		require.NotContains(t, err.Error(), password)
+		require.NotContains(t, err.Error(), string(backend))
+		require.Contains(t, err.Error(), `want "memory", "postgres" or "store"`)
+		leakcheck.Check(t, "backend error", err, []byte(password))
 	}
 }
