@@ -240,19 +240,7 @@ func testOppositeOrderFirstLocksHeld(t *testing.T, f *fixture) {
 		}
 		ab := []domain.Check{f.check(p, a), f.check(p, b)}
 		ba := []domain.Check{f.check(p, b), f.check(p, a)}
-		results := f.race(g, true, []worker{
-			{name: "holder of a", ops: []raceOp{f.batchOp(ab[:1])}},
-			{name: "holder of b", ops: []raceOp{f.batchOp(ba[:1])}},
-			{name: "batch [a, b]", wave: 1, ops: []raceOp{f.batchOp(ab)}},
-			{name: "batch [b, a]", wave: 1, ops: []raceOp{f.batchOp(ba)}},
-		})
-		f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
-			round+1, f.log.batch(ab[:1]), f.log.batch(ba[:1]), f.log.batch(ab), f.log.batch(ba)), true, results)
-		for i, rs := range results {
-			require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
-			require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)
-			require.Equal(t, domain.Allowed, rs[0].outcome, "%s: every batch is within the limit", g)
-		}
+		f.raceHeldBatches(t, g, round, [2]string{"a", "b"}, ab, [2]string{"b", "a"}, ba)
 		// Each key was charged three times: its holder and both batches.
 		f.allow(f.checkCost(p, a, limit-3), 0, g+" (every batch charged a once)")
 		f.allow(f.checkCost(p, b, limit-3), 0, g+" (every batch charged b once)")
@@ -290,19 +278,7 @@ func testCrossedBatchesFirstLocksHeld(t *testing.T, f *fixture) {
 		c, d := f.keyIn(lo, p1), f.keyIn(hi, p2)
 		ab := []domain.Check{f.check(lo, a), f.check(hi, b)}
 		cd := []domain.Check{f.check(lo, c), f.check(hi, d)}
-		results := f.race(g, true, []worker{
-			{name: "holder of a", ops: []raceOp{f.batchOp(ab[:1])}},
-			{name: "holder of c", ops: []raceOp{f.batchOp(cd[:1])}},
-			{name: "batch [a, b]", wave: 1, ops: []raceOp{f.batchOp(ab)}},
-			{name: "batch [c, d]", wave: 1, ops: []raceOp{f.batchOp(cd)}},
-		})
-		f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
-			round+1, f.log.batch(ab[:1]), f.log.batch(cd[:1]), f.log.batch(ab), f.log.batch(cd)), true, results)
-		for i, rs := range results {
-			require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
-			require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)
-			require.Equal(t, domain.Allowed, rs[0].outcome, "%s: every batch is within the limit", g)
-		}
+		f.raceHeldBatches(t, g, round, [2]string{"a", "b"}, ab, [2]string{"c", "d"}, cd)
 		f.allow(f.checkCost(lo, a, limit-2), 0, g+" (a was charged by its holder and its batch)")
 		f.allow(f.checkCost(hi, b, limit-1), 0, g+" (b was charged by its batch)")
 		f.allow(f.checkCost(lo, c, limit-2), 0, g+" (c was charged by its holder and its batch)")
@@ -491,5 +467,26 @@ func (f *fixture) requireRaceDone(results [][]result, guarantee string) {
 				require.Equal(f.t, domain.Allowed, r.outcome, "%s: operation %d of worker %d is within the limit", guarantee, j+1, i+1)
 			}
 		}
+	}
+}
+
+// raceHeldBatches races two batches of two, x and y (their keys named by
+// xn and yn), after two single-key batches of their first keys, each held
+// in the clock read until both batches wait on them, and requires that
+// every batch finished allowed.
+func (f *fixture) raceHeldBatches(t *testing.T, g string, round int, xn [2]string, x []domain.Check, yn [2]string, y []domain.Check) {
+	t.Helper()
+	results := f.race(g, true, []worker{
+		{name: "holder of " + xn[0], ops: []raceOp{f.batchOp(x[:1])}},
+		{name: "holder of " + yn[0], ops: []raceOp{f.batchOp(y[:1])}},
+		{name: "batch [" + xn[0] + ", " + xn[1] + "]", wave: 1, ops: []raceOp{f.batchOp(x)}},
+		{name: "batch [" + yn[0] + ", " + yn[1] + "]", wave: 1, ops: []raceOp{f.batchOp(y)}},
+	})
+	f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
+		round+1, f.log.batch(x[:1]), f.log.batch(y[:1]), f.log.batch(x), f.log.batch(y)), true, results)
+	for i, rs := range results {
+		require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
+		require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)
+		require.Equal(t, domain.Allowed, rs[0].outcome, "%s: every batch is within the limit", g)
 	}
 }
