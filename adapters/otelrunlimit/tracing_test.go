@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
@@ -258,7 +259,11 @@ func TestNoTracerCostsNoAllocation(t *testing.T) {
 		t.Skip("allocation counts vary under the race detector")
 	}
 	f := setup(t, false)
-	_, isContext := f.tel.Observer().(app.ContextObserver)
+	// A no-op tracer provider, not nil: nil would be the global one, which
+	// another test may set.
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: f.mp, TracerProvider: tracenoop.NewTracerProvider()})
+	require.NoError(t, err)
+	_, isContext := tel.Observer().(app.ContextObserver)
 	require.False(t, isContext, "nothing runs before the store")
 	p := domain.MustPolicy("auth.login", "identity", 1<<40, time.Hour)
 	q := domain.MustPolicy("auth.login", "client", 1<<40, time.Hour)
@@ -275,7 +280,7 @@ func TestNoTracerCostsNoAllocation(t *testing.T) {
 		return single, all
 	}
 	plainSingle, plainAll := allocs(nil)
-	observedSingle, observedAll := allocs(f.tel.Observer())
+	observedSingle, observedAll := allocs(tel.Observer())
 	require.Equal(t, plainSingle, observedSingle)
 	require.Equal(t, plainAll, observedAll)
 }
