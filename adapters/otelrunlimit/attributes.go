@@ -70,11 +70,13 @@ func outcomeOf(e *app.Event) string {
 	return OutcomeQuotaDenied
 }
 
-// maxCachedAttributes bounds an attrCache. Attribute values are bounded by
-// configuration, so a real host stays far below it; past it, measurements
-// are recorded under the overflow set (otel.metric.overflow=true), as the
-// SDK does past its own cardinality limit (2,000 sets per instrument by
-// default).
+// maxCachedAttributes bounds the check sets of an attrCache, and apart
+// from them the sets of admissions and errors, so that many policies
+// cannot push an error's set into the overflow. Attribute values are
+// bounded by configuration, so a real host stays far below it; past it,
+// measurements are recorded under the overflow set
+// (otel.metric.overflow=true), as the SDK does past its own cardinality
+// limit (2,000 sets per instrument by default).
 const maxCachedAttributes = 2048
 
 // attrOverflow marks the measurements past maxCachedAttributes.
@@ -107,6 +109,7 @@ type measurement struct {
 type attrCache struct {
 	m        atomic.Pointer[map[attrKey]measurement]
 	mu       sync.Mutex
+	checks   int // check sets in m
 	overflow measurement
 }
 
@@ -134,7 +137,11 @@ func (c *attrCache) add(k attrKey) measurement {
 		if prev, ok := (*old)[k]; ok {
 			return prev // another goroutine added it first
 		}
-		if len(*old) >= maxCachedAttributes {
+		n := c.checks // the sets of k's kind
+		if k.policy == "" {
+			n = len(*old) - c.checks
+		}
+		if n >= maxCachedAttributes {
 			return c.overflow
 		}
 	}
@@ -147,6 +154,9 @@ func (c *attrCache) add(k attrKey) measurement {
 	o := newMeasurement(k.set(), k.policy != "")
 	next[k] = o
 	c.m.Store(&next)
+	if k.policy != "" {
+		c.checks++
+	}
 	return o
 }
 

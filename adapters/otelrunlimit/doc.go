@@ -22,6 +22,7 @@
 //		MeterProvider:  meterProvider,  // nil: the global one, if set
 //		TracerProvider: tracerProvider, // nil: the global one, if set
 //	})
+//	defer telemetry.Close() // the provider may outlive the Runtime
 //	cfg.Observer = telemetry.Observer()
 //	cfg.CleanupObserver = telemetry
 //	runtime, err := wiring.Open(ctx, cfg)
@@ -29,6 +30,10 @@
 //		stop, err := telemetry.WatchStore(name, stats)
 //		...
 //	}
+//
+// [Telemetry.Close] unregisters the callbacks the Telemetry registered
+// with the meter provider; the fx module calls it when the application
+// stops or fails to start.
 //
 // # With a limiter alone
 //

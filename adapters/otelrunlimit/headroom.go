@@ -50,9 +50,37 @@ func (m *instruments) watch(store string, stats func(context.Context) (ports.Sta
 	if err != nil {
 		return nil, err
 	}
-	var once sync.Once
-	return func() { once.Do(func() { _ = reg.Unregister() }) }, nil
+	wr := &watchRegistration{m: m, reg: reg}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		// Close ran while the callback was registered.
+		_ = reg.Unregister()
+		return func() {}, nil
+	}
+	if m.watches == nil {
+		m.watches = make(map[*watchRegistration]struct{})
+	}
+	m.watches[wr] = struct{}{}
+	return wr.stop, nil
 }
+
+// watchRegistration is the callback of one watched store.
+type watchRegistration struct {
+	m    *instruments
+	reg  metric.Registration
+	once sync.Once
+}
+
+// stop unregisters the callback, once, and forgets it.
+func (w *watchRegistration) stop() {
+	w.m.mu.Lock()
+	delete(w.m.watches, w)
+	w.m.mu.Unlock()
+	w.unregister()
+}
+
+func (w *watchRegistration) unregister() { w.once.Do(func() { _ = w.reg.Unregister() }) }
 
 // sample returns the last reading while it is younger than the interval,
 // and otherwise reads the store again. A failed reading is kept as long.

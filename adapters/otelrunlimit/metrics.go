@@ -3,6 +3,7 @@ package otelrunlimit
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -50,6 +51,14 @@ type instruments struct {
 	cleanupFailures metric.Int64Counter
 	meter           metric.Meter
 	attrs           *attrCache
+	// counted is the registration of runlimit.admissions' callback,
+	// undone by Close: the meter would otherwise hold it, and this
+	// Telemetry with it, as long as the provider lives.
+	counted metric.Registration
+
+	mu      sync.Mutex
+	watches map[*watchRegistration]struct{} // the stores watched
+	closed  bool                            // by Close: no more watches
 }
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -73,15 +82,31 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	m.cleanupFailures, errs[7] = m.meter.Int64Counter(MetricCleanupFailures, metric.WithUnit("{failure}"),
 		metric.WithDescription("Cleanup passes that ended with a store error."))
 	if errs[0] == nil {
-		_, errs[8] = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		m.counted, errs[8] = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 			m.attrs.counts(func(n int64, opts []metric.ObserveOption) { o.ObserveInt64(m.admissions, n, opts...) })
 			return nil
 		}, m.admissions)
 	}
 	if err := errors.Join(errs[:]...); err != nil {
+		m.unregister()
 		return nil, err
 	}
 	return m, nil
+}
+
+// unregister undoes the callback registrations of m: the admissions' and
+// every store's it watches.
+func (m *instruments) unregister() {
+	m.mu.Lock()
+	counted, watches := m.counted, m.watches
+	m.counted, m.watches, m.closed = nil, nil, true
+	m.mu.Unlock()
+	if counted != nil {
+		_ = counted.Unregister()
+	}
+	for stop := range watches {
+		stop.unregister()
+	}
 }
 
 // record adds e to the metrics. runlimit.admissions counts per check, by

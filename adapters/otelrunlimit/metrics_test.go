@@ -279,8 +279,8 @@ func TestAttributeSetsPastTheCacheOverflow(t *testing.T) {
 	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
 	require.NoError(t, err)
 	ctx := context.Background()
-	// Each admission takes a check's set; the latency's one set is taken
-	// by the first.
+	// Each admission takes a check's set; the latency's set is bounded
+	// apart.
 	n := otelrunlimit.MaxCachedAttributes + 10
 	for i := range n {
 		p := domain.MustPolicy(fmt.Sprintf("tenant-%d", i), "identity", 1, time.Minute)
@@ -288,15 +288,24 @@ func TestAttributeSetsPastTheCacheOverflow(t *testing.T) {
 		require.NoError(t, err)
 	}
 	f.tel.Observer().ObserveAdmission(app.Event{Limiter: "made-up", Size: 1, Index: -1, Outcome: domain.Allowed})
+	// The many policies leave an error its own attributes: whether quota
+	// may have been consumed is what an operator alerts on.
+	require.NoError(t, store.Close())
+	p := domain.MustPolicy("tenant-0", "identity", 1, time.Minute)
+	_, err = limiter.Check(ctx, domain.NewCheck(p, f.hasher.KeyString(p, "alice")))
+	require.ErrorIs(t, err, ports.ErrClosed)
 
 	s := f.collect(t)
+	require.Equal(t, map[string]int64{"runlimit.limiter=edge,runlimit.may_have_consumed_quota=false": 1},
+		s.sums[otelrunlimit.MetricAdmissionErrors])
+	require.Equal(t, uint64(1), s.histograms[otelrunlimit.MetricAdmissionLatency][admissionAttrs("edge", "failed")])
 	counts := s.sums[otelrunlimit.MetricAdmissions]
-	require.Equal(t, otelrunlimit.MaxCachedAttributes, len(counts), "the cached sets, then the overflow's")
-	require.Equal(t, int64(11), counts["otel.metric.overflow=true"])
+	require.Equal(t, otelrunlimit.MaxCachedAttributes+1, len(counts), "the cached sets, then the overflow's")
+	require.Equal(t, int64(11), counts["otel.metric.overflow=true"], "the last 10, and the failed check's")
 	var total int64
 	for _, c := range counts {
 		total += c
 	}
-	require.Equal(t, int64(n), total, "every check is counted once")
+	require.Equal(t, int64(n+1), total, "every check is counted once")
 	require.Equal(t, uint64(n), s.histograms[otelrunlimit.MetricAdmissionLatency][admissionAttrs("edge", "allowed")])
 }

@@ -112,6 +112,27 @@ func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.
 	return t.metrics.watch(store, stats, t.interval, t.now)
 }
 
+// Close stops t's metrics from being collected: it unregisters the
+// callbacks t registered with its meter provider, the admission counts'
+// and those of every store it watches (as their stop functions do), so
+// that the provider no longer holds t. Call it when the limiters it
+// observes are done with, before building another Telemetry on a
+// provider that outlives them, such as the global one: a host that
+// restarts its application (its tests) would otherwise have every
+// collection run the callbacks of each Telemetry ever built. The
+// admission counts of t leave the collection with it; the next
+// collection's sum is a counter reset for a backend that reads it.
+//
+// Its observer records on into nothing, and WatchStore does nothing. Spans
+// go on: the tracer provider is the host's to shut down. Closing twice, or
+// a nil Telemetry, does nothing.
+func (t *Telemetry) Close() {
+	if t == nil || t.metrics == nil {
+		return
+	}
+	t.metrics.unregister()
+}
+
 // metricsObserver records the admission metrics of each event.
 type metricsObserver struct{ metrics *instruments }
 

@@ -58,6 +58,12 @@ func (o *tracingObserver) StartAdmission(ctx context.Context, e app.Event) conte
 // metrics with ctx, so that an exemplar can point at the span.
 func (o *tracingObserver) EndAdmission(ctx context.Context, e app.Event) {
 	span := trace.SpanFromContext(ctx)
+	// The metrics come first: ending the span runs the host's span
+	// processors, whose panic (an exporter's, under a simple processor)
+	// the limiter recovers, and which must not lose the admission's count.
+	if o.metrics != nil {
+		o.metrics.record(ctx, &e)
+	}
 	if span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 5)
 		attrs = append(attrs, AttrOutcome.String(outcomeOf(&e)))
@@ -72,9 +78,6 @@ func (o *tracingObserver) EndAdmission(ctx context.Context, e app.Event) {
 		span.SetAttributes(attrs...)
 	}
 	span.End()
-	if o.metrics != nil {
-		o.metrics.record(ctx, &e)
-	}
 }
 
 // ObserveAdmission records the metrics of an event that reached the

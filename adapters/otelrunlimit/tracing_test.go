@@ -15,11 +15,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/testkit"
 )
 
 // spanStore is a memory store that records the span of the context each
@@ -216,4 +218,69 @@ func TestUnsampledAdmissionsAreStillCounted(t *testing.T) {
 	require.Empty(t, f.spans.Ended())
 	require.Equal(t, map[string]int64{checkAttrs("edge", "auth.login", "identity", "allowed"): 1},
 		f.collect(t).sums[otelrunlimit.MetricAdmissions])
+}
+
+// panickyExporter is a span processor whose OnEnd panics, as a simple
+// processor over a panicking exporter does.
+type panickyExporter struct{ sdktrace.SpanProcessor }
+
+func (panickyExporter) OnEnd(sdktrace.ReadOnlySpan) { panic("exporter") }
+
+// TestPanickingSpanExporterLosesNoCount: a span processor that panics
+// when the admission's span ends costs the admission its span, which the
+// limiter logs, and neither its decision nor its count.
+func TestPanickingSpanExporterLosesNoCount(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panickyExporter{f.spans}))
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: f.mp, TracerProvider: tp})
+	require.NoError(t, err)
+	store, err := memory.New(memory.Config{MaxKeys: 10})
+	require.NoError(t, err)
+	var logs testkit.LogBuffer
+	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: tel.Observer(), Logger: logs.Logger()})
+	require.NoError(t, err)
+	p := domain.MustPolicy("auth.login", "identity", 1, time.Minute)
+	d, err := limiter.Check(context.Background(), domain.NewCheck(p, f.hasher.KeyString(p, "alice")))
+	require.NoError(t, err)
+	require.True(t, d.PermitsRequest())
+	require.Contains(t, logs.String(), "observer panicked")
+	s := f.collect(t)
+	require.Equal(t, map[string]int64{checkAttrs("edge", "auth.login", "identity", "allowed"): 1},
+		s.sums[otelrunlimit.MetricAdmissions])
+	require.Equal(t, uint64(1), s.histograms[otelrunlimit.MetricAdmissionLatency][admissionAttrs("edge", "allowed")])
+}
+
+// TestNoTracerCostsNoAllocation: without a tracer the observer is a plain
+// one, called after the store only, and an observed Check or CheckAll
+// allocates no more than an unobserved one.
+func TestNoTracerCostsNoAllocation(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts vary under the race detector")
+	}
+	f := setup(t, false)
+	// A no-op tracer provider, not nil: nil would be the global one, which
+	// another test may set.
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: f.mp, TracerProvider: tracenoop.NewTracerProvider()})
+	require.NoError(t, err)
+	_, isContext := tel.Observer().(app.ContextObserver)
+	require.False(t, isContext, "nothing runs before the store")
+	p := domain.MustPolicy("auth.login", "identity", 1<<40, time.Hour)
+	q := domain.MustPolicy("auth.login", "client", 1<<40, time.Hour)
+	check := domain.NewCheck(p, f.hasher.KeyString(p, "alice"))
+	batch := []domain.Check{check, domain.NewCheck(q, f.hasher.KeyString(q, "198.51.100.7"))}
+	ctx := context.Background()
+	allocs := func(o app.Observer) (single, all float64) {
+		store, err := memory.New(memory.Config{MaxKeys: 10})
+		require.NoError(t, err)
+		limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: o})
+		require.NoError(t, err)
+		single = testing.AllocsPerRun(100, func() { _, _ = limiter.Check(ctx, check) })
+		all = testing.AllocsPerRun(100, func() { _, _ = limiter.CheckAll(ctx, batch) })
+		return single, all
+	}
+	plainSingle, plainAll := allocs(nil)
+	observedSingle, observedAll := allocs(tel.Observer())
+	require.Equal(t, plainSingle, observedSingle)
+	require.Equal(t, plainAll, observedAll)
 }

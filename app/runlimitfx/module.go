@@ -162,6 +162,7 @@ func New(p Params) (Result, error) {
 	cfg.Observer = app.JoinObservers(append(observers, p.Observers...)...)
 	r, err := wiring.New(context.Background(), cfg)
 	if err != nil {
+		tel.close()
 		return Result{}, err
 	}
 	h := &hooks{runtime: r, telemetry: tel, logger: cfg.Logger}
@@ -195,6 +196,9 @@ func (h *hooks) start(ctx context.Context) error {
 		logger.LogAttrs(ctx, slog.LevelWarn, msg)
 	}
 	if err := h.runtime.Start(ctx); err != nil {
+		// fx runs no OnStop for a hook whose OnStart failed; the Runtime
+		// closed itself.
+		h.telemetry.close()
 		return err
 	}
 	for name, stats := range h.runtime.StatsFuncs() {
@@ -208,11 +212,13 @@ func (h *hooks) start(ctx context.Context) error {
 	return nil
 }
 
-// stop stops watching the stores, then closes the Runtime.
+// stop stops watching the stores and unregisters the telemetry's
+// callbacks, then closes the Runtime.
 func (h *hooks) stop(ctx context.Context) error {
 	for _, stop := range h.unwatch {
 		stop()
 	}
 	h.unwatch = nil
+	h.telemetry.close()
 	return h.runtime.Close(ctx)
 }

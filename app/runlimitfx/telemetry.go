@@ -48,7 +48,14 @@ func (m *telemetry) lateWarning() (msg string, ok bool) {
 	if !m.late {
 		return "", false
 	}
-	if t, err := otelrunlimit.New(otelrunlimit.Config{}); err != nil || t.Observer() == nil {
+	t, err := otelrunlimit.New(otelrunlimit.Config{})
+	if err != nil {
+		return "", false
+	}
+	// Built only to ask: its callback must not stay with the global
+	// provider.
+	t.Close()
+	if t.Observer() == nil {
 		return "", false
 	}
 	return "runlimit: a global OpenTelemetry provider was set after the module built its limiters; " +
@@ -58,6 +65,11 @@ func (m *telemetry) lateWarning() (msg string, ok bool) {
 
 // current returns the telemetry.
 func (m *telemetry) current() *otelrunlimit.Telemetry { return m.tel }
+
+// close unregisters the telemetry's metric callbacks from its provider,
+// which may outlive the application (the global one, or a graph's that a
+// host's tests share between applications).
+func (m *telemetry) close() { m.tel.Close() }
 
 // StartCleanup passes the pass on to the telemetry.
 func (m *telemetry) StartCleanup(ctx context.Context, store string) context.Context {
