@@ -126,9 +126,20 @@ func (c *wireConn) poke(t time.Time) {
 // whose wire the test watches.
 func (f *fixture) newWiredStore(t *testing.T, cfg postgres.Config) (*postgres.Store, *pgxpool.Pool, *wire) {
 	t.Helper()
+	return f.newNamedWiredStore(t, cfg, "")
+}
+
+// newNamedWiredStore is newWiredStore whose connection, unless app is
+// empty, carries application name app, for a test that watches it in
+// pg_stat_activity too.
+func (f *fixture) newNamedWiredStore(t *testing.T, cfg postgres.Config, app string) (*postgres.Store, *pgxpool.Pool, *wire) {
+	t.Helper()
 	w := newWire()
 	store, pool := f.newStore(t, cfg, func(c *pgxpool.Config) {
 		c.MaxConns = 1
+		if app != "" {
+			c.ConnConfig.RuntimeParams["application_name"] = app
+		}
 		// Pinging an idle connection on acquire would add round trips.
 		c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 		dial := c.ConnConfig.DialFunc

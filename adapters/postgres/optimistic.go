@@ -190,6 +190,9 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 	}
 	mrr := ss.pc.ExecBatch(ss.ctx, &q)
 	tag, stage, err := readConditional(mrr)
+	if err == nil && tag.RowsAffected() == 0 {
+		ss.nothingCommitted()
+	}
 	ss.received()
 	if err != nil {
 		ss.forget(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
@@ -157,4 +158,107 @@ func TestProtocolConfig(t *testing.T) {
 	require.ErrorIs(t, json.Unmarshal([]byte(`{"Protocol":"fast"}`), &cfg), postgres.ErrInvalidConfig)
 	_, err = json.Marshal(postgres.Config{Protocol: postgres.Optimistic + 1})
 	require.ErrorIs(t, err, postgres.ErrInvalidConfig)
+}
+
+// A conditional write that applied nothing committed nothing. A caller
+// who leaves after it, while the check's second attempt reads or while the
+// locked protocol it falls back to after a second conflict waits for a
+// lock, is told that no quota was consumed, at the step the check had
+// reached.
+func TestOptimisticConflictConsumedNothing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		fallback bool
+	}{
+		{"caller leaves during the second read", false},
+		{"caller leaves during the locked fallback", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			app := "opt-left"
+			if tc.fallback {
+				app = "opt-left-fallback"
+			}
+			store, pool, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic}, app)
+			c := f.check(policy(t, "opt.left", 10, time.Hour), "c")
+			requireAllowed(t, admit(t, store, c))
+			before := backends(t, pool)
+
+			// Round trip 1 reads; round trip 2, the write, waits for the
+			// test's row lock and meets the test's admission; round trip
+			// 3, the second read, is held.
+			held, let := w.holdNext(3)
+			tx := f.hold(t)
+			lockRow(t, tx, c)
+			// A deadline far away: the caller leaves when it cancels,
+			// without waiting for the work.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			errs := make(chan error, 1)
+			go func() {
+				_, err := store.AdmitCheck(ctx, c)
+				errs <- err
+			}()
+			f.waitForLockWait(t, app)
+			consumeOne(t, tx, c)
+			require.NoError(t, tx.Commit(context.Background()))
+			<-held
+			if tc.fallback {
+				// The second read has run: another admission commits
+				// before the second write, which conflicts too, and the
+				// locked protocol then waits for the key's advisory lock.
+				f.waitForIdleAfter(t, app, "LEFT JOIN")
+				other := f.hold(t)
+				consumeOne(t, other, c)
+				require.NoError(t, other.Commit(context.Background()))
+				lock := f.hold(t)
+				lockAdvisory(t, lock, c)
+				let()
+				f.waitForLockWait(t, app)
+			}
+			cancel()
+			err := <-errs
+			if !tc.fallback {
+				let()
+			}
+			ae := requireAdmissionError(t, err, postgres.OpLock, false)
+			require.False(t, ae.Timeout)
+			require.ErrorIs(t, err, context.Canceled)
+
+			want := int64(2)
+			if tc.fallback {
+				want = 3
+				// The server cancelled the lock wait: the connection is kept.
+				require.Equal(t, before, backends(t, pool))
+			}
+			f.requireUsed(t, []domain.Check{c}, want)
+		})
+	}
+}
+
+// consumeOne counts one unit on c's counter in tx, as a concurrent
+// admission would.
+func consumeOne(t *testing.T, tx pgx.Tx, c domain.Check) {
+	t.Helper()
+	k := c.CounterKey().Bytes()
+	tag, err := tx.Exec(context.Background(), `UPDATE runlimit_fixed_windows SET used = used + 1
+		WHERE config_fingerprint = $1 AND subject_key = $2`, k[:32], k[32:])
+	require.NoError(t, err)
+	require.Equal(t, int64(1), tag.RowsAffected())
+}
+
+// waitForIdleAfter waits until the session of application app is idle
+// after a statement whose text holds fragment: the server has run it,
+// whatever the network does with its answer.
+func (f *fixture) waitForIdleAfter(t *testing.T, app, fragment string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1 AND state = 'idle'
+			  AND pg_catalog.strpos(query, $2) > 0`, app, fragment).Scan(&n)
+		return err == nil && n == 1
+	}, 10*time.Second, 5*time.Millisecond)
 }
