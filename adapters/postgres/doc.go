@@ -86,7 +86,11 @@
 //     INSERT that first takes the key's advisory lock and its shard's
 //     ledger row lock (the locked protocol's order) and applies only while
 //     the shard has room. ON CONFLICT DO NOTHING turns a row created since
-//     the read into a conflict.
+//     the read into a conflict. The new window starts at the database time
+//     once those locks are held, as the locked protocol's does: a counter
+//     of the key created and cleaned up since the read leaves no row to
+//     conflict with, and a window anchored at the read would start before
+//     it.
 //
 // A write that applied nothing met a concurrent admission, renewal or
 // cleanup of the key, and the check starts again; after a second conflict

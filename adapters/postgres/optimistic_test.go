@@ -262,3 +262,46 @@ func (f *fixture) waitForIdleAfter(t *testing.T, app, fragment string) {
 		return err == nil && n == 1
 	}, 10*time.Second, 5*time.Millisecond)
 }
+
+// Time never runs backwards for a key, even when its counter was created
+// and deleted between an optimistic check's read and its insert. The read
+// finds the key absent; another admission then creates the key's counter,
+// whose window ends (the test shifts it into the past) and which cleanup
+// deletes; only then does the insert, which finds no conflicting row, run.
+// That admission was admitted, and its counter committed and deleted,
+// before the insert: the window the insert stores must not start before
+// that admission's time, as it would if it were anchored at the read's
+// clock sample rather than at the time the insert holds its locks.
+func TestOptimisticInsertAfterACleanedUpCounterKeepsTimeMonotonic(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	const app = "opt-late-insert"
+	store, _, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic}, app)
+	p := policy(t, "opt.late", 1, time.Hour)
+	c := f.check(p, "c")
+	requireAllowed(t, admit(t, store, f.check(p, "warm")))
+
+	held, let := w.holdNext(1)
+	answers := checkInBackground(store, c)
+	<-held
+	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	// The read has found the key absent; another replica admits it.
+	requireAllowed(t, admit(t, f.store, c))
+	other, ok := f.stored(t, c)
+	require.True(t, ok)
+	shift(t, f.db.Pool, time.Hour)
+	_, err := f.store.CleanupExpired(context.Background(), 10)
+	require.NoError(t, err)
+	f.requireAbsent(t, []domain.Check{c})
+
+	let()
+	a := <-answers
+	require.NoError(t, a.err)
+	require.Equal(t, domain.Allowed, a.d.Outcome())
+	got, ok := f.stored(t, c)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, got.Start, other.Start,
+		"the inserted window starts before the admission that was committed and cleaned up ahead of it")
+	require.Equal(t, p.Window(), got.Expires.Sub(got.Start))
+	require.Equal(t, int64(1), f.ledger(t, postgres.ShardOf(c.CounterKey())))
+}

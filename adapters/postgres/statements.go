@@ -188,15 +188,30 @@ WHERE (SELECT pg_catalog.set_config('lock_timeout', $9::text, true)) IS NOT NULL
 	// from racing a locked admission that found the key absent; ON
 	// CONFLICT DO NOTHING turns any insert of the key that committed since
 	// the read into a conflict.
+	//
+	// The window starts at the clock sampled once those locks are held
+	// (late, which reads room and so runs after its lock), as the locked
+	// protocol's would, not at the read's sample: between the read and the
+	// insert, another admission may have created the key's counter, at a
+	// later time than the read's, and cleanup deleted it once it expired,
+	// leaving no row to conflict with. A window anchored at the read would
+	// then start before one already committed, and could overlap it. The
+	// domain anchors a new key's window at the evaluation's time and its
+	// verdict on a new key does not depend on that time, so the window it
+	// evaluated ($4, $5, anchored at the read) is moved by the time since:
+	// exactly what evaluating at the later sample gives. The shift is less
+	// than a day, a plain count of microseconds, never negative.
 	sqlOptInsert = `WITH room AS (
     SELECT c.capacity_shard FROM {ledger} AS c
     WHERE (SELECT pg_catalog.set_config('lock_timeout', $11::text, true) IS NOT NULL
               AND pg_catalog.pg_advisory_xact_lock($10::bigint)::text IS NOT NULL)
       AND c.capacity_shard = $8::smallint AND c.row_count < $9::bigint
-    FOR UPDATE)
+    FOR UPDATE),
+late AS (
+    SELECT GREATEST(pg_catalog.clock_timestamp() - $4::timestamptz, interval '0') AS by FROM room)
 INSERT INTO {windows}
     (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
-SELECT $1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::text, $7::text FROM room
+SELECT $1::bytea, $2::bytea, $3::bigint, $4::timestamptz + late.by, $5::timestamptz + late.by, $6::text, $7::text FROM late
 ON CONFLICT (config_fingerprint, subject_key) DO NOTHING`
 )
 
