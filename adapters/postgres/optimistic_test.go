@@ -305,3 +305,84 @@ func TestOptimisticInsertAfterACleanedUpCounterKeepsTimeMonotonic(t *testing.T) 
 	require.Equal(t, p.Window(), got.Expires.Sub(got.Start))
 	require.Equal(t, int64(1), f.ledger(t, postgres.ShardOf(c.CounterKey())))
 }
+
+// An optimistic insert never holds its shard's ledger row while it waits
+// for a counter of its key that cleanup is deleting: cleanup's ledger
+// trigger waits for that very row, and the two would deadlock until the
+// server aborted one of them. The read finds the key absent; another
+// admission creates its counter, whose window ends; the test holds the
+// shard's ledger row while the insert and cleanup run, in either order,
+// then lets it go. Both must finish: the check is admitted, and cleanup
+// succeeds.
+//
+// Insert first: an insert that locks the ledger row before it looks at
+// the key's counter queues for it ahead of cleanup, which deletes the
+// counter and queues behind; once the ledger row is free, the insert waits
+// for cleanup's delete and cleanup for the insert's ledger row. Cleanup
+// first: the insert finds the counter being deleted and waits for cleanup,
+// holding no ledger row, then creates the key.
+func TestOptimisticInsertAndCleanupDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	for _, cleanupFirst := range []bool{false, true} {
+		name, app, cleaner := "insert first", "opt-insert-first", "opt-cleaner-second"
+		if cleanupFirst {
+			name, app, cleaner = "cleanup first", "opt-insert-second", "opt-cleaner-first"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			store, _, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic}, app)
+			cleanup, _ := f.newStore(t, postgres.Config{}, named(cleaner))
+			p := policy(t, "opt.cleaned", 5, time.Hour)
+			c := f.check(p, "c")
+			shard := postgres.ShardOf(c.CounterKey())
+			requireAllowed(t, admit(t, store, f.check(policy(t, "opt.warm", 5, time.Hour), "warm")))
+
+			held, let := w.holdNext(1)
+			answers := checkInBackground(store, c)
+			<-held
+			f.waitForIdleAfter(t, app, "LEFT JOIN")
+			requireAllowed(t, admit(t, f.store, c))
+			other, _ := f.stored(t, c)
+			shift(t, f.db.Pool, time.Hour)
+
+			tx := f.hold(t)
+			_, err := tx.Exec(context.Background(), "SELECT FROM runlimit_capacity_shards WHERE capacity_shard = $1 FOR UPDATE", shard)
+			require.NoError(t, err)
+			removed := make(chan error, 1)
+			clean := func() {
+				go func() {
+					_, err := cleanup.CleanupExpired(context.Background(), 10)
+					removed <- err
+				}()
+			}
+			if cleanupFirst {
+				clean()
+				f.waitForLockWait(t, cleaner)
+				let()
+				f.waitForLockWait(t, app)
+			} else {
+				let()
+				// The check queues for the ledger row or, having seen the
+				// counter, is answered already; cleanup then queues for
+				// the ledger row, or has nothing of the key's to delete.
+				require.Eventually(t, func() bool { return len(answers) > 0 || f.waitsForLock(app) },
+					10*time.Second, 5*time.Millisecond)
+				clean()
+				require.Eventually(t, func() bool { return len(removed) > 0 || f.waitsForLock(cleaner) },
+					10*time.Second, 5*time.Millisecond)
+			}
+			require.NoError(t, tx.Commit(context.Background()))
+
+			a := <-answers
+			require.NoError(t, a.err)
+			require.Equal(t, domain.Allowed, a.d.Outcome())
+			require.NoError(t, <-removed)
+			got, ok := f.stored(t, c)
+			require.True(t, ok)
+			require.Equal(t, int64(1), got.Used)
+			require.GreaterOrEqual(t, got.Start, other.Start)
+			require.Equal(t, int64(1), f.ledger(t, shard))
+		})
+	}
+}
