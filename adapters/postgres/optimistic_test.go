@@ -386,3 +386,35 @@ func TestOptimisticInsertAndCleanupDoNotDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// The optimistic insert checks its shard's bound again on the ledger row
+// it locks, not on the count its read saw: the read finds one slot left,
+// another replica then takes it, and the insert changes nothing. The check
+// starts again, finds the shard full and is denied for storage capacity.
+func TestOptimisticInsertChecksTheBoundOnTheLockedLedgerRow(t *testing.T) {
+	t.Parallel()
+	const bound, shard = 4, 9
+	f := setup(t, postgres.Config{RowsPerShard: bound})
+	const app = "opt-last-slot"
+	store, _, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic, RowsPerShard: bound}, app)
+	p := policy(t, "opt.slots", 1, time.Hour)
+	keys := f.checksInShard(t, p, shard, bound+1)
+	for _, c := range keys[:bound-1] {
+		requireAllowed(t, admit(t, store, c))
+	}
+
+	held, let := w.holdNext(1)
+	answers := checkInBackground(store, keys[bound])
+	<-held
+	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	requireAllowed(t, admit(t, f.store, keys[bound-1]))
+	let()
+
+	a := <-answers
+	require.NoError(t, a.err)
+	denial, ok := a.d.Denial()
+	require.True(t, ok, "the last slot was taken twice")
+	require.Equal(t, domain.StorageCapacity, denial.Reason())
+	f.requireAbsent(t, keys[bound:])
+	require.Equal(t, int64(bound), f.ledger(t, shard))
+}
