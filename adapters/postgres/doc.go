@@ -96,7 +96,10 @@
 //
 // A write that applied nothing met a concurrent admission, renewal or
 // cleanup of the key, and the check starts again; after a second conflict
-// it takes the locked protocol, which queues instead of retrying. Every
+// it takes the locked protocol, which queues instead of retrying. (Under a
+// default_transaction_isolation stricter than read committed, the server
+// aborts such a write with a serialization failure instead, which counts
+// as the same conflict; the locked protocol sets read committed itself.) Every
 // write applies to exactly the state that was evaluated, so admissions of
 // a key still form one chain: nothing is lost or counted twice, and the
 // bound is checked on the latest, locked ledger row. A denial stands on

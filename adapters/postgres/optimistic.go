@@ -195,10 +195,17 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 	}
 	mrr := ss.pc.ExecBatch(ss.ctx, &q)
 	tag, stage, err := readConditional(mrr, locks)
-	if err == nil && tag.RowsAffected() == 0 {
+	// A stricter default isolation than read committed makes the server
+	// abort a write that meets a concurrent change, where read committed
+	// would have re-read it and applied nothing: the same conflict.
+	race := lostRace(stage, err)
+	if race || err == nil && tag.RowsAffected() == 0 {
 		ss.nothingCommitted()
 	}
 	ss.received()
+	if race {
+		return false, nil
+	}
 	if err != nil {
 		ss.forget(err)
 		return false, interpretError(OpCommit, stage, err)

@@ -3,10 +3,12 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
@@ -417,4 +419,68 @@ func TestOptimisticInsertChecksTheBoundOnTheLockedLedgerRow(t *testing.T) {
 	require.Equal(t, domain.StorageCapacity, denial.Reason())
 	f.requireAbsent(t, keys[bound:])
 	require.Equal(t, int64(bound), f.ledger(t, shard))
+}
+
+// The optimistic write relies on read committed: an update that waited for
+// a row finds it changed and changes nothing, an insert meets a counter its
+// snapshot does not show. A database or role whose default isolation is
+// stricter (ALTER DATABASE ... SET default_transaction_isolation) makes
+// the server abort such a write with a serialization failure instead:
+// nothing was committed, and the check must start again as after any
+// other conflict, not fail. Locked admissions set their isolation
+// themselves.
+func TestOptimisticWriteUnderAStricterDefaultIsolation(t *testing.T) {
+	t.Parallel()
+	for _, level := range []string{"repeatable read", "serializable"} {
+		for _, stored := range []bool{true, false} {
+			name := level + "/new key"
+			if stored {
+				name = level + "/stored key"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				f := setup(t, postgres.Config{})
+				app := "opt-iso-" + strings.ReplaceAll(name, " ", "-")
+				store, _ := f.newStore(t, postgres.Config{Protocol: postgres.Optimistic}, func(c *pgxpool.Config) {
+					named(app)(c)
+					c.ConnConfig.RuntimeParams["default_transaction_isolation"] = level
+				})
+				c := f.check(policy(t, "opt.isolation", 5, time.Hour), "c")
+				if stored {
+					requireAllowed(t, admit(t, f.store, c))
+				}
+
+				// The write waits for the test's lock, behind which a
+				// concurrent admission commits.
+				tx := f.hold(t)
+				k := c.CounterKey().Bytes()
+				if stored {
+					lockRow(t, tx, c)
+				} else {
+					lockAdvisory(t, tx, c)
+				}
+				answers := checkInBackground(store, c)
+				f.waitForLockWait(t, app)
+				if stored {
+					consumeOne(t, tx, c)
+				} else {
+					_, err := tx.Exec(context.Background(), `INSERT INTO runlimit_fixed_windows
+						(policy_id, scope_id, config_fingerprint, subject_key, used, window_started_at, window_expires_at)
+						VALUES ('opt.isolation', 'subject', $1, $2, 1, pg_catalog.now(), pg_catalog.now() + interval '1 hour')`, k[:32], k[32:])
+					require.NoError(t, err)
+				}
+				require.NoError(t, tx.Commit(context.Background()))
+
+				a := <-answers
+				require.NoError(t, a.err)
+				require.Equal(t, domain.Allowed, a.d.Outcome())
+				want := int64(2)
+				if stored {
+					want = 3
+				}
+				f.requireUsed(t, []domain.Check{c}, want)
+				require.Equal(t, int64(1), f.ledger(t, postgres.ShardOf(c.CounterKey())))
+			})
+		}
+	}
 }
