@@ -146,19 +146,24 @@ func (f *fixture) newWiredStoreWith(t *testing.T, cfg postgres.Config, configure
 		if configure != nil {
 			configure(c)
 		}
-		c.MaxConns = 1
-		// Pinging an idle connection on acquire would add round trips.
-		c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &wireConn{Conn: conn, w: w, wake: make(chan struct{})}, nil
-		}
+		w.install(c)
 	})
 	return store, pool, w
+}
+
+// install makes c a one-connection pool whose connections go through w.
+func (w *wire) install(c *pgxpool.Config) {
+	c.MaxConns = 1
+	// Pinging an idle connection on acquire would add round trips.
+	c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	dial := c.ConnConfig.DialFunc
+	c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &wireConn{Conn: conn, w: w, wake: make(chan struct{})}, nil
+	}
 }
 
 // backends returns the server process ids of pool's idle connections,
