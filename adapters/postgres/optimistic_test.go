@@ -484,3 +484,132 @@ func TestOptimisticWriteUnderAStricterDefaultIsolation(t *testing.T) {
 		}
 	}
 }
+
+// A write based on a read older than a concurrent renewal never stores its
+// own, earlier window over the renewed one: the read sees the key's window
+// ended, another replica then renews it at a later time (the same count,
+// a new start and expiry), and the update, which expected the ended
+// window, changes nothing. The check starts again and counts on the
+// renewed window.
+func TestOptimisticUpdateAfterARenewalKeepsTheNewWindow(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	const app = "opt-renewed"
+	store, _, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic}, app)
+	c := f.check(policy(t, "opt.renewed", 5, time.Hour), "c")
+	requireAllowed(t, admit(t, store, c))
+	shift(t, f.db.Pool, 2*time.Hour)
+
+	held, let := w.holdNext(1)
+	answers := checkInBackground(store, c)
+	<-held
+	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	requireAllowed(t, admit(t, f.store, c))
+	renewed, _ := f.stored(t, c)
+	let()
+
+	a := <-answers
+	require.NoError(t, a.err)
+	require.Equal(t, domain.Allowed, a.d.Outcome())
+	got, _ := f.stored(t, c)
+	require.Equal(t, domain.Counter{Used: 2, Start: renewed.Start, Expires: renewed.Expires}, got)
+}
+
+// Under read committed, an update that waited for its row re-reads the
+// row's latest version: it applies only when that version still holds the
+// counter it read. A lock holder that changed the counter makes it change
+// nothing (the check starts again and counts on top); one that rolled back,
+// or wrote the very same values, left the counter as read, and it applies.
+func TestOptimisticUpdateAfterWaitingForARowLock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		holder string // what the lock holder does to the row before it ends
+		commit bool
+		used   int64 // the counter afterwards
+		trips  int64 // the check's round trips
+	}{
+		{"holder commits a change", "used = used + 1", true, 3, 4},
+		{"holder commits the same values", "used = used", true, 2, 2},
+		{"holder rolls back", "used = used + 1", false, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			app := "opt-holder-" + strings.ReplaceAll(tc.name, " ", "-")
+			store, _, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic}, app)
+			c := f.check(policy(t, "opt.holder", 5, time.Hour), "c")
+			requireAllowed(t, admit(t, store, c))
+
+			tx := f.hold(t)
+			lockRow(t, tx, c)
+			before := w.trips.Load()
+			answers := checkInBackground(store, c)
+			f.waitForLockWait(t, app)
+			k := c.CounterKey().Bytes()
+			_, err := tx.Exec(context.Background(), `UPDATE runlimit_fixed_windows SET `+tc.holder+`
+				WHERE config_fingerprint = $1 AND subject_key = $2`, k[:32], k[32:])
+			require.NoError(t, err)
+			if tc.commit {
+				require.NoError(t, tx.Commit(context.Background()))
+			} else {
+				require.NoError(t, tx.Rollback(context.Background()))
+			}
+
+			a := <-answers
+			require.NoError(t, a.err)
+			require.Equal(t, domain.Allowed, a.d.Outcome())
+			require.Equal(t, tc.trips, w.trips.Load()-before)
+			f.requireUsed(t, []domain.Check{c}, tc.used)
+		})
+	}
+}
+
+// A backend killed while the write waits for a lock reports the write's
+// own failure before its implicit COMMIT: nothing was committed, and the
+// error says so. The store replaces the connection and admits the next
+// check.
+func TestOptimisticWriteOfAKilledBackendConsumedNothing(t *testing.T) {
+	t.Parallel()
+	for _, stored := range []bool{true, false} {
+		name, app := "new key", "opt-killed-new"
+		if stored {
+			name, app = "stored key", "opt-killed-stored"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			store, pool := f.newStore(t, postgres.Config{Protocol: postgres.Optimistic}, named(app))
+			c := f.check(policy(t, "opt.killed", 5, time.Hour), "c")
+			tx := f.hold(t)
+			if stored {
+				requireAllowed(t, admit(t, store, c))
+				lockRow(t, tx, c)
+			} else {
+				lockAdvisory(t, tx, c)
+			}
+			answers := checkInBackground(store, c)
+			f.waitForLockWait(t, app)
+			var killed bool
+			require.NoError(t, f.db.Pool.QueryRow(context.Background(), `SELECT pg_catalog.bool_and(pg_catalog.pg_terminate_backend(pid))
+				FROM pg_catalog.pg_stat_activity WHERE datname = current_database() AND application_name = $1`, app).Scan(&killed))
+			require.True(t, killed)
+
+			a := <-answers
+			requireAdmissionError(t, a.err, postgres.OpWrite, false)
+			require.NoError(t, tx.Rollback(context.Background()))
+			want := int64(0)
+			if stored {
+				want = 1
+				f.requireUsed(t, []domain.Check{c}, want)
+			} else {
+				f.requireAbsent(t, []domain.Check{c})
+			}
+			require.Eventually(t, func() bool { return pool.Stat().AcquiredConns() == 0 }, 10*time.Second, time.Millisecond)
+			d, err := store.AdmitCheck(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, domain.Allowed, d.Outcome())
+			f.requireUsed(t, []domain.Check{c}, want+1)
+		})
+	}
+}
