@@ -126,21 +126,44 @@ func (c *wireConn) poke(t time.Time) {
 // whose wire the test watches.
 func (f *fixture) newWiredStore(t *testing.T, cfg postgres.Config) (*postgres.Store, *pgxpool.Pool, *wire) {
 	t.Helper()
+	return f.newWiredStoreWith(t, cfg, nil)
+}
+
+// newNamedWiredStore is newWiredStore whose connection carries
+// application name app, for a test that watches it in pg_stat_activity
+// too.
+func (f *fixture) newNamedWiredStore(t *testing.T, cfg postgres.Config, app string) (*postgres.Store, *pgxpool.Pool, *wire) {
+	t.Helper()
+	return f.newWiredStoreWith(t, cfg, named(app))
+}
+
+// newWiredStoreWith is newWiredStore whose pool configure sets up first,
+// unless it is nil; the pool keeps one connection.
+func (f *fixture) newWiredStoreWith(t *testing.T, cfg postgres.Config, configure func(*pgxpool.Config)) (*postgres.Store, *pgxpool.Pool, *wire) {
+	t.Helper()
 	w := newWire()
 	store, pool := f.newStore(t, cfg, func(c *pgxpool.Config) {
-		c.MaxConns = 1
-		// Pinging an idle connection on acquire would add round trips.
-		c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &wireConn{Conn: conn, w: w, wake: make(chan struct{})}, nil
+		if configure != nil {
+			configure(c)
 		}
+		w.install(c)
 	})
 	return store, pool, w
+}
+
+// install makes c a one-connection pool whose connections go through w.
+func (w *wire) install(c *pgxpool.Config) {
+	c.MaxConns = 1
+	// Pinging an idle connection on acquire would add round trips.
+	c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	dial := c.ConnConfig.DialFunc
+	c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &wireConn{Conn: conn, w: w, wake: make(chan struct{})}, nil
+	}
 }
 
 // backends returns the server process ids of pool's idle connections,

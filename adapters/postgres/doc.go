@@ -81,16 +81,25 @@
 //  2. for an allowed check, one conditional write, its own implicit
 //     transaction, committed at the pipeline's Sync; it sets its lock
 //     timeout from the caller's deadline before it waits for any lock. It
-//     is an UPDATE that applies only while
-//     used, start and expiry are the values read, or, for a new key, an
-//     INSERT that first takes the key's advisory lock and its shard's
-//     ledger row lock (the locked protocol's order) and applies only while
-//     the shard has room. ON CONFLICT DO NOTHING turns a row created since
-//     the read into a conflict.
+//     is an UPDATE that applies only while used, start and expiry are the
+//     values read, or, for a new key, a statement that takes the key's
+//     advisory lock, then an INSERT, with a snapshot taken once that lock
+//     is held, that takes the locked protocol's next locks in its order:
+//     the key's counter, if one was created since the read (a conflict,
+//     and a counter that cleanup is deleting is waited for before any
+//     ledger row), then its shard's ledger row, applying only while the
+//     shard has room. The new window starts at the database time once
+//     those locks are held, as the locked protocol's does: a counter of
+//     the key created and cleaned up since the read leaves no row to
+//     conflict with, and a window anchored at the read would start before
+//     it.
 //
 // A write that applied nothing met a concurrent admission, renewal or
 // cleanup of the key, and the check starts again; after a second conflict
-// it takes the locked protocol, which queues instead of retrying. Every
+// it takes the locked protocol, which queues instead of retrying. (Under a
+// default_transaction_isolation stricter than read committed, the server
+// aborts such a write with a serialization failure instead, which counts
+// as the same conflict; the locked protocol sets read committed itself.) Every
 // write applies to exactly the state that was evaluated, so admissions of
 // a key still form one chain: nothing is lost or counted twice, and the
 // bound is checked on the latest, locked ledger row. A denial stands on

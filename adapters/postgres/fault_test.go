@@ -161,12 +161,16 @@ func lockAdvisory(t *testing.T, tx pgx.Tx, c domain.Check) {
 // a lock: the admission under test has queued behind the test's lock.
 func (f *fixture) waitForLockWait(t *testing.T, app string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		var waiting int
-		err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_stat_activity
-			WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&waiting)
-		return err == nil && waiting == 1
-	}, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return f.waitsForLock(app) }, 10*time.Second, 5*time.Millisecond)
+}
+
+// waitsForLock reports whether a session of application app is waiting for
+// a lock.
+func (f *fixture) waitsForLock(app string) bool {
+	var waiting int
+	err := f.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_stat_activity
+		WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&waiting)
+	return err == nil && waiting == 1
 }
 
 func named(app string) func(*pgxpool.Config) {

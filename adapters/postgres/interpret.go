@@ -17,6 +17,11 @@ const (
 	sqlstatePlanChanged     = "0A000" // cached plan must not change result type
 )
 
+// sqlstateSerializationFailure is the error of a statement that, under a
+// stricter isolation than read committed, met a row changed since its
+// snapshot.
+const sqlstateSerializationFailure = "40001" // serialization_failure
+
 // stage says how far a transaction had got when an error was met.
 type stage uint8
 
@@ -51,6 +56,16 @@ func mayHaveCommitted(st stage, err error) bool {
 		return !pgconn.SafeToRetry(err)
 	}
 	return false
+}
+
+// lostRace reports whether err, met at stage st, is a statement the server
+// aborted, before any COMMIT could run, because a concurrent transaction
+// changed a row it meant to lock or write (a serialization failure, under
+// a stricter isolation than read committed): nothing was committed, and
+// the operation may start again as after a conflict it detects itself.
+func lostRace(st stage, err error) bool {
+	var pgErr *pgconn.PgError
+	return st == stageBeforeCommit && errors.As(err, &pgErr) && pgErr.Code == sqlstateSerializationFailure
 }
 
 // isTimeout reports whether err, sanitized or a context's, is a client-side

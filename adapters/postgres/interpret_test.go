@@ -132,3 +132,31 @@ func TestCallerWhoLeftIsAnsweredByTheRule(t *testing.T) {
 	}
 	require.False(t, interpretMaintenanceError(opStats, stageCommit, io.EOF).MayHaveRemovedRows(), "a stats read removes nothing")
 }
+
+// Only a serialization failure that the server reported for a statement
+// before COMMIT could run is a race the optimistic write lost: nothing was
+// committed. The same code from COMMIT itself, and every other error, a
+// deadlock included, are not.
+func TestLostRace(t *testing.T) {
+	t.Parallel()
+	serialization := &pgconn.PgError{Code: "40001", Message: "could not serialize access due to concurrent update"}
+	deadlock := &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
+	lockTimeout := &pgconn.PgError{Code: "55P03", Message: "canceling statement due to lock timeout"}
+	for _, tc := range []struct {
+		st   stage
+		err  error
+		lost bool
+	}{
+		{stageBeforeCommit, serialization, true},
+		{stageBeforeCommit, deadlock, false},
+		{stageBeforeCommit, fmt.Errorf("write: %w", serialization), true},
+		{stageBeforeCommit, lockTimeout, false},
+		{stageBeforeCommit, io.ErrUnexpectedEOF, false},
+		{stageBeforeCommit, nil, false},
+		{stageCommit, serialization, false},
+		{stageCommit, deadlock, false},
+		{stageOpen, serialization, false},
+	} {
+		require.Equal(t, tc.lost, lostRace(tc.st, tc.err), "%v at stage %d", tc.err, tc.st)
+	}
+}

@@ -165,6 +165,7 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 	p := &a.params
 	var q pgconn.Batch
 	p.reset()
+	locks := 0
 	if a.present[0] {
 		a.updates.addParams(p, true)
 		old := a.counters[0]
@@ -175,12 +176,16 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 		ss.addLockTimeout(p)
 		q.ExecStatement(st.stmts[stmtOptUpdate], p.slice(), binaryFormat, nil)
 	} else {
+		ss.addLockTimeout(p)
+		p.addInt8(a.lockIDs, true)
+		q.ExecStatement(st.stmts[stmtOptLock], p.slice(), binaryFormat, nil)
+		locks = 1
+		// The statement is encoded at once: params can start again.
+		p.reset()
 		a.inserts.addParams(p, true)
 		p.addInt2(a.shards, true)
 		p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(rowsPerShard))
 		p.end()
-		p.addInt8(a.lockIDs, true)
-		ss.addLockTimeout(p)
 		q.ExecStatement(st.stmts[stmtOptInsert], p.slice(), binaryFormat, nil)
 	}
 	// The write commits when the server reaches the Sync: from here on, a
@@ -189,8 +194,18 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 		return false, errCallerLeft
 	}
 	mrr := ss.pc.ExecBatch(ss.ctx, &q)
-	tag, stage, err := readConditional(mrr)
+	tag, stage, err := readConditional(mrr, locks)
+	// A stricter default isolation than read committed makes the server
+	// abort a write that meets a concurrent change, where read committed
+	// would have re-read it and applied nothing: the same conflict.
+	race := lostRace(stage, err)
+	if race || err == nil && tag.RowsAffected() == 0 {
+		ss.nothingCommitted()
+	}
 	ss.received()
+	if race {
+		return false, nil
+	}
 	if err != nil {
 		ss.forget(err)
 		return false, interpretError(OpCommit, stage, err)
@@ -204,11 +219,21 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 	return false, &AdmissionError{Op: OpCommit, Err: malformed("the conditional write changed more than one row"), MayHaveConsumed: true}
 }
 
-// readConditional reads the answers of round trip 2: the write and the
-// implicit COMMIT at the Sync, and says at which stage an error was met, as
-// readWritten does for the locked protocol: the write's error proves
-// nothing was committed; one after the write's answer is the commit's own.
-func readConditional(mrr *pgconn.MultiResultReader) (pgconn.CommandTag, stage, error) {
+// readConditional reads the answers of round trip 2: locks statements
+// that take the write's locks, the write and the implicit COMMIT at the
+// Sync, and says at which stage an error was met, as readWritten does for
+// the locked protocol: an error of a statement proves nothing was
+// committed; one after the write's answer is the commit's own.
+func readConditional(mrr *pgconn.MultiResultReader, locks int) (pgconn.CommandTag, stage, error) {
+	for range locks {
+		if !mrr.NextResult() {
+			return pgconn.CommandTag{}, stageBeforeCommit, incomplete(mrr.Close())
+		}
+		if _, err := mrr.ResultReader().Close(); err != nil {
+			_ = mrr.Close()
+			return pgconn.CommandTag{}, stageBeforeCommit, err
+		}
+	}
 	if !mrr.NextResult() {
 		return pgconn.CommandTag{}, stageBeforeCommit, incomplete(mrr.Close())
 	}

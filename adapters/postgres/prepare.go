@@ -58,11 +58,17 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	emptyInt2 := appendEmptyArray(nil, oidInt2)
 
 	p := pc.StartPipeline(ctx)
+	// BEGIN comes first, before anything takes a snapshot: the
+	// preparations look up the catalog, and a transaction whose isolation
+	// level is set once it has a snapshot is refused, which, under a
+	// stricter default_transaction_isolation than read committed, would
+	// fail every warm-up. Statements prepared in a transaction outlive its
+	// rollback.
+	p.SendQueryParams(sqlBegin, nil, nil, nil, nil)
 	for _, st := range s.sql.prepared {
 		p.SendPrepare(st.name, st.sql, nil)
 	}
 	names := &s.sql.prepared
-	p.SendQueryPrepared(names[stmtBegin].name, nil, nil, nil)
 	p.SendQueryPrepared(names[stmtLockOne].name,
 		[][]byte{lockID[:], zero[:], zero[:], shard, t[0], t[1]}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtLockMany].name, [][]byte{t[0], t[1], emptyInt8}, binaryFormat, binaryFormat)

@@ -264,6 +264,18 @@ func (ss *session) send(commit bool) bool {
 	return true
 }
 
+// nothingCommitted records that the round trip carrying an implicit
+// COMMIT, whose answer has been read in full, committed nothing: the
+// optimistic protocol's conditional write applied to no row. The work is
+// back where a round trip 1 leaves it, so a caller who leaves from here
+// on, while the check starts again or falls back to the locked protocol,
+// consumed nothing.
+func (ss *session) nothingCommitted() {
+	ss.mu.Lock()
+	ss.step = OpLock
+	ss.mu.Unlock()
+}
+
 // received ends the round trip that send started. If the caller left and a
 // cancel request went out meanwhile, it waits until that request is
 // settled.

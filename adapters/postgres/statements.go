@@ -47,6 +47,7 @@ const (
 	stmtInsertMany
 	stmtOptRead
 	stmtOptUpdate
+	stmtOptLock
 	stmtOptInsert
 	stmtBegin
 	stmtCommit
@@ -83,6 +84,7 @@ func newStatements(schema string) *statements {
 
 		stmtOptRead:   sqlOptRead,
 		stmtOptUpdate: sqlOptUpdate,
+		stmtOptLock:   sqlOptLock,
 		stmtOptInsert: sqlOptInsert,
 	} {
 		// Names carry the schema's tag: stores of two schemas may share a
@@ -106,6 +108,7 @@ var statementNames = [stmtCount]string{
 
 	stmtOptRead:   "opt_read",
 	stmtOptUpdate: "opt_update",
+	stmtOptLock:   "opt_lock",
 	stmtOptInsert: "opt_insert",
 }
 
@@ -140,18 +143,18 @@ VALUES ($1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::
 
 // The statements of the optimistic protocol (Config.Protocol), for a
 // single check. Round trip 1 is sqlOptRead alone, outside any explicit
-// transaction; round trip 2, for an allowed check, is one conditional write
-// alone, an implicit transaction that commits when the server reaches the
-// pipeline's Sync.
+// transaction; round trip 2, for an allowed check, is one conditional
+// write, an implicit transaction that commits when the server reaches the
+// pipeline's Sync: sqlOptUpdate alone for a stored key, sqlOptLock then
+// sqlOptInsert for a new one.
 //
-// Each write sets its own lock timeout, from the caller's deadline, in an
-// uncorrelated subquery of its WHERE clause, which PostgreSQL runs once as
-// a one-time filter before the scan, and so before any lock the statement
-// waits for: the row lock of the update, the advisory and ledger locks of
-// the insert. lock_timeout is read when a wait begins, so it bounds those
-// waits; a statement timeout would bound only later statements, and there
-// are none. The store's own cancellation bounds the rest, as it does for
-// round trip 1.
+// Each write sets its own lock timeout, from the caller's deadline, before
+// any lock it waits for: the update in an uncorrelated subquery of its
+// WHERE clause, which PostgreSQL runs once as a one-time filter before the
+// scan; the insert in sqlOptLock, before its advisory lock. lock_timeout
+// is read when a wait begins, so it bounds those waits; a statement
+// timeout would bound only later statements. The store's own cancellation
+// bounds the rest, as it does for round trip 1.
 const (
 	// sqlOptRead returns exactly one row, whether the key has a row or not:
 	// the counter (NULLs for a key without a row), the ledger count of the
@@ -179,24 +182,55 @@ WHERE (SELECT pg_catalog.set_config('lock_timeout', $9::text, true)) IS NOT NULL
   AND config_fingerprint = $1::bytea AND subject_key = $2::bytea
   AND used = $6::bigint AND window_started_at = $7::timestamptz AND window_expires_at = $8::timestamptz`
 
-	// sqlOptInsert creates a key's row in the locked protocol's order: the
-	// lock timeout and the key's advisory lock (one subquery, evaluated in
-	// that order before the scan), then the ledger row of its shard, locked
-	// only while the shard is below its bound (a row that changed while
-	// the lock was awaited is re-read in its latest version), then the
-	// insert, which the ledger's trigger counts. The advisory lock keeps it
-	// from racing a locked admission that found the key absent; ON
-	// CONFLICT DO NOTHING turns any insert of the key that committed since
-	// the read into a conflict.
+	// sqlOptLock is the first statement of a new key's insert: the lock
+	// timeout, then the key's advisory lock, in that order (one
+	// expression, evaluated left to right), as the locked protocol takes
+	// it. It keeps the insert from racing a locked admission that found
+	// the key absent, and any other insert of the key.
+	sqlOptLock = `SELECT pg_catalog.set_config('lock_timeout', $1::text, true) IS NOT NULL
+   AND pg_catalog.pg_advisory_xact_lock($2::bigint)::text IS NOT NULL`
+
+	// sqlOptInsert creates a key's row once sqlOptLock holds the key's
+	// advisory lock, in the locked protocol's order. It runs in a statement
+	// of its own: under read committed its snapshot is taken only now, so
+	// it sees every counter of the key committed by the admissions it
+	// waited for, and a counter that cleanup is deleting.
+	//
+	//  1. The key's counter, locked if there is one: a counter committed
+	//     since the read is a conflict, and the insert changes nothing. A
+	//     counter that cleanup is deleting is waited for here, before the
+	//     ledger row: cleanup's ledger trigger waits for that row, and
+	//     holding it while waiting for cleanup would deadlock.
+	//  2. The ledger row of the key's shard, locked only while the shard is
+	//     below its bound (a row that changed while the lock was awaited is
+	//     re-read in its latest version).
+	//  3. The clock (late, which reads room and so runs after its lock).
+	//     The window starts then, as the locked protocol's would, not at
+	//     the read's sample: between the read and the insert, another
+	//     admission may have created the key's counter at a later time and
+	//     cleanup deleted it once it expired, leaving nothing to conflict
+	//     with, and a window anchored at the read would start before that
+	//     admission's. The domain anchors a new key's window at the time of
+	//     the evaluation, and its verdict on a new key does not depend on
+	//     that time, so the window it evaluated ($4, $5, anchored at the
+	//     read) is moved by the time since: exactly what evaluating at the
+	//     later sample gives. The shift is less than a day, a plain count
+	//     of microseconds, and never negative.
+	//  4. The insert, which the ledger's trigger counts. ON CONFLICT DO
+	//     NOTHING turns a counter created by a writer that takes no
+	//     advisory lock into a conflict rather than an error.
 	sqlOptInsert = `WITH room AS (
     SELECT c.capacity_shard FROM {ledger} AS c
-    WHERE (SELECT pg_catalog.set_config('lock_timeout', $11::text, true) IS NOT NULL
-              AND pg_catalog.pg_advisory_xact_lock($10::bigint)::text IS NOT NULL)
+    WHERE NOT EXISTS (SELECT FROM {windows} AS w
+                      WHERE w.config_fingerprint = $1::bytea AND w.subject_key = $2::bytea
+                      FOR UPDATE)
       AND c.capacity_shard = $8::smallint AND c.row_count < $9::bigint
-    FOR UPDATE)
+    FOR UPDATE),
+late AS (
+    SELECT GREATEST(pg_catalog.clock_timestamp() - $4::timestamptz, interval '0') AS by FROM room)
 INSERT INTO {windows}
     (config_fingerprint, subject_key, used, window_started_at, window_expires_at, policy_id, scope_id)
-SELECT $1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::text, $7::text FROM room
+SELECT $1::bytea, $2::bytea, $3::bigint, $4::timestamptz + late.by, $5::timestamptz + late.by, $6::text, $7::text FROM late
 ON CONFLICT (config_fingerprint, subject_key) DO NOTHING`
 )
 
