@@ -144,8 +144,9 @@ type Config struct {
 	CleanupErrorFunc func(error)
 
 	// Logger receives the Runtime's records: start and stop and the schema
-	// migrated at info level, each cleanup pass at debug level, cleanup
-	// failures (without CleanupErrorFunc) at warning level, a failed start,
+	// migrated at info level (a stop whose store or pool failed to close at
+	// warning level), each cleanup pass at debug level, cleanup failures
+	// (without CleanupErrorFunc) at warning level, a failed start,
 	// an observer's panic and each memory shard poisoned by a panic (once
 	// per shard, when the cleanup loop or a readiness check finds it) at
 	// error level. No record holds a key, a subject, the key secret or the

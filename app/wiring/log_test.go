@@ -15,6 +15,7 @@ import (
 	"github.com/runlimit/runlimit/internal/leakcheck"
 	"github.com/runlimit/runlimit/internal/pgtest"
 	"github.com/runlimit/runlimit/internal/testkit"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // requireNoLeak fails when logs spell any window of any secret.
@@ -129,4 +130,30 @@ func TestObserverPanicsGoToTheRuntimeLogger(t *testing.T) {
 	t.Cleanup(func() { _ = r.Close(ctx) })
 	require.True(t, check(t, r.Limiter(), r.KeyHasher(), loginPolicy(t, "auth.login"), "user").PermitsRequest())
 	require.Contains(t, logs.String(), `level=ERROR msg="runlimit: observer panicked; the admission stands" limiter=memory`)
+}
+
+// failingClose is a host's store whose Close fails.
+type failingClose struct{ *fakeStore }
+
+func (failingClose) Close() error { return errors.New("redis: connection reset") }
+
+// TestStopWithACloseFailureIsAWarning: a Runtime whose store fails to close
+// still stops, says so at warning level with the error, and returns it.
+func TestStopWithACloseFailureIsAWarning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs testkit.LogBuffer
+	store := failingClose{newFakeStore(t)}
+	r, err := wiring.New(ctx, wiring.Config{
+		Backend:      wiring.BackendStore,
+		NewStoreFunc: func(context.Context) (ports.Store, error) { return store, nil },
+		KeySecret:    wiring.NewSecret(testSecret),
+		Logger:       logs.Logger(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	require.ErrorContains(t, r.Close(ctx), "connection reset")
+	out := logs.String()
+	require.Contains(t, out, `level=WARN msg="runlimit: stopped" backend=store error="redis: connection reset"`)
+	require.NotContains(t, out, `level=INFO msg="runlimit: stopped"`)
 }

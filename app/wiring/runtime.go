@@ -365,10 +365,14 @@ func (r *runtimeState) Close(ctx context.Context) error {
 	err := errors.Join(errs...)
 	if r.started {
 		attrs := []slog.Attr{slog.String("backend", string(r.cfg.Backend))}
+		level := slog.LevelInfo
 		if err != nil {
+			// Stopped all the same, but something the Runtime owned did
+			// not close cleanly: an operator should see it.
+			level = slog.LevelWarn
 			attrs = append(attrs, slog.String("error", err.Error()))
 		}
-		r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: stopped", attrs...)
+		r.logger().LogAttrs(ctx, level, "runlimit: stopped", attrs...)
 	}
 	return err
 }
