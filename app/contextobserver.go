@@ -20,7 +20,9 @@ import "context"
 //
 // A panic in either method is recovered and logged as for ObserveAdmission
 // (see LimiterConfig.Logger); after a panic in StartAdmission the store is
-// called with ctx and the observer sees nothing more of that admission.
+// called with ctx, and once it has answered the observer gets the full
+// Event through ObserveAdmission instead of EndAdmission, so that a
+// tracer's panic does not cost its metrics the admission.
 //
 // A limiter whose observers include no ContextObserver calls nothing
 // before the store: implement it only when the context is needed.

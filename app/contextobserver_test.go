@@ -192,8 +192,9 @@ func TestContextObserversChainAndJoin(t *testing.T) {
 
 // TestContextObserversThatPanicDoNotChangeAdmissions: a panic in
 // StartAdmission is logged, the store runs with the caller's context and
-// that observer sees no more of the admission; the others carry on; a
-// panic in EndAdmission is logged too.
+// that observer sees the admission through ObserveAdmission, without a
+// context of its own; the others carry on; a panic in EndAdmission is
+// logged too.
 func TestContextObserversThatPanicDoNotChangeAdmissions(t *testing.T) {
 	t.Parallel()
 	c := newCtxSetup(t)
@@ -214,9 +215,9 @@ func TestContextObserversThatPanicDoNotChangeAdmissions(t *testing.T) {
 		require.Equal(t, want, d.Outcome(), "quota is consumed once")
 	}
 	require.Equal(t, []string{
-		"bad.start", "good.start", "good.end:good-span:allowed",
-		"bad.start", "good.start", "good.end:good-span:denied",
-	}, c.journal)
+		"bad.start", "good.start", "bad.observe", "good.end:good-span:allowed",
+		"bad.start", "good.start", "bad.observe", "good.end:good-span:denied",
+	}, c.journal, "an observer whose start panicked sees the admission through ObserveAdmission")
 	require.Equal(t, [][]string{{"good-span"}, {"good-span"}}, inner.seen)
 	require.Equal(t, 2, bytes.Count(logs.Bytes(), []byte("level=ERROR")), logs.String())
 	require.Contains(t, logs.String(), "limiter=edge policies=auth.login/identity outcome=pending panic_type=string")

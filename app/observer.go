@@ -271,7 +271,7 @@ const maxStackObservers = 4
 
 // begin hands e to each context observer in turn, before the store,
 // stores the context each one returns in ctxs by its index (nil when it
-// panicked: it then sees nothing more of this admission) and returns the
+// panicked: it then sees the admission through ObserveAdmission) and returns the
 // context the store is to be called with.
 func (s *observedStore) begin(ctx context.Context, e *Event, ctxs []context.Context) context.Context {
 	for i, co := range s.contextual {
@@ -302,14 +302,14 @@ func (s *observedStore) startOne(ctx context.Context, co ContextObserver, e *Eve
 
 // notify hands e to each observer in turn: EndAdmission with its own
 // context to a context observer whose StartAdmission returned, and
-// ObserveAdmission to any other.
+// ObserveAdmission to any other, a context observer whose StartAdmission
+// panicked included: it has no context of its own for the admission, but
+// its counts must stay whole.
 func (s *observedStore) notify(ctx context.Context, e *Event, ctxs []context.Context) {
 	for i, o := range s.observers {
 		if ctxs != nil {
-			if co := s.contextual[i]; co != nil {
-				if ctxs[i] != nil {
-					s.endOne(ctx, ctxs[i], co, e)
-				}
+			if co := s.contextual[i]; co != nil && ctxs[i] != nil {
+				s.endOne(ctx, ctxs[i], co, e)
 				continue
 			}
 		}

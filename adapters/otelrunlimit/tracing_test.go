@@ -226,29 +226,43 @@ type panickyExporter struct{ sdktrace.SpanProcessor }
 
 func (panickyExporter) OnEnd(sdktrace.ReadOnlySpan) { panic("exporter") }
 
-// TestPanickingSpanExporterLosesNoCount: a span processor that panics
-// when the admission's span ends costs the admission its span, which the
-// limiter logs, and neither its decision nor its count.
-func TestPanickingSpanExporterLosesNoCount(t *testing.T) {
+// panickyStart is a span processor whose OnStart panics, so that the
+// tracer panics when the admission's span starts.
+type panickyStart struct{ sdktrace.SpanProcessor }
+
+func (panickyStart) OnStart(context.Context, sdktrace.ReadWriteSpan) { panic("processor") }
+
+// TestPanickingSpanProcessorLosesNoCount: a span processor that panics
+// when the admission's span starts or ends costs the admission its span,
+// which the limiter logs, and neither its decision nor its count.
+func TestPanickingSpanProcessorLosesNoCount(t *testing.T) {
 	t.Parallel()
-	f := setup(t, false)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panickyExporter{f.spans}))
-	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: f.mp, TracerProvider: tp})
-	require.NoError(t, err)
-	store, err := memory.New(memory.Config{MaxKeys: 10})
-	require.NoError(t, err)
-	var logs testkit.LogBuffer
-	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: tel.Observer(), Logger: logs.Logger()})
-	require.NoError(t, err)
-	p := domain.MustPolicy("auth.login", "identity", 1, time.Minute)
-	d, err := limiter.Check(context.Background(), domain.NewCheck(p, f.hasher.KeyString(p, "alice")))
-	require.NoError(t, err)
-	require.True(t, d.PermitsRequest())
-	require.Contains(t, logs.String(), "observer panicked")
-	s := f.collect(t)
-	require.Equal(t, map[string]int64{checkAttrs("edge", "auth.login", "identity", "allowed"): 1},
-		s.sums[otelrunlimit.MetricAdmissions])
-	require.Equal(t, uint64(1), s.histograms[otelrunlimit.MetricAdmissionLatency][admissionAttrs("edge", "allowed")])
+	for name, processor := range map[string]func(sdktrace.SpanProcessor) sdktrace.SpanProcessor{
+		"on end":   func(p sdktrace.SpanProcessor) sdktrace.SpanProcessor { return panickyExporter{p} },
+		"on start": func(p sdktrace.SpanProcessor) sdktrace.SpanProcessor { return panickyStart{p} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, false)
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(processor(f.spans)))
+			tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: f.mp, TracerProvider: tp})
+			require.NoError(t, err)
+			store, err := memory.New(memory.Config{MaxKeys: 10})
+			require.NoError(t, err)
+			var logs testkit.LogBuffer
+			limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: tel.Observer(), Logger: logs.Logger()})
+			require.NoError(t, err)
+			p := domain.MustPolicy("auth.login", "identity", 1, time.Minute)
+			d, err := limiter.Check(context.Background(), domain.NewCheck(p, f.hasher.KeyString(p, "alice")))
+			require.NoError(t, err)
+			require.True(t, d.PermitsRequest())
+			require.Contains(t, logs.String(), "observer panicked")
+			s := f.collect(t)
+			require.Equal(t, map[string]int64{checkAttrs("edge", "auth.login", "identity", "allowed"): 1},
+				s.sums[otelrunlimit.MetricAdmissions])
+			require.Equal(t, uint64(1), s.histograms[otelrunlimit.MetricAdmissionLatency][admissionAttrs("edge", "allowed")])
+		})
+	}
 }
 
 // TestNoTracerCostsNoAllocation: without a tracer the observer is a plain
