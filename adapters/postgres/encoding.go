@@ -148,10 +148,13 @@ func decodeTime(b []byte) (domain.Instant, bool) {
 // deadline to b, in the form set_config accepts: what is left until then,
 // less a margin so that the server's timeout usually fires before the
 // deadline and gives the caller its answer, in whole milliseconds rounded
-// up, so that a tight deadline is never cut short by rounding.
+// up, so that a tight deadline is never cut short by rounding. The margin
+// is a tenth of what is left, up to a quarter of a second: on a loaded
+// machine the server's answer to its own timeout can take a good part of
+// that to arrive, and a budget that ends first costs the connection.
 func appendServerTimeout(b []byte, deadline time.Time) []byte {
 	left := time.Until(deadline)
-	left -= min(left/10, 100*time.Millisecond)
+	left -= min(left/10, 250*time.Millisecond)
 	ms := (left + time.Millisecond - 1) / time.Millisecond
 	b = strconv.AppendInt(b, max(int64(ms), 1), 10)
 	return append(b, "ms"...)

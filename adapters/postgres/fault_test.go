@@ -228,7 +228,10 @@ func TestAdmitTimesOutOnAHeldAdvisoryLockOfANewKey(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
 		f := setup(t, e.cfg(postgres.Config{}))
-		store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}), named("advisory-lock"))
+		// A budget of 3 s: the server's lock timeout ends the wait 250 ms
+		// before the budget does, which leaves a loaded machine time to
+		// deliver its answer.
+		store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: 3 * time.Second}), named("advisory-lock"))
 		checks := e.checks(f, policy(t, "held.new", 5, time.Hour), "new")
 
 		tx := f.hold(t)
