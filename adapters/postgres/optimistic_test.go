@@ -112,11 +112,7 @@ func TestOptimisticInsertWaitsForTheKeysAdvisoryLock(t *testing.T) {
 	lockAdvisory(t, tx, c)
 	answers := checkInBackground(store, c)
 	f.waitForLockWait(t, "opt-insert")
-	k := c.CounterKey().Bytes()
-	_, err := tx.Exec(context.Background(), `INSERT INTO runlimit_fixed_windows
-		(policy_id, scope_id, config_fingerprint, subject_key, used, window_started_at, window_expires_at)
-		VALUES ('opt.insert', 'subject', $1, $2, 1, pg_catalog.now(), pg_catalog.now() + interval '1 hour')`, k[:32], k[32:])
-	require.NoError(t, err)
+	createOne(t, tx, c)
 	require.NoError(t, tx.Commit(context.Background()))
 
 	a := <-answers
@@ -242,6 +238,19 @@ func TestOptimisticConflictConsumedNothing(t *testing.T) {
 
 // consumeOne counts one unit on c's counter in tx, as a concurrent
 // admission would.
+// createOne stores c's counter in tx, as another replica's admission
+// would: one unit used, in a window of an hour from the transaction's start.
+func createOne(t *testing.T, tx pgx.Tx, c domain.Check) {
+	t.Helper()
+	k := c.CounterKey().Bytes()
+	p := c.Policy()
+	_, err := tx.Exec(context.Background(), `INSERT INTO runlimit_fixed_windows
+		(policy_id, scope_id, config_fingerprint, subject_key, used, window_started_at, window_expires_at)
+		VALUES ($1, $2, $3, $4, 1, pg_catalog.now(), pg_catalog.now() + interval '1 hour')`,
+		p.ID().String(), p.Scope().String(), k[:32], k[32:])
+	require.NoError(t, err)
+}
+
 func consumeOne(t *testing.T, tx pgx.Tx, c domain.Check) {
 	t.Helper()
 	k := c.CounterKey().Bytes()
@@ -453,7 +462,6 @@ func TestOptimisticWriteUnderAStricterDefaultIsolation(t *testing.T) {
 				// The write waits for the test's lock, behind which a
 				// concurrent admission commits.
 				tx := f.hold(t)
-				k := c.CounterKey().Bytes()
 				if stored {
 					lockRow(t, tx, c)
 				} else {
@@ -464,10 +472,7 @@ func TestOptimisticWriteUnderAStricterDefaultIsolation(t *testing.T) {
 				if stored {
 					consumeOne(t, tx, c)
 				} else {
-					_, err := tx.Exec(context.Background(), `INSERT INTO runlimit_fixed_windows
-						(policy_id, scope_id, config_fingerprint, subject_key, used, window_started_at, window_expires_at)
-						VALUES ('opt.isolation', 'subject', $1, $2, 1, pg_catalog.now(), pg_catalog.now() + interval '1 hour')`, k[:32], k[32:])
-					require.NoError(t, err)
+					createOne(t, tx, c)
 				}
 				require.NoError(t, tx.Commit(context.Background()))
 
