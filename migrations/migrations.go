@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 
@@ -211,13 +212,23 @@ WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.name`
 func ensureSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
 	err := checkTrusted(ctx, conn, schema)
 	if errors.Is(err, errNoSchema) {
-		// IF NOT EXISTS: another replica may be creating it at this moment.
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		// Another replica may be creating it at this moment: IF NOT EXISTS
+		// covers one that committed first, and a unique violation on the
+		// catalog one that committed while this one ran. Either way the
+		// schema now exists, and whose it is is checked below.
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil && !isUniqueViolation(err) {
 			return fmt.Errorf("runlimit: migrations: create schema %s: %w", pgx.Identifier{schema}.Sanitize(), pgerror.Sanitize(err))
 		}
 		err = checkTrusted(ctx, conn, schema)
 	}
 	return err
+}
+
+// isUniqueViolation reports whether err is the server's unique_violation,
+// which two sessions creating one schema at once can meet on the catalog.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 // errNoSchema is matched by the error of [CheckTrusted] for a schema that
