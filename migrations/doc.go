@@ -23,7 +23,13 @@
 // Runlimit's objects. Migrate itself runs on a connection of its own whose
 // search_path is pinned the same way, creates the schema when it is
 // missing, and refuses one that belongs to a role it cannot vouch for
-// ([ErrUntrustedSchema]): the owner of a schema can drop anything in it.
+// ([ErrUntrustedSchema]): the owner of a schema can drop anything in it. It
+// also refuses a schema holding a table, view or function under Runlimit's
+// names (runlimit_*, _sqlx_migrations) that such a role owns, before
+// reading anything there: a role with CREATE on the schema could otherwise
+// plant a version table whose trigger runs with the migrating role's
+// rights. [CheckTrusted] runs the same check for tools that read the schema
+// first.
 //
 // Databases migrated before the schema was configurable hold Runlimit's
 // objects in the schema that was first on the migrating connection's

@@ -109,3 +109,81 @@ func TestEveryFunctionPinsItsSearchPath(t *testing.T) {
 		require.Equal(t, f.trigger, f.definer, "%s: trigger functions, and only they, are SECURITY DEFINER", f.name)
 	}
 }
+
+// plantTraps plays a role that may create objects in schema (which it does
+// not own): before anything is migrated there, it creates, under the names
+// Migrate reads and writes, a version table whose trigger and a
+// _sqlx_migrations view whose function record every call in
+// schema.calls. Both run with the rights of whoever touches them.
+func plantTraps(t *testing.T, db *pgtest.Database, schema string) (calls func() int) {
+	t.Helper()
+	ctx := context.Background()
+	role := db.NewRole(t, "hostile")
+	s := pgx.Identifier{schema}.Sanitize()
+	_, err := db.Pool.Exec(ctx, "CREATE SCHEMA "+s+"; GRANT CREATE, USAGE ON SCHEMA "+s+" TO "+pgx.Identifier{role.Name}.Sanitize())
+	require.NoError(t, err)
+	_, err = role.NewPool(t, nil).Exec(ctx, `
+		CREATE TABLE `+s+`.calls (name text);
+		GRANT INSERT ON `+s+`.calls TO PUBLIC;
+		CREATE FUNCTION `+s+`.trap() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN INSERT INTO `+s+`.calls VALUES ('trigger'); RETURN NEW; END $$;
+		CREATE TABLE `+s+`.runlimit_schema_version (version int4 NOT NULL);
+		CREATE TRIGGER trap BEFORE INSERT OR UPDATE ON `+s+`.runlimit_schema_version
+			FOR EACH ROW EXECUTE FUNCTION `+s+`.trap();
+		GRANT ALL ON `+s+`.runlimit_schema_version TO PUBLIC;
+		CREATE FUNCTION `+s+`.seen() RETURNS bigint LANGUAGE sql VOLATILE AS $$
+			INSERT INTO `+s+`.calls VALUES ('view') RETURNING 20260723000000::bigint $$;
+		CREATE VIEW `+s+`._sqlx_migrations AS SELECT `+s+`.seen() AS version, true AS success;
+		GRANT SELECT ON `+s+`._sqlx_migrations TO PUBLIC;`)
+	require.NoError(t, err)
+	return func() int {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".calls").Scan(&n))
+		return n
+	}
+}
+
+// A role that may create objects in a trusted schema, but owns nothing
+// Runlimit created, plants look-alikes of the tables Migrate reads and
+// writes before it runs. Migrate refuses the schema without touching them:
+// their trigger and view would run the role's code with the migrating
+// role's rights, and a version table the role owns could claim any
+// version.
+func TestMigrateRefusesObjectsAnUntrustedRoleOwns(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	ctx := context.Background()
+	calls := plantTraps(t, db, "shared")
+
+	err := migrations.MigratePool(ctx, db.Pool, "shared")
+	require.ErrorIs(t, err, migrations.ErrUntrustedSchema)
+	require.Contains(t, err.Error(), "_sqlx_migrations\" in schema \"shared\" belongs to another role")
+	require.Zero(t, calls(), "Migrate ran the planted code")
+	var tables int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_class
+		WHERE relnamespace = 'shared'::regnamespace AND relname LIKE 'runlimit_fixed%'`).Scan(&tables))
+	require.Zero(t, tables)
+}
+
+// A function the role plants under the lock function's name and signature
+// would survive CREATE OR REPLACE run by a superuser, still owned by the
+// role, which could then rewrite the admission protocol at will.
+func TestMigrateRefusesAFunctionAnUntrustedRoleOwns(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	ctx := context.Background()
+	role := db.NewRole(t, "hostile")
+	_, err := db.Pool.Exec(ctx, "CREATE SCHEMA shared; GRANT CREATE, USAGE ON SCHEMA shared TO "+pgx.Identifier{role.Name}.Sanitize())
+	require.NoError(t, err)
+	db.MigrateAsRust(t, "shared")
+	_, err = role.NewPool(t, nil).Exec(ctx, `CREATE FUNCTION shared.runlimit_lock_counter(
+			lock_id bigint, fingerprint bytea, subject bytea, shard smallint, wait_timeout text, idle_timeout text,
+			OUT used bigint, OUT started_at timestamptz, OUT expires_at timestamptz,
+			OUT shard_rows bigint, OUT sampled_at timestamptz)
+		LANGUAGE sql AS $$ SELECT NULL::bigint, NULL::timestamptz, NULL::timestamptz, 0::bigint, pg_catalog.clock_timestamp() $$`)
+	require.NoError(t, err)
+
+	err = migrations.MigratePool(ctx, db.Pool, "shared")
+	require.ErrorIs(t, err, migrations.ErrUntrustedSchema)
+	require.Contains(t, err.Error(), "runlimit_lock_counter")
+}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/internal/pgerror"
 )
 
@@ -49,8 +51,9 @@ func FS() fs.FS { return files }
 
 // ErrUntrustedSchema: the schema to migrate exists but belongs to a role the
 // migrating role cannot vouch for, which could drop or replace anything
-// created in it.
-var ErrUntrustedSchema = errors.New("runlimit: migrations: the schema belongs to an untrusted role")
+// created in it, or holds an object under one of Runlimit's names that
+// belongs to such a role ([CheckTrusted]).
+var ErrUntrustedSchema = errors.New("runlimit: migrations: the schema or an object in it belongs to an untrusted role")
 
 // ErrNilArgument is matched by the error of [Migrate], [MigratePool] and
 // [RustMigrated] called with a nil context, connection config, pool or
@@ -99,7 +102,9 @@ func load(m *migrate.Migrator, schema string) error {
 // functions stand in for the ones tern calls, running with the migrating
 // role's rights. It creates schema when it does not exist, and refuses one
 // owned by any role but the migrating role, a role it is a member of, the
-// database owner or a superuser ([ErrUntrustedSchema]). A schema a Rust
+// database owner or a superuser, and one holding a relation or function
+// under Runlimit's names that such a role does not own ([ErrUntrustedSchema],
+// [CheckTrusted]), before it reads anything there. A schema a Rust
 // Runlimit service migrated ([RustMigrated]) is adopted: Migrate records it
 // at [RustSchemaVersion], re-creating nothing, and applies the later steps.
 // Its errors never hold the password or the connection config. A nil ctx
@@ -166,45 +171,113 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	return Migrate(ctx, pool.Config().ConnConfig, schema)
 }
 
-// sqlSchemaTrusted reports whether schema $1 exists and whether its owner is
-// one the migrating role can vouch for: itself or a role it is a member of
-// (pg_has_role would say yes to any role for a superuser), the database's
-// owner, pg_database_owner (which owns public since PostgreSQL 15) or a
-// superuser.
+// sqlSchemaTrusted reports whether schema $1 exists, whether its owner is
+// one the connected role can vouch for, and the first object in it, under
+// one of Runlimit's names, that belongs to any other role. A trusted owner
+// is the role itself or a role it is a member of (pg_has_role would say yes
+// to any role for a superuser), the database's owner, pg_database_owner
+// (which owns public since PostgreSQL 15) or a superuser. Runlimit's names
+// are its relations and functions (runlimit_*) and sqlx's
+// _sqlx_migrations, which Migrate reads to adopt a Rust schema. Every
+// operator and function is one of pg_catalog's for exactly its argument
+// types, so the query means the same on a connection whose search_path a
+// hostile role reaches.
 const sqlSchemaTrusted = `WITH RECURSIVE mine(role) AS (
-    SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = CURRENT_USER
+    SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
   UNION
-    SELECT m.roleid FROM pg_catalog.pg_auth_members AS m JOIN mine ON m.member = mine.role)
-SELECT n.nspowner IN (SELECT role FROM mine)
-    OR n.nspowner = (SELECT d.datdba FROM pg_catalog.pg_database AS d
-                     WHERE d.datname = pg_catalog.current_database())
-    OR n.nspowner IS NOT DISTINCT FROM pg_catalog.to_regrole('pg_database_owner')::pg_catalog.oid
-    OR COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = n.nspowner), false)
+    SELECT m.roleid FROM pg_catalog.pg_auth_members AS m JOIN mine ON m.member OPERATOR(pg_catalog.=) mine.role),
+trusted(role) AS (
+    SELECT role FROM mine
+  UNION
+    SELECT d.datdba FROM pg_catalog.pg_database AS d
+    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+  UNION
+    SELECT r.oid FROM pg_catalog.pg_roles AS r
+    WHERE r.rolsuper OR r.rolname OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.name),
+objects(namespace, name, owner) AS (
+    SELECT c.relnamespace, c.relname::pg_catalog.text, c.relowner FROM pg_catalog.pg_class AS c
+  UNION ALL
+    SELECT p.pronamespace, p.proname::pg_catalog.text, p.proowner FROM pg_catalog.pg_proc AS p)
+SELECT n.nspowner IN (SELECT role FROM trusted),
+       (SELECT pg_catalog.min(o.name) FROM objects AS o
+        WHERE o.namespace OPERATOR(pg_catalog.=) n.oid
+          AND (pg_catalog.starts_with(o.name, 'runlimit_'::pg_catalog.text)
+               OR o.name OPERATOR(pg_catalog.=) '_sqlx_migrations'::pg_catalog.text)
+          AND o.owner NOT IN (SELECT role FROM trusted))
 FROM pg_catalog.pg_namespace AS n
-WHERE n.nspname = $1`
+WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.name`
 
-// ensureSchema creates schema when it does not exist and checks who owns it.
+// ensureSchema creates schema when it does not exist and checks who owns it
+// and what is in it.
 func ensureSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
-	trusted, err := schemaTrusted(ctx, conn, schema)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// IF NOT EXISTS: another replica may be creating it at this moment.
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+	err := checkTrusted(ctx, conn, schema)
+	if errors.Is(err, errNoSchema) {
+		// Another replica may be creating it at this moment: IF NOT EXISTS
+		// covers one that committed first, and a unique violation on the
+		// catalog one that committed while this one ran. Either way the
+		// schema now exists, and whose it is is checked below.
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil && !isUniqueViolation(err) {
 			return fmt.Errorf("runlimit: migrations: create schema %s: %w", pgx.Identifier{schema}.Sanitize(), pgerror.Sanitize(err))
 		}
-		trusted, err = schemaTrusted(ctx, conn, schema)
+		err = checkTrusted(ctx, conn, schema)
 	}
+	return err
+}
+
+// isUniqueViolation reports whether err is the server's unique_violation,
+// which two sessions creating one schema at once can meet on the catalog.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// errNoSchema is matched by the error of [CheckTrusted] for a schema that
+// does not exist.
+var errNoSchema = errors.New("runlimit: migrations: the schema does not exist")
+
+// CheckTrusted returns an error matching [ErrUntrustedSchema] when schema
+// ("" means [DefaultSchema]) belongs to a role that the role q connects as
+// cannot vouch for (see [Migrate]), or holds a table, view, sequence or
+// function under one of Runlimit's names (runlimit_*, or _sqlx_migrations)
+// that belongs to such a role: reading or writing it, or replacing it,
+// would run that role's code with the connected role's rights or leave the
+// object in its hands. Run it before reading anything from a schema an
+// operator named. A schema that does not exist is not an error: [Migrate]
+// creates it. Its query reaches every name through pg_catalog, whatever
+// q's search_path.
+func CheckTrusted(ctx context.Context, q Querier, schema string) error {
+	schema, err := resolve(schema)
 	if err != nil {
-		return fmt.Errorf("runlimit: migrations: read schema %s: %w", pgx.Identifier{schema}.Sanitize(), pgerror.Sanitize(err))
+		return err
 	}
-	if !trusted {
-		return fmt.Errorf("%w: schema %s; make the migrating role its owner, or choose another schema",
-			ErrUntrustedSchema, pgx.Identifier{schema}.Sanitize())
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: context", ErrNilArgument)
+	case nilcheck.IsNil(q):
+		return fmt.Errorf("%w: querier", ErrNilArgument)
+	}
+	if err := checkTrusted(ctx, q, schema); err != nil && !errors.Is(err, errNoSchema) {
+		return err
 	}
 	return nil
 }
 
-func schemaTrusted(ctx context.Context, conn *pgx.Conn, schema string) (bool, error) {
+// checkTrusted is [CheckTrusted] reporting a missing schema as errNoSchema.
+func checkTrusted(ctx context.Context, q Querier, schema string) error {
 	var trusted bool
-	err := conn.QueryRow(ctx, sqlSchemaTrusted, schema).Scan(&trusted)
-	return trusted, err
+	var object *string
+	err := q.QueryRow(ctx, sqlSchemaTrusted, schema).Scan(&trusted, &object)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return errNoSchema
+	case err != nil:
+		return fmt.Errorf("runlimit: migrations: read schema %s: %w", pgx.Identifier{schema}.Sanitize(), pgerror.Sanitize(err))
+	case !trusted:
+		return fmt.Errorf("%w: schema %s; make the migrating role its owner, or choose another schema",
+			ErrUntrustedSchema, pgx.Identifier{schema}.Sanitize())
+	case object != nil:
+		return fmt.Errorf("%w: %s in schema %s belongs to another role, which could run its code with the migrating role's rights; drop it, or make a trusted role its owner",
+			ErrUntrustedSchema, pgx.Identifier{*object}.Sanitize(), pgx.Identifier{schema}.Sanitize())
+	}
+	return nil
 }

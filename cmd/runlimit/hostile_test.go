@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/internal/pgtest"
@@ -42,4 +43,34 @@ func TestStatusAndCleanupIgnoreAShadowSchema(t *testing.T) {
 	require.Zero(t, real)
 	require.Equal(t, 1, shadow)
 	require.Zero(t, db.ShadowCaptures(t, svc.Name))
+}
+
+// runlimit migrate, run by an operator, reads nothing from a schema another
+// role created before refusing it: a view there named like the version
+// table would run that role's code with the operator's rights.
+func TestMigrateReadsNothingFromAnUntrustedSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	ctx := context.Background()
+	role := db.NewRole(t, "hostile")
+	_, err := db.Pool.Exec(ctx, "GRANT CREATE ON DATABASE "+pgx.Identifier{db.Name}.Sanitize()+" TO "+pgx.Identifier{role.Name}.Sanitize())
+	require.NoError(t, err)
+	_, err = role.NewPool(t, nil).Exec(ctx, `
+		CREATE SCHEMA evil;
+		CREATE TABLE evil.calls (name text);
+		GRANT USAGE ON SCHEMA evil TO PUBLIC;
+		GRANT INSERT ON evil.calls TO PUBLIC;
+		CREATE FUNCTION evil.seen() RETURNS int4 LANGUAGE sql VOLATILE AS $$
+			INSERT INTO evil.calls VALUES ('view') RETURNING 1 $$;
+		CREATE VIEW evil.runlimit_schema_version AS SELECT evil.seen() AS version;
+		CREATE VIEW evil._sqlx_migrations AS SELECT evil.seen()::bigint AS version, true AS success;
+		GRANT SELECT ON ALL TABLES IN SCHEMA evil TO PUBLIC;`)
+	require.NoError(t, err)
+
+	r := execute(t, noEnv, "migrate", "--schema", "evil", "--database-url", db.URL)
+	require.Equal(t, 1, r.code, "stdout: %s", r.stdout)
+	require.Contains(t, r.stderr, "untrusted")
+	var calls int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM evil.calls").Scan(&calls))
+	require.Zero(t, calls, "migrate ran the planted code")
 }

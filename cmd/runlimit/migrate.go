@@ -65,6 +65,12 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, latest int32, steps []migrations.Step, stdout io.Writer) error {
+	// Nothing is read from a schema, or an object, that another role could
+	// have planted: a view named like the version table would run its code
+	// with the operator's rights before Migrate itself refused the schema.
+	if err := migrations.CheckTrusted(ctx, pool, schema); err != nil {
+		return err
+	}
 	before, tracked, err := schemaVersion(ctx, pool, schema)
 	if err != nil {
 		return err
