@@ -84,3 +84,28 @@ func TestStoreOnStoppedCoarseClock(t *testing.T) {
 	h.source.Store(int64(110 * time.Millisecond))
 	requireAllowed(t, admit(), 1, 10*time.Millisecond)
 }
+
+// A shadow denial is a denial: one the lagging reading would give is
+// decided again at the exact time, where the window may have ended.
+func TestCoarseClockLagNeverShadowDenies(t *testing.T) {
+	t.Parallel()
+
+	h, s, c := coarseStore(t, 1, 10*time.Millisecond)
+	shadow, err := c.Policy().WithMode(domain.Shadow)
+	require.NoError(t, err)
+	c = domain.NewCheck(shadow, c.SubjectKey())
+	ctx := context.Background()
+	d, err := s.AdmitCheck(ctx, c) // at 5 ms: the window [5 ms, 15 ms)
+	require.NoError(t, err)
+	requireAllowed(t, d, 0, 10*time.Millisecond)
+
+	h.source.Store(int64(15 * time.Millisecond)) // the window has ended; the reading lags
+	d, err = s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	requireAllowed(t, d, 0, 10*time.Millisecond)
+
+	// Still full at the exact time: shadow-denied there.
+	d, err = s.AdmitCheck(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, domain.ShadowDenied, d.Outcome())
+}
