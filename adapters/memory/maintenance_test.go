@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/testkit"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // Each CleanupExpired call starts from the shard after the one the last
@@ -59,4 +61,87 @@ func TestRecoverPoisonedKeepsTheShardsTime(t *testing.T) {
 	a = f.allow(t, c)
 	require.Equal(t, domain.Allowance{Limit: 2, Remaining: 0, ResetAfter: 8 * time.Second}, a,
 		"a window anchored at 1 s would have ended at 11 s")
+}
+
+// endingContext is a context whose Err reports nil for its first live
+// calls and context.Canceled from then on: it ends at a point of the
+// callee's choosing, without a goroutine or a clock.
+type endingContext struct {
+	context.Context
+	live atomic.Int32
+}
+
+func (c *endingContext) Err() error {
+	if c.live.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A context that ends between shards stops the sweep: the shards cleaned
+// so far stay cleaned, the rest are untouched, and the count so far comes
+// back with the context's error.
+func TestCleanupExpiredStopsBetweenShardsWhenTheContextEnds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, memory.Config{MaxKeys: 8, Shards: 2})
+	short := policy(1, time.Second)
+	for shard := range 2 {
+		for _, c := range f.onShard(t, short, shard, 2) {
+			f.allow(t, c)
+		}
+	}
+	f.clock.Advance(time.Second)
+	ctx := &endingContext{Context: context.Background()}
+	ctx.live.Store(1) // the check before the sweep
+	n, err := f.store.CleanupExpired(ctx, 100)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ports.MayHaveConsumedQuota(err))
+	require.Equal(t, 2, n, "the first shard was cleaned")
+	require.Equal(t, memoryStats{Entries: 2, Headroom: []int64{4, 2}}, f.stats(t))
+}
+
+// gateClock is a manual clock that, while shut, announces each reading
+// and holds it until it is let through: the test then knows its caller
+// has got as far as the clock, and chooses what happens meanwhile.
+type gateClock struct {
+	memory.ManualClock
+	shut    atomic.Bool
+	reading chan struct{}
+	open    chan struct{}
+}
+
+func (c *gateClock) Now() time.Duration {
+	if c.shut.Load() {
+		c.reading <- struct{}{}
+		<-c.open
+	}
+	return c.ManualClock.Now()
+}
+
+// A cleanup that began before Close and reaches its first shard after it
+// fails closed there instead of sweeping the released shards.
+func TestCleanupOvertakenByCloseFailsClosed(t *testing.T) {
+	t.Parallel()
+	clock := &gateClock{reading: make(chan struct{}), open: make(chan struct{})}
+	f := setup(t, memory.Config{MaxKeys: 4, Shards: 2, Clock: clock})
+	f.allow(t, f.check(policy(1, time.Second), "subject"))
+	clock.Advance(time.Second)
+
+	clock.shut.Store(true)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		n, err := f.store.CleanupExpired(context.Background(), 10)
+		done <- result{n, err}
+	}()
+	<-clock.reading // past its own check of the store, before any lock
+	require.NoError(t, f.store.Close())
+	clock.shut.Store(false)
+	close(clock.open)
+	r := <-done
+	require.ErrorIs(t, r.err, memory.ErrClosed)
+	require.Zero(t, r.n)
 }
