@@ -179,15 +179,16 @@ type observed struct {
 func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planned, seen *observed, d *domain.Decision) (done bool, err error) {
 	sh := pc.sh
 	seq := sh.seq.Load()
-	if seq&1 != 0 || ctx.Err() != nil {
+	// Closed and poisoned are read after seq and before the entry is
+	// found, so that lockEntry's check of seq covers them: a recovery or a
+	// poisoning of the shard in between moves seq, and the locked flow
+	// takes over. Read after lockEntry, they could miss a RecoverPoisoned
+	// that ran entirely between the two, and decide on a discarded entry.
+	if seq&1 != 0 || s.closed.Load() || sh.poisoned.Load() || ctx.Err() != nil {
 		return false, nil
 	}
 	e := sh.lockEntry(&pc.key, pc.hash, seq)
 	if e == nil {
-		return false, nil
-	}
-	if s.closed.Load() || sh.poisoned.Load() {
-		e.mu.Unlock()
 		return false, nil
 	}
 	var now domain.Instant
