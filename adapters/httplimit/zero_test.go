@@ -62,6 +62,18 @@ func TestUnbuiltGuardFailsClosed(t *testing.T) {
 
 // rejectRecorder is a RejectFunc that records the rejection's reason and
 // error and answers 418, so a test can tell it ran.
+// recordingMiddleware returns a middleware limiting p by key whose
+// RejectFunc is a new rejectRecorder, with its config for further use.
+func (f fixture) recordingMiddleware(t *testing.T, key httplimit.KeyFunc, p domain.Policy) (*httplimit.Middleware, httplimit.Config, *rejectRecorder) {
+	t.Helper()
+	rr := &rejectRecorder{}
+	cfg := f.config(key, limitOf(p))
+	cfg.Reject = rr.reject
+	m, err := httplimit.NewMiddleware(cfg)
+	require.NoError(t, err)
+	return m, cfg, rr
+}
+
 type rejectRecorder struct {
 	calls  int
 	reason httplimit.Reason
@@ -82,11 +94,7 @@ func TestNilHandlerFailsClosed(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	p := domain.MustPolicy("api", "client", 1, time.Minute)
-	rr := &rejectRecorder{}
-	cfg := f.config(httplimit.RemoteNetwork, limitOf(p))
-	cfg.Reject = rr.reject
-	m, err := httplimit.NewMiddleware(cfg)
-	require.NoError(t, err)
+	m, _, rr := f.recordingMiddleware(t, httplimit.RemoteNetwork, p)
 
 	var h http.Handler
 	require.NotPanics(t, func() { h = m.Handler(nil) })
@@ -112,11 +120,7 @@ func TestNilRequestAndWriter(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	p := domain.MustPolicy("api", "client", 1, time.Minute)
-	rr := &rejectRecorder{}
-	cfg := f.config(httplimit.RemoteNetwork, limitOf(p))
-	cfg.Reject = rr.reject
-	m, err := httplimit.NewMiddleware(cfg)
-	require.NoError(t, err)
+	m, _, rr := f.recordingMiddleware(t, httplimit.RemoteNetwork, p)
 	next := &recorder{}
 	h := m.Handler(next)
 
@@ -314,11 +318,7 @@ func TestCallerMistakesAreInvalidInput(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	p := domain.MustPolicy("api", "client", 1, time.Minute)
-	rr := &rejectRecorder{}
-	cfg := f.config(httplimit.RemoteNetwork, limitOf(p))
-	cfg.Reject = rr.reject
-	m, err := httplimit.NewMiddleware(cfg)
-	require.NoError(t, err)
+	m, cfg, rr := f.recordingMiddleware(t, httplimit.RemoteNetwork, p)
 	do(m.Handler(nil), request("GET", "/", "192.0.2.1:1", ""))
 	nilHandler := rr.err
 
@@ -369,11 +369,7 @@ func TestKeyRefusalsConsumedNothing(t *testing.T) {
 		"forwarding header": {clients.AppendSubject, forged, httplimit.ErrForwarding},
 		"identity":          {identity, invisible, httplimit.ErrInvalidIdentity},
 	} {
-		rr := &rejectRecorder{}
-		cfg := f.config(tc.key, limitOf(p))
-		cfg.Reject = rr.reject
-		m, err := httplimit.NewMiddleware(cfg)
-		require.NoError(t, err)
+		m, _, rr := f.recordingMiddleware(t, tc.key, p)
 		do(m.Handler(http.NotFoundHandler()), tc.req)
 		require.Equal(t, 1, rr.calls, name)
 		require.Equal(t, httplimit.ReasonKey, rr.reason, name)

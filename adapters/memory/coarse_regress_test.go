@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -18,26 +17,21 @@ func TestCoarseClockGoingBackwardsDoesNotMoveTheShardBack(t *testing.T) {
 	t.Parallel()
 
 	h, s, c := coarseStore(t, 3, 10*time.Millisecond)
-	ctx := context.Background()
-	d, err := s.AdmitCheck(ctx, c) // at 5 ms: the window [5 ms, 15 ms)
-	require.NoError(t, err)
+	d := admitCheck(t, s, c) // at 5 ms: the window [5 ms, 15 ms)
 	requireAllowed(t, d, 2, 10*time.Millisecond)
 	h.tick(t, 12*time.Millisecond)
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	requireAllowed(t, d, 1, 3*time.Millisecond)
 
 	// Both readings go back to 6 ms: the shard has seen 12 ms and stays
 	// there. Read at 6 ms, the reset time would be 9 ms.
 	h.tick(t, 6*time.Millisecond)
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	requireAllowed(t, d, 0, 3*time.Millisecond)
 
 	// Denied at 12 ms, and decided again at the exact time (still read as
 	// 12 ms): the window is not renewed by the regression.
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	den, ok := d.Denial()
 	require.True(t, ok, "got %v", d.Outcome())
 	retry, _ := den.RetryAfter()
@@ -46,8 +40,7 @@ func TestCoarseClockGoingBackwardsDoesNotMoveTheShardBack(t *testing.T) {
 	// The exact reading reaches the window's end while the coarse one
 	// still lags behind: the denial is decided again, and renews.
 	h.source.Store(int64(15 * time.Millisecond))
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	requireAllowed(t, d, 2, 10*time.Millisecond)
 }
 
@@ -58,11 +51,9 @@ func TestStoreOnStoppedCoarseClock(t *testing.T) {
 	t.Parallel()
 
 	h, s, c := coarseStore(t, 2, 10*time.Millisecond)
-	ctx := context.Background()
 	admit := func() domain.Decision {
 		t.Helper()
-		d, err := s.AdmitCheck(ctx, c)
-		require.NoError(t, err)
+		d := admitCheck(t, s, c)
 		return d
 	}
 	requireAllowed(t, admit(), 1, 10*time.Millisecond) // at 5 ms: [5 ms, 15 ms)
@@ -94,18 +85,14 @@ func TestCoarseClockLagNeverShadowDenies(t *testing.T) {
 	shadow, err := c.Policy().WithMode(domain.Shadow)
 	require.NoError(t, err)
 	c = domain.NewCheck(shadow, c.SubjectKey())
-	ctx := context.Background()
-	d, err := s.AdmitCheck(ctx, c) // at 5 ms: the window [5 ms, 15 ms)
-	require.NoError(t, err)
+	d := admitCheck(t, s, c) // at 5 ms: the window [5 ms, 15 ms)
 	requireAllowed(t, d, 0, 10*time.Millisecond)
 
 	h.source.Store(int64(15 * time.Millisecond)) // the window has ended; the reading lags
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	requireAllowed(t, d, 0, 10*time.Millisecond)
 
 	// Still full at the exact time: shadow-denied there.
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	require.Equal(t, domain.ShadowDenied, d.Outcome())
 }

@@ -72,21 +72,17 @@ func TestStoreOnCoarseClock(t *testing.T) {
 	t.Parallel()
 
 	h, s, c := coarseStore(t, 1, 10*time.Millisecond)
-	ctx := context.Background()
 
-	d, err := s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d := admitCheck(t, s, c)
 	require.Equal(t, domain.Allowed, d.Outcome())
 	h.tick(t, 14*time.Millisecond+700*time.Microsecond) // 9.7 ms later
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	den, ok := d.Denial()
 	require.True(t, ok)
 	retry, _ := den.RetryAfter()
 	require.Equal(t, time.Millisecond, retry, "truncated to 14 ms, the window anchored at 5 ms has 1 ms left")
 	h.tick(t, 15*time.Millisecond)
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	require.Equal(t, domain.Allowed, d.Outcome(), "the window ends exactly at 15 ms")
 }
 
@@ -117,6 +113,15 @@ func coarseStore(t *testing.T, limit int64, window time.Duration) (*handClock, *
 	return h, s, domain.NewCheck(p, hasher.KeyString(p, "subject"))
 }
 
+// admitCheck applies c to s through AdmitCheck and returns its decision,
+// failing the test on an error.
+func admitCheck(t *testing.T, s *Store, c domain.Check) domain.Decision {
+	t.Helper()
+	d, err := s.AdmitCheck(context.Background(), c)
+	require.NoError(t, err)
+	return d
+}
+
 // requireAllowed checks an allowed decision's remaining allowance and reset
 // time.
 func requireAllowed(t *testing.T, d domain.Decision, remaining int64, reset time.Duration) {
@@ -133,17 +138,14 @@ func TestCoarseClockStoreAnchorsWindowsAtTheExactTime(t *testing.T) {
 	t.Parallel()
 
 	h, s, c := coarseStore(t, 1, 10*time.Second)
-	ctx := context.Background()
 	h.source.Store(int64(5 * time.Second)) // the reading lags by ~5 s: no tick
-	d, err := s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d := admitCheck(t, s, c)
 	requireAllowed(t, d, 0, 10*time.Second)
 
 	// 9.999 s after the exact start, the window is still running. Anchored
 	// at the lagging reading (5 ms), it would have ended at 10.005 s.
 	h.tick(t, 14999*time.Millisecond)
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	den, ok := d.Denial()
 	require.True(t, ok, "the window anchored at 5 s runs until 15 s: got %v", d.Outcome())
 	retry, _ := den.RetryAfter()
@@ -157,19 +159,16 @@ func TestCoarseClockLagNeverDenies(t *testing.T) {
 
 	h, s, c := coarseStore(t, 2, 10*time.Millisecond)
 	ctx := context.Background()
-	d, err := s.AdmitCheck(ctx, c) // at 5 ms: the window [5 ms, 15 ms)
-	require.NoError(t, err)
+	d := admitCheck(t, s, c) // at 5 ms: the window [5 ms, 15 ms)
 	requireAllowed(t, d, 1, 10*time.Millisecond)
 
 	h.source.Store(int64(15 * time.Millisecond)) // the window has ended; the reading lags
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	requireAllowed(t, d, 0, 10*time.Millisecond) // counted in the window it found, at 5 ms
 
 	// The lagging reading finds that window full; at the exact time it has
 	// ended, and this check starts the next one.
-	d, err = s.AdmitCheck(ctx, c)
-	require.NoError(t, err)
+	d = admitCheck(t, s, c)
 	requireAllowed(t, d, 1, 10*time.Millisecond)
 
 	// The same through Admit, a batch of one.

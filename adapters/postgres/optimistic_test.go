@@ -84,6 +84,18 @@ type answer struct {
 	err error
 }
 
+// checkHeldAfterRead starts an optimistic check of c in the background and
+// returns once its read has answered and its write is held on the wire:
+// the test can change the key before letting the write go.
+func (f *fixture) checkHeldAfterRead(t *testing.T, w *wire, store *postgres.Store, app string, c domain.Check) (answers <-chan answer, let func()) {
+	t.Helper()
+	held, let := w.holdNext(1)
+	answers = checkInBackground(store, c)
+	<-held
+	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	return answers, let
+}
+
 // checkInBackground runs store.AdmitCheck(c) in a goroutine of its own,
 // for a test that holds a lock it waits for.
 func checkInBackground(store *postgres.Store, c domain.Check) <-chan answer {
@@ -292,10 +304,7 @@ func TestOptimisticInsertAfterACleanedUpCounterKeepsTimeMonotonic(t *testing.T) 
 	c := f.check(p, "c")
 	requireAllowed(t, admit(t, store, f.check(p, "warm")))
 
-	held, let := w.holdNext(1)
-	answers := checkInBackground(store, c)
-	<-held
-	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	answers, let := f.checkHeldAfterRead(t, w, store, app, c)
 	// The read has found the key absent; another replica admits it.
 	requireAllowed(t, admit(t, f.store, c))
 	other, ok := f.stored(t, c)
@@ -349,10 +358,7 @@ func TestOptimisticInsertAndCleanupDoNotDeadlock(t *testing.T) {
 			shard := postgres.ShardOf(c.CounterKey())
 			requireAllowed(t, admit(t, store, f.check(policy(t, "opt.warm", 5, time.Hour), "warm")))
 
-			held, let := w.holdNext(1)
-			answers := checkInBackground(store, c)
-			<-held
-			f.waitForIdleAfter(t, app, "LEFT JOIN")
+			answers, let := f.checkHeldAfterRead(t, w, store, app, c)
 			requireAllowed(t, admit(t, f.store, c))
 			other, _ := f.stored(t, c)
 			shift(t, f.db.Pool, time.Hour)
@@ -414,10 +420,7 @@ func TestOptimisticInsertChecksTheBoundOnTheLockedLedgerRow(t *testing.T) {
 		requireAllowed(t, admit(t, store, c))
 	}
 
-	held, let := w.holdNext(1)
-	answers := checkInBackground(store, keys[bound])
-	<-held
-	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	answers, let := f.checkHeldAfterRead(t, w, store, app, keys[bound])
 	requireAllowed(t, admit(t, f.store, keys[bound-1]))
 	let()
 
@@ -505,10 +508,7 @@ func TestOptimisticUpdateAfterARenewalKeepsTheNewWindow(t *testing.T) {
 	requireAllowed(t, admit(t, store, c))
 	shift(t, f.db.Pool, 2*time.Hour)
 
-	held, let := w.holdNext(1)
-	answers := checkInBackground(store, c)
-	<-held
-	f.waitForIdleAfter(t, app, "LEFT JOIN")
+	answers, let := f.checkHeldAfterRead(t, w, store, app, c)
 	requireAllowed(t, admit(t, f.store, c))
 	renewed, _ := f.stored(t, c)
 	let()
