@@ -404,7 +404,7 @@ func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *d
 		for i := 0; ; {
 			pc := &(*checks)[i]
 			if pc.held != nil {
-				pc.sh.update(pc.held, b.Next(i))
+				pc.sh.update(pc.held, pc.slot, b.Next(i))
 			} else {
 				pc.sh.add(&pc.key, pc.hash, b.Next(i))
 			}

@@ -3,13 +3,13 @@ package memory
 // The expiry heap of a [table]: a binary min-heap of heapNode ordered by
 // expiry, written out by hand because container/heap would box every value
 // in an interface and cost an allocation-free hot path its speed. Each move
-// updates the moved entry's heapPos.
+// updates the moved slot's position in table.pos.
 
-// place puts node at heap position pos and records the position in its
-// entry.
+// place puts node at heap position pos and records the position for its
+// slot.
 func (t *table) place(pos int, node heapNode) {
 	t.heap[pos] = node
-	t.entry(node.slot).heapPos = int32(pos)
+	t.pos[node.slot] = int32(pos)
 }
 
 // up moves the node at pos towards the root while it expires before its

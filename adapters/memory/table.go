@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -41,7 +42,13 @@ type table struct {
 	slots  int32      // slots handed out so far: the chunks hold at least as many
 	free   []int32    // vacated slots, reused before a new slot is handed out
 	heap   []heapNode // min-heap by expiry
-	hint   int        // initial size of index
+	// pos is each slot's position in heap, so that a renewed window can be
+	// re-sifted in place. It belongs to the shard's lock alone. Kept apart
+	// from the entries, it makes an entry 96 bytes instead of 104 (a
+	// 4-byte field padded to 8) and retains 4 bytes a slot: 3.4 bytes less
+	// per tracked key in all.
+	pos  []int32
+	hint int // initial size of index
 }
 
 // entry is one stored counter. The key is kept so that a lookup can confirm
@@ -50,12 +57,11 @@ type table struct {
 //
 // mu guards key and counter against the optimistic path: whoever writes
 // either holds it, and the optimistic path reads them only while holding
-// it. heapPos belongs to the shard's lock alone.
+// it. Its position in the expiry heap is kept in [table.pos].
 type entry struct {
 	mu      sync.Mutex
 	key     domain.CounterKey
 	counter domain.Counter
-	heapPos int32
 }
 
 // heapNode duplicates the entry's expiry so that sifting compares values
@@ -194,23 +200,23 @@ func (t *table) insert(k *domain.CounterKey, h uint64, c domain.Counter) {
 	e.mu.Lock()
 	e.key, e.counter = *k, c
 	e.mu.Unlock()
-	e.heapPos = int32(pos)
+	t.pos[slot] = int32(pos)
 	t.index.add(h, slot, t.hint)
 	t.heap = append(t.heap, heapNode{expires: c.Expires, slot: slot})
 	t.up(pos)
 }
 
-// update replaces the counter of e, a stored entry whose lock the caller
-// holds. A renewed window moves its expiry, so the entry is re-sifted; an
+// update replaces the counter of e, the entry in slot, whose lock the
+// caller holds. A renewed window moves its expiry, so the entry is re-sifted; an
 // active window keeps it and costs nothing.
 //
 // c comes by value, in registers: copying a counter the domain has just
 // written field by field with wider moves would wait on those writes.
-func (t *table) update(e *entry, c domain.Counter) {
+func (t *table) update(e *entry, slot int32, c domain.Counter) {
 	moved := e.counter.Expires != c.Expires
 	e.counter = c
 	if moved {
-		pos := int(e.heapPos)
+		pos := int(t.pos[slot])
 		t.heap[pos].expires = c.Expires
 		t.fix(pos)
 	}
@@ -237,7 +243,7 @@ func (t *table) removeExpired(now domain.Instant, limit int) int {
 		// Leave no key bytes behind in a vacant slot.
 		e.key, e.counter = domain.CounterKey{}, domain.Counter{}
 		e.mu.Unlock()
-		e.heapPos = 0
+		t.pos[slot] = 0
 		t.free = append(t.free, slot)
 		n++
 	}
@@ -254,7 +260,7 @@ func (t *table) reset() {
 	for c := range t.chunks {
 		t.chunks[c].Store(nil)
 	}
-	t.slots, t.free, t.heap = 0, nil, nil
+	t.slots, t.free, t.heap, t.pos = 0, nil, nil, nil
 }
 
 // entryPad is how many entries of unused space surround each chunk of
@@ -278,7 +284,11 @@ func (t *table) newSlot() int32 {
 		buf := make([]entry, size+2*entryPad)
 		chunk := buf[entryPad : entryPad+size : entryPad+size]
 		t.chunks[c].Store(&chunk[0])
+		// The chunks now hold firstChunk<<c slots: pos grows to exactly
+		// that, so it retains 4 bytes a slot and no spare capacity.
+		t.pos = slices.Grow(t.pos, firstChunk<<c-len(t.pos))
 	}
+	t.pos = t.pos[:slot+1]
 	t.slots++
 	return slot
 }

@@ -22,6 +22,9 @@ func checkTable(t *table) error {
 	if t.len() != len(t.heap) {
 		return fmt.Errorf("%d indexed entries, %d heap nodes", t.len(), len(t.heap))
 	}
+	if len(t.pos) != int(t.slots) {
+		return fmt.Errorf("%d heap positions for %d slots", len(t.pos), t.slots)
+	}
 	if t.len()+len(t.free) != int(t.slots) {
 		return fmt.Errorf("%d indexed + %d free slots != %d slots", t.len(), len(t.free), t.slots)
 	}
@@ -70,11 +73,12 @@ func checkTable(t *table) error {
 		if e.key != k {
 			return fmt.Errorf("slot %d holds another key", slot)
 		}
-		if e.heapPos < 0 || int(e.heapPos) >= len(t.heap) || t.heap[e.heapPos].slot != slot {
-			return fmt.Errorf("slot %d has a wrong heap position %d", slot, e.heapPos)
+		pos := t.pos[slot]
+		if pos < 0 || int(pos) >= len(t.heap) || t.heap[pos].slot != slot {
+			return fmt.Errorf("slot %d has a wrong heap position %d", slot, pos)
 		}
-		if t.heap[e.heapPos].expires != e.counter.Expires {
-			return fmt.Errorf("slot %d expires at %d, its heap node says %d", slot, e.counter.Expires, t.heap[e.heapPos].expires)
+		if t.heap[pos].expires != e.counter.Expires {
+			return fmt.Errorf("slot %d expires at %d, its heap node says %d", slot, e.counter.Expires, t.heap[pos].expires)
 		}
 	}
 	for i := 1; i < len(t.heap); i++ {
@@ -87,7 +91,7 @@ func checkTable(t *table) error {
 		if seen[slot] || slot < 0 || slot >= t.slots {
 			return fmt.Errorf("free slot %d is duplicated or out of range", slot)
 		}
-		if e := t.entry(slot); e.key != (domain.CounterKey{}) || e.counter != (domain.Counter{}) || e.heapPos != 0 {
+		if e := t.entry(slot); e.key != (domain.CounterKey{}) || e.counter != (domain.Counter{}) || t.pos[slot] != 0 {
 			return fmt.Errorf("free slot %d is not cleared", slot)
 		}
 		seen[slot] = true
@@ -127,7 +131,7 @@ func TestTableKeepsItsInvariantsAndRemovesOldestFirst(t *testing.T) {
 						continue
 					}
 					exp := want[k] + domain.Instant(rng.IntN(500)) // renewals only move later
-					tb.update(tb.entry(slot), domain.Counter{Used: 2, Start: exp - 1, Expires: exp})
+					tb.update(tb.entry(slot), slot, domain.Counter{Used: 2, Start: exp - 1, Expires: exp})
 					want[k] = exp
 					require.Equal(t, slot, must(tb.lookup(&k)), "an update keeps the slot")
 				default:
@@ -355,7 +359,7 @@ func TestTableIndexKeepsKeysSharingAHomeReachable(t *testing.T) {
 					// Expire exactly this key: renew it to the earliest
 					// expiry and remove one entry at that time.
 					slot := must(tb.lookup(&k))
-					tb.update(tb.entry(slot), domain.Counter{Used: 1, Start: -2, Expires: -1})
+					tb.update(tb.entry(slot), slot, domain.Counter{Used: 1, Start: -2, Expires: -1})
 					require.Equal(t, 1, tb.removeExpired(-1, 1), "step %d", step)
 					delete(present, i)
 				} else {
