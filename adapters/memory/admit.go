@@ -104,14 +104,12 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 // one cannot overflow its shard: New never makes more shards than MaxKeys,
 // so every shard holds at least one key.
 func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decision, b *domain.Batch) error {
-	var checks [1]planned
-	pc := &checks[0]
-	pc.key = c.CounterKey()
-	pc.hash = pc.key.Hash64()
-	i := s.shardAt(pc.hash)
-	pc.sh, pc.index = &s.shards[i], int32(i)
+	key := c.CounterKey()
+	hash := key.Hash64()
+	i := s.shardAt(hash)
+	sh := &s.shards[i]
 	var seen observed
-	if done, err := s.admitOptimistic(ctx, c, pc, &seen, d); done {
+	if done, err := s.admitOptimistic(ctx, c, &key, hash, sh, i, &seen, d); done {
 		if err != nil || b == nil {
 			return err
 		}
@@ -123,7 +121,16 @@ func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decisio
 		}
 		return nil
 	}
-	shards := [1]planShard{{sh: pc.sh, index: i, keys: 1}}
+	return s.admitOneLocked(ctx, c, &key, hash, sh, i, d, b)
+}
+
+// admitOneLocked is admitOne's locked flow, kept out of line so that the
+// optimistic path's frame holds none of a plan.
+//
+//go:noinline
+func (s *Store) admitOneLocked(ctx context.Context, c *domain.Check, key *domain.CounterKey, hash uint64, sh *shard, i int, d *domain.Decision, b *domain.Batch) error {
+	checks := [1]planned{{key: *key, hash: hash, sh: sh, index: int32(i)}}
+	shards := [1]planShard{{sh: sh, index: i, keys: 1}}
 	if b != nil {
 		return apply(s, ctx, b, &checks, &shards)
 	}
@@ -176,8 +183,7 @@ type observed struct {
 // The only code of someone else's that runs while the entry's lock is held
 // is an injected Clock: a panic there unlocks the entry and poisons the
 // shard before it goes on, as in the locked flow ([Store.sampleHolding]).
-func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planned, seen *observed, d *domain.Decision) (done bool, err error) {
-	sh := pc.sh
+func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, key *domain.CounterKey, hash uint64, sh *shard, index int, seen *observed, d *domain.Decision) (done bool, err error) {
 	seq := sh.seq.Load()
 	// Closed and poisoned are read after seq and before the entry is
 	// found, so that lockEntry's check of seq covers them: a recovery or a
@@ -187,7 +193,7 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planne
 	if seq&1 != 0 || s.closed.Load() || sh.poisoned.Load() || ctx.Err() != nil {
 		return false, nil
 	}
-	e := sh.lockEntry(&pc.key, pc.hash, seq)
+	e := sh.lockEntry(key, hash, seq)
 	if e == nil {
 		return false, nil
 	}
@@ -199,7 +205,7 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planne
 	case s.coarse != nil:
 		now, lagging = truncMillis(time.Duration(s.coarse.now.Load())), true
 	default:
-		now = s.sampleHolding(e, int(pc.index))
+		now = s.sampleHolding(e, index)
 	}
 	now = sh.clamp(now)
 	if domain.Instant(sh.firstExpiry.Load()) <= now || !e.counter.Active(now) {
@@ -222,7 +228,7 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, pc *planne
 			// An active window keeps its expiry; a domain that moved it
 			// would leave the heap wrong. Fail closed.
 			e.mu.Unlock()
-			s.poisonShard(int(pc.index))
+			s.poisonShard(index)
 			panic("runlimit: memory store: an active window moved its expiry")
 		}
 		e.counter = next

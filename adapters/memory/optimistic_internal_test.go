@@ -39,14 +39,12 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 	// try runs c through the optimistic path alone and returns whether it
 	// took the check, and the stored counter's use afterwards.
 	try := func(t *testing.T, f fixture, ctx context.Context, c domain.Check) (bool, int64) {
-		pc := planned{key: c.CounterKey()}
-		pc.hash = pc.key.Hash64()
-		pc.sh, pc.index = f.sh, 0
+		key := c.CounterKey()
 		var (
 			seen observed
 			d    domain.Decision
 		)
-		done, err := f.s.admitOptimistic(ctx, &c, &pc, &seen, &d)
+		done, err := f.s.admitOptimistic(ctx, &c, &key, key.Hash64(), f.sh, 0, &seen, &d)
 		require.NoError(t, err)
 		k := stored.CounterKey()
 		return done, f.sh.counter(must(f.sh.lookup(&k))).Used
