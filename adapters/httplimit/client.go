@@ -71,6 +71,14 @@ type ClientConfig struct {
 	// client, 1 to 64; a request whose header names more is refused, which
 	// bounds the work one request costs. Default 16 ([DefaultMaxHops]).
 	MaxHops int
+	// NAT64Prefixes are the network-specific /96 prefixes of NAT64 or SIIT
+	// translators (RFC 6052) through which IPv4 clients reach the service:
+	// an address in one is counted as the IPv4 address in its last 32
+	// bits. Without it, every IPv4 client behind such a translator would
+	// share the translator's /64, and one of them could use up the quota of
+	// all. The well-known prefix 64:ff9b::/96 is always counted this way.
+	// Default none.
+	NAT64Prefixes []netip.Prefix
 }
 
 // ClientNetwork finds the client of a request and the network it is
@@ -96,7 +104,13 @@ type ClientConfig struct {
 // share one quota with every other client behind it.
 //
 // IPv4-mapped IPv6 addresses are counted as IPv4, and IPv6 zones are
-// dropped. A ClientNetwork is safe for concurrent use.
+// dropped. So are addresses that carry their client's IPv4 address, which
+// the /64 of their IPv6 form would not tell apart (many IPv4 clients
+// share one) or would multiply (one IPv4 client holds 65,536 of them):
+// NAT64 addresses in 64:ff9b::/96 or a configured
+// [ClientConfig.NAT64Prefixes] prefix, 6to4 addresses (2002::/16) and
+// Teredo addresses (2001::/32, the client's address obfuscated in the last
+// 32 bits). A ClientNetwork is safe for concurrent use.
 //
 // A nil *ClientNetwork and a zero ClientNetwork behave as one built from
 // the zero [ClientConfig]: the peer, by its IPv4 address or IPv6 /64. A
@@ -104,6 +118,7 @@ type ClientConfig struct {
 type ClientNetwork struct {
 	v4, v6  int
 	trusted []netip.Prefix
+	nat64   []netip.Prefix
 	header  ForwardingHeader
 	maxHops int
 }
@@ -160,7 +175,43 @@ func NewClientNetwork(cfg ClientConfig) (*ClientNetwork, error) {
 		}
 		c.trusted = append(c.trusted, p.Masked())
 	}
+	for i, p := range cfg.NAT64Prefixes {
+		if !p.IsValid() || !p.Addr().Is6() || p.Addr().Is4In6() || p.Addr().Zone() != "" || p.Bits() != 96 {
+			// RFC 6052's shorter prefixes place the IPv4 address around a
+			// reserved octet; translators in front of services use a /96.
+			return nil, &ConfigError{Field: fmt.Sprintf("NAT64Prefixes[%d]", i), Want: "an IPv6 /96 without a zone"}
+		}
+		c.nat64 = append(c.nat64, p.Masked())
+	}
 	return c, nil
+}
+
+// Networks whose addresses carry an IPv4 address: the NAT64 well-known
+// prefix (RFC 6052), 6to4 (RFC 3056) and Teredo (RFC 4380).
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+	teredo         = netip.MustParsePrefix("2001::/32")
+)
+
+// embeddedIPv4 returns the IPv4 address of the client that addr, an
+// unmapped IPv6 address without a zone, stands for, if it carries one.
+func (c *ClientNetwork) embeddedIPv4(addr netip.Addr) (netip.Addr, bool) {
+	a := addr.As16()
+	switch {
+	case nat64WellKnown.Contains(addr):
+		return netip.AddrFrom4([4]byte(a[12:16])), true
+	case sixToFour.Contains(addr):
+		return netip.AddrFrom4([4]byte(a[2:6])), true
+	case teredo.Contains(addr):
+		return netip.AddrFrom4([4]byte{^a[12], ^a[13], ^a[14], ^a[15]}), true
+	}
+	for _, p := range c.nat64 {
+		if p.Contains(addr) {
+			return netip.AddrFrom4([4]byte(a[12:16])), true
+		}
+	}
+	return addr, false
 }
 
 // RemoteNetwork is a [KeyFunc] that appends the network of the request's
@@ -190,12 +241,16 @@ func (c *ClientNetwork) Prefix(r *http.Request) (netip.Prefix, error) {
 }
 
 // PrefixOf returns the network addr is counted by, after unmapping an
-// IPv4-mapped address and dropping a zone.
+// IPv4-mapped address, dropping a zone and finding the IPv4 client a
+// NAT64, 6to4 or Teredo address stands for.
 func (c *ClientNetwork) PrefixOf(addr netip.Addr) netip.Prefix {
 	if c == nil {
 		c = defaultClients
 	}
 	addr = addr.WithZone("").Unmap()
+	if addr.Is6() {
+		addr, _ = c.embeddedIPv4(addr)
+	}
 	// A zero ClientNetwork's lengths are 0, which would count every
 	// client as one network: they mean the defaults, as in ClientConfig.
 	bits := cmp.Or(c.v6, DefaultIPv6Prefix)

@@ -49,7 +49,9 @@
 // responses never hold it.
 //
 // [RemoteNetwork] counts the connection's peer: an IPv4 address alone, an
-// IPv6 address by its /64 (one host usually has a whole /64). It never
+// IPv6 address by its /64 (one host usually has a whole /64), and an IPv6
+// address that carries an IPv4 client (NAT64, 6to4, Teredo) by that
+// IPv4 address. It never
 // reads a forwarding header. Behind reverse proxies, a [ClientNetwork]
 // reads the one header your proxies write, and only from their networks:
 //
