@@ -75,7 +75,7 @@ func (a *admission) run() error {
 	if s.cleansPerCheck() {
 		// As the memory store does: the clock first, so that each check can
 		// remove expired counters from its partition before it reads.
-		now = s.now()
+		now = a.clock()
 		a.read(now)
 	} else {
 		// As domain.Batch documents: read every key, then the clock.
@@ -88,7 +88,7 @@ func (a *admission) run() error {
 			a.unlock()
 			locked = false
 		}
-		now = s.now()
+		now = a.clock()
 	}
 	if s.cfg.Fault == ClockReadBeforeLocks {
 		now = early
@@ -123,6 +123,16 @@ func (a *admission) run() error {
 		a.deny(now)
 	}
 	return nil
+}
+
+// clock returns the admission's time: the store's clock, or with
+// SingleCheckReusesLastTime on AdmitCheck the latest time any admission
+// read.
+func (a *admission) clock() domain.Instant {
+	if a.single && a.s.cfg.Fault == SingleCheckReusesLastTime {
+		return domain.Instant(a.s.last.Load())
+	}
+	return a.s.now()
 }
 
 // stripeCount is the number of StripeLockedTwice's lock stripes, and
@@ -172,6 +182,10 @@ func (a *admission) lock() error {
 	default:
 		s.keyMu.Lock()
 		for _, k := range order {
+			if s.cfg.Fault == LocksBySubject {
+				// The defect: one lock per subject, taken once per check.
+				k = domain.NewCounterKey(domain.Fingerprint{}, k.SubjectKey())
+			}
 			l, ok := s.keyLocks[k]
 			if !ok {
 				l = new(sync.Mutex)
@@ -290,7 +304,16 @@ func (a *admission) read(at domain.Instant) {
 	if s.cachedBatch(a, at) {
 		return
 	}
+	bySubject := make(map[domain.SubjectKey]int)
 	for i, k := range a.keys {
+		if s.cfg.Fault == BatchReadsBySubject && !a.single {
+			// The defect: the reads are looked up by subject key alone.
+			if j, ok := bySubject[k.SubjectKey()]; ok {
+				a.before[i], a.present[i] = a.before[j], a.present[j]
+				continue
+			}
+			bySubject[k.SubjectKey()] = i
+		}
 		a.before[i], a.present[i] = s.read(a, k, at)
 	}
 }
@@ -442,6 +465,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	}
 	if _, ok := s.entries[k]; !ok {
 		s.firstExpiry[k] = c.Expires
+		s.inserted++
 	}
 	s.entries[k] = c
 	s.wrote(a, k, c)
