@@ -116,6 +116,7 @@ var targets = map[bs.Fault]string{
 	bs.CleanupHoldsClockLock:            "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
 	bs.CleanupStaleExpiryIndex:          "capacity/renewals_leave_the_freed_slots_usable",
 	bs.StatsEntriesNeverShrink:          "cleanup/removes_only_expired_counters",
+	bs.OptimisticCountOnly:              "concurrency/overlapping_renewals_of_an_expired_window_lose_no_update",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -51,6 +51,9 @@ func (a *admission) run() error {
 	a.claimed = make([]int, a.n)
 	a.before = make([]domain.Counter, a.n)
 	a.present = make([]bool, a.n)
+	if s.cfg.Fault == OptimisticCountOnly {
+		return a.runOptimistic()
+	}
 	if s.cfg.Fault == ReadsBeforeLocking {
 		// The defect: the state is read before the locks that should keep
 		// it from changing until the write.
@@ -123,6 +126,54 @@ func (a *admission) run() error {
 		a.deny(now)
 	}
 	return nil
+}
+
+// runOptimistic applies the admission optimistically (OptimisticCountOnly):
+// it reads every key without locks, reads the clock, and then, under the
+// locks that stand for the backend's atomic conditional write, goes on
+// only if each key's count is what it read, deciding on what it read;
+// otherwise it starts again.
+func (a *admission) runOptimistic() error {
+	s := a.s
+	for {
+		if err := a.ctx.Err(); err != nil {
+			return &Error{Op: "admit", Err: err}
+		}
+		a.read(domain.Instant(s.last.Load()))
+		now := s.now()
+		if err := a.lock(); err != nil {
+			return &Error{Op: "admit", Err: err}
+		}
+		s.mu.Lock()
+		same := true
+		for i, k := range a.keys {
+			// The defect: the condition compares the count alone, not the
+			// window it counts in.
+			if s.entries[k].Used != a.before[i].Used {
+				same = false
+			}
+		}
+		// New keys hold their partitions' locks: the occupancy is current.
+		a.stored = slices.Clone(s.stored)
+		s.mu.Unlock()
+		if !same {
+			a.unlock()
+			continue
+		}
+		a.observe(now)
+		commit, err := a.evaluate(now)
+		if err != nil {
+			a.unlock()
+			return &Error{Op: "admit", Err: err}
+		}
+		if commit {
+			a.write(now)
+		} else {
+			a.deny(now)
+		}
+		a.unlock()
+		return nil
+	}
 }
 
 // clock returns the admission's time: the store's clock, or with

@@ -143,6 +143,13 @@ const (
 	// ReleasesLockBeforeWrite decides under its locks, releases them, and
 	// takes them again to write.
 	ReleasesLockBeforeWrite
+	// OptimisticCountOnly is an optimistic store (read without locks,
+	// decide at the clock, write only if nothing read has changed, else
+	// start again) whose write condition compares the count alone, as a
+	// conditional write on `used = :old` does: a counter renewed since it
+	// was read, back at the count it had, passes the condition, and a
+	// second renewal of one expired window overwrites the first.
+	OptimisticCountOnly
 	// ReleasesLockBeforeDeciding reads under its locks, releases them to
 	// read the clock and decide, and takes them again to write.
 	ReleasesLockBeforeDeciding
@@ -435,6 +442,7 @@ var faultNames = [faultCount]string{
 	CleanupHoldsClockLock:            "CleanupHoldsClockLock",
 	CleanupStaleExpiryIndex:          "CleanupStaleExpiryIndex",
 	StatsEntriesNeverShrink:          "StatsEntriesNeverShrink",
+	OptimisticCountOnly:              "OptimisticCountOnly",
 }
 
 // Faults returns every deliberate defect, None excluded.
