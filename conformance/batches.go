@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,6 +24,7 @@ func batchesScenario() scenario {
 		{name: "structural_errors_never_touch_the_store", single: true, run: testStructuralErrors},
 		{name: "unprepared_batch_is_the_callers_mistake", run: testUnpreparedBatch},
 		{name: "repeated_batches_count_every_time", run: testRepeatedBatches},
+		{name: "one_subject_under_several_policies", run: testOneSubjectSeveralPolicies},
 	}}
 }
 
@@ -179,6 +182,61 @@ func testRepeatedBatches(t *testing.T, f *fixture) {
 	}
 	f.admitDenied(batch, 0, domain.QuotaExhausted, g+" (the fourth batch finds both counters exhausted)")
 	f.admitDenied([]domain.Check{f.check(p, b), f.check(p, a)}, 0, domain.QuotaExhausted, g+" (in the other order too)")
+}
+
+// testOneSubjectSeveralPolicies sends the batch hosts send most: one
+// subject under several policies (a per-minute burst limit and an hourly
+// quota), so the batch's counter keys share their subject key and differ
+// only in the fingerprint. A store that locks, reads or caches by subject
+// key alone (an advisory lock id or a map taken from the subject) sees one
+// key twice: it waits on its own lock, or serves one policy's counter for
+// the other. The batches run as a watched race, so that a store that waits
+// on itself fails the case as a deadlock instead of hanging the run.
+func testOneSubjectSeveralPolicies(t *testing.T, f *fixture) {
+	const g = "batches: a batch naming one subject under several policies counts each policy's counter on its own, " +
+		"and takes each counter's lock once (a lock per subject key is taken twice by such a batch)"
+	const burstLimit, hourLimit = 5, 10
+	burst := f.policyOf("conformance.burst", "subject", burstLimit, time.Minute)
+	hourly := f.policy(hourLimit, window)
+	k, other := f.key(), f.key()
+	// Distinct counts first: the hourly counter has used 4, the burst
+	// counter nothing.
+	f.allow(f.checkCost(hourly, k, 4), hourLimit-4, g)
+	f.advance(time.Second)
+	forward := []domain.Check{f.check(burst, k), f.check(hourly, k)}
+	backward := []domain.Check{f.checkCost(hourly, k, 2), f.check(burst, k)}
+	results := f.race(g, true, []worker{{name: "batches of one subject", watched: true, ops: []raceOp{
+		// A check of another subject first, so that the store has read
+		// its clock before the batches: a batch left waiting inside the
+		// store is then a deadlock, not a store yet to start.
+		f.checkOp(f.check(hourly, other), viaBatchOfOne),
+		f.batchOp(forward),
+		f.batchOp(backward),
+	}}})
+	f.logRace(fmt.Sprintf("%s, then %s, then %s, one after another", f.log.check(f.check(hourly, other)),
+		f.log.batch(forward), f.log.batch(backward)), false, results)
+	rs := results[0]
+	require.Len(t, rs, 3, "%s: every operation finished", g)
+	for i, want := range [][]int64{
+		{hourLimit - 1},
+		// Before it, the hourly counter had used 4 and the burst one nothing.
+		{burstLimit - 1, hourLimit - 5},
+		{hourLimit - 7, burstLimit - 2},
+	} {
+		r := rs[i]
+		require.NoError(t, r.err, "%s: the store failed valid operation %d of 3", g, i+1)
+		require.Equal(t, domain.Allowed, r.outcome, "%s: operation %d of 3 is within every limit, got %s (%s)", g, i+1, r.outcome, r.reason)
+		require.Equal(t, want, r.remaining, "%s: operation %d of 3: each check reports its own policy's counter "+
+			"(a store that reads by subject key alone serves one policy's counter for the other)", g, i+1)
+	}
+
+	f.advance(time.Minute)
+	rem := f.admitAllowed([]domain.Check{f.check(burst, k), f.check(hourly, k)}, g+" (the burst window renews, the hourly one runs on)")
+	require.Equal(t, []int64{burstLimit - 1, hourLimit - 8}, rem, "%s: the burst window renewed alone", g)
+	f.admitDenied([]domain.Check{f.checkCost(burst, k, 2), f.checkCost(hourly, k, 3)}, 1, domain.QuotaExhausted,
+		g+" (the hourly quota has 2 units left for a cost of 3)")
+	f.allow(f.checkCost(burst, k, burstLimit-1), 0, g+" (the burst counter, on its own)")
+	f.allow(f.checkCost(hourly, k, 2), 0, g+" (the hourly counter, on its own)")
 }
 
 // testUnpreparedBatch calls Admit directly, as a host driving a store

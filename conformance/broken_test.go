@@ -105,6 +105,18 @@ var targets = map[bs.Fault]string{
 	bs.SkipsBatchReady:                  "batches/unprepared_batch_is_the_callers_mistake",
 	bs.ClosedBeforeBatchReady:           "close/closed_store_fails_closed",
 	bs.CleanupLocksPartitionsDescending: "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
+	bs.EpochAlignedWindows:              "windows/exact_remaining_and_reset",
+	bs.SingleCheckReusesLastTime:        "windows/exact_remaining_and_reset/AdmitCheck",
+	bs.WindowInt32Millis:                "windows/largest_limit_and_window",
+	bs.ShadowSeparateCounter:            "shadow/switching_to_enforce_keeps_the_counter",
+	bs.BatchReadsBySubject:              "batches/one_subject_under_several_policies",
+	bs.RenewalKeepsCount:                "windows/renewal_exactly_at_expiry",
+	bs.LocksBySubject:                   "batches/one_subject_under_several_policies",
+	bs.CleanupDeletesWithoutRecheck:     "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
+	bs.CleanupHoldsClockLock:            "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
+	bs.CleanupStaleExpiryIndex:          "capacity/renewals_leave_the_freed_slots_usable",
+	bs.StatsEntriesNeverShrink:          "cleanup/removes_only_expired_counters",
+	bs.OptimisticCountOnly:              "concurrency/overlapping_renewals_of_an_expired_window_lose_no_update",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -30,6 +30,7 @@ func concurrencyScenario() scenario {
 		{name: "one_key_admits_exactly_the_limit", single: true, run: testOneKeyExactLimit},
 		{name: "overlapping_checks_on_one_key_lose_no_update", single: true, run: testOverlappingChecks},
 		{name: "overlapping_shadow_checks_lose_no_update", single: true, run: testOverlappingShadowChecks},
+		{name: "overlapping_renewals_of_an_expired_window_lose_no_update", single: true, run: testOverlappingRenewals},
 		{name: "single_checks_and_batches_exclude_each_other", run: testPathsExcludeEachOther},
 		{name: "new_keys_racing_for_the_last_slots_take_exactly_those", single: true, opts: capacityOptions, run: testRacingNewKeys},
 		{name: "opposite_order_batches_finish_and_count_exactly", run: testOppositeOrderBatches},
@@ -82,6 +83,32 @@ func testOverlappingChecks(t *testing.T, f *fixture) {
 	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s", workers, perWorker, f.log.check(f.check(p, k)), f.path), true, results)
 	f.requireExactCount(results, limit, workers*perWorker, g)
 	f.allow(f.checkCost(f.policy(limit, window), k, limit-workers*perWorker), 0, g+" (every allowed check was counted)")
+}
+
+// testOverlappingRenewals is testOverlappingChecks on a counter whose
+// window has expired with one unit used, so that the first racing check
+// renews it back to a count of one: the state changed, but its count did
+// not. An optimistic store whose write condition compares the count alone
+// (a conditional write on used = :old, rather than on a version or the
+// whole counter) lets every racer that read the expired window write its
+// own renewal over the first: units lost.
+func testOverlappingRenewals(t *testing.T, f *fixture) {
+	const g = "concurrency: checks renewing one expired window whose admissions overlap each count once"
+	const workers, perWorker, limit = 4, 3, 100
+	p, k := f.policy(limit, window), f.key()
+	f.allow(f.check(p, k), limit-1, g+" (one unit in a window that then expires)")
+	f.advance(window)
+	ws := make([]worker, workers)
+	for i := range ws {
+		ws[i] = worker{name: fmt.Sprintf("renewing checker %d", i+1), ops: repeat(perWorker, f.checkOp(f.check(p, k), f.path))}
+	}
+	results := f.race(g, true, ws)
+	f.logRace(fmt.Sprintf("%d goroutines × %d checks of %s via %s, its window expired", workers, perWorker, f.log.check(f.check(p, k)), f.path),
+		true, results)
+	f.requireExactCount(results, limit, workers*perWorker, g+
+		" (a write condition must compare the whole counter or a version: a renewed window has the count of the expired one)")
+	a := f.allow(f.checkCost(p, k, limit-workers*perWorker), 0, g+" (every allowed check was counted in the renewed window)")
+	f.requireDuration(window, a.ResetAfter, g+" (the renewed window starts at the renewal)")
 }
 
 // testOverlappingShadowChecks is testOverlappingChecks under a shadow

@@ -51,6 +51,9 @@ func (a *admission) run() error {
 	a.claimed = make([]int, a.n)
 	a.before = make([]domain.Counter, a.n)
 	a.present = make([]bool, a.n)
+	if s.cfg.Fault == OptimisticCountOnly {
+		return a.runOptimistic()
+	}
 	if s.cfg.Fault == ReadsBeforeLocking {
 		// The defect: the state is read before the locks that should keep
 		// it from changing until the write.
@@ -75,7 +78,7 @@ func (a *admission) run() error {
 	if s.cleansPerCheck() {
 		// As the memory store does: the clock first, so that each check can
 		// remove expired counters from its partition before it reads.
-		now = s.now()
+		now = a.clock()
 		a.read(now)
 	} else {
 		// As domain.Batch documents: read every key, then the clock.
@@ -88,7 +91,7 @@ func (a *admission) run() error {
 			a.unlock()
 			locked = false
 		}
-		now = s.now()
+		now = a.clock()
 	}
 	if s.cfg.Fault == ClockReadBeforeLocks {
 		now = early
@@ -123,6 +126,64 @@ func (a *admission) run() error {
 		a.deny(now)
 	}
 	return nil
+}
+
+// runOptimistic applies the admission optimistically (OptimisticCountOnly):
+// it reads every key without locks, reads the clock, and then, under the
+// locks that stand for the backend's atomic conditional write, goes on
+// only if each key's count is what it read, deciding on what it read;
+// otherwise it starts again.
+func (a *admission) runOptimistic() error {
+	s := a.s
+	for {
+		if err := a.ctx.Err(); err != nil {
+			return &Error{Op: "admit", Err: err}
+		}
+		a.read(domain.Instant(s.last.Load()))
+		now := s.now()
+		if err := a.lock(); err != nil {
+			return &Error{Op: "admit", Err: err}
+		}
+		s.mu.Lock()
+		same := true
+		for i, k := range a.keys {
+			// The defect: the condition compares the count alone, not the
+			// window it counts in.
+			if s.entries[k].Used != a.before[i].Used {
+				same = false
+			}
+		}
+		// New keys hold their partitions' locks: the occupancy is current.
+		a.stored = slices.Clone(s.stored)
+		s.mu.Unlock()
+		if !same {
+			a.unlock()
+			continue
+		}
+		a.observe(now)
+		commit, err := a.evaluate(now)
+		if err != nil {
+			a.unlock()
+			return &Error{Op: "admit", Err: err}
+		}
+		if commit {
+			a.write(now)
+		} else {
+			a.deny(now)
+		}
+		a.unlock()
+		return nil
+	}
+}
+
+// clock returns the admission's time: the store's clock, or with
+// SingleCheckReusesLastTime on AdmitCheck the latest time any admission
+// read.
+func (a *admission) clock() domain.Instant {
+	if a.single && a.s.cfg.Fault == SingleCheckReusesLastTime {
+		return domain.Instant(a.s.last.Load())
+	}
+	return a.s.now()
 }
 
 // stripeCount is the number of StripeLockedTwice's lock stripes, and
@@ -172,6 +233,10 @@ func (a *admission) lock() error {
 	default:
 		s.keyMu.Lock()
 		for _, k := range order {
+			if s.cfg.Fault == LocksBySubject {
+				// The defect: one lock per subject, taken once per check.
+				k = domain.NewCounterKey(domain.Fingerprint{}, k.SubjectKey())
+			}
 			l, ok := s.keyLocks[k]
 			if !ok {
 				l = new(sync.Mutex)
@@ -290,7 +355,16 @@ func (a *admission) read(at domain.Instant) {
 	if s.cachedBatch(a, at) {
 		return
 	}
+	bySubject := make(map[domain.SubjectKey]int)
 	for i, k := range a.keys {
+		if s.cfg.Fault == BatchReadsBySubject && !a.single {
+			// The defect: the reads are looked up by subject key alone.
+			if j, ok := bySubject[k.SubjectKey()]; ok {
+				a.before[i], a.present[i] = a.before[j], a.present[j]
+				continue
+			}
+			bySubject[k.SubjectKey()] = i
+		}
 		a.before[i], a.present[i] = s.read(a, k, at)
 	}
 }
@@ -442,6 +516,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	}
 	if _, ok := s.entries[k]; !ok {
 		s.firstExpiry[k] = c.Expires
+		s.inserted++
 	}
 	s.entries[k] = c
 	s.wrote(a, k, c)

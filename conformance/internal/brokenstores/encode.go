@@ -33,6 +33,19 @@ func (s *Store) encode(c domain.Counter, before domain.Counter, present bool, no
 		c.Expires = domain.Instant(float64(c.Expires))
 	case JSONRoundTrip:
 		c = jsonRoundTrip(c)
+	case EpochAlignedWindows:
+		if fresh := !present || !before.Active(now); fresh {
+			u := domain.Instant(w / time.Microsecond)
+			c.Start = now - now%u
+			c.Expires = c.Start + u
+		}
+	case WindowInt32Millis:
+		ms := int32(w / time.Millisecond)
+		c.Expires = c.Start.Add(time.Duration(ms) * time.Millisecond)
+	case RenewalKeepsCount:
+		if present && !before.Active(now) {
+			c.Used += before.Used
+		}
 	case ChargesOneUnit:
 		if present && before.Active(now) {
 			c.Used = before.Used + 1

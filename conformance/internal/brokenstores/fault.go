@@ -39,6 +39,14 @@ const (
 	// ClockBackwards reads a clock that steps back one second on every
 	// other admission, and does not clamp it.
 	ClockBackwards
+	// EpochAlignedWindows anchors each new window at the last multiple of
+	// the window's length since the clock's epoch, as a store keying its
+	// counters by floor(now/window) does, rather than at the first check.
+	EpochAlignedWindows
+	// SingleCheckReusesLastTime evaluates AdmitCheck at the latest time any
+	// admission read, as a coarse clock that only batches tick would,
+	// instead of reading the clock.
+	SingleCheckReusesLastTime
 
 	// Counters serialised through other types.
 
@@ -53,6 +61,10 @@ const (
 	JSONRoundTrip
 	// ChargesOneUnit counts one unit per allowed check, whatever its cost.
 	ChargesOneUnit
+	// WindowInt32Millis keeps a window's length as an int32 count of
+	// milliseconds (an `integer` column) and stores its end as the start
+	// plus that length.
+	WindowInt32Millis
 
 	// Keys.
 
@@ -62,6 +74,14 @@ const (
 	// KeysByPolicyID keys counters by policy id, scope and subject, leaving
 	// the limit and window out.
 	KeysByPolicyID
+	// ShadowSeparateCounter keys a shadow-mode check's counter apart from
+	// the enforced policy's, as if the mode were part of the fingerprint.
+	ShadowSeparateCounter
+	// BatchReadsBySubject reads a batch's counters into a map keyed by
+	// subject key, so that a batch naming one subject under two policies
+	// reads the first policy's counter for both (and writes each to its
+	// own key).
+	BatchReadsBySubject
 
 	// Renewal.
 
@@ -73,6 +93,10 @@ const (
 	// to it each time it renews an expired counter in place: every renewal
 	// leaks a slot that no cleanup gives back.
 	RenewalTakesSlot
+	// RenewalKeepsCount renews an expired window at the renewing check but
+	// carries the old window's count into it, as an UPDATE that moves the
+	// window and adds the cost to used without resetting it would.
+	RenewalKeepsCount
 
 	// Caching of reads and decisions.
 
@@ -119,6 +143,13 @@ const (
 	// ReleasesLockBeforeWrite decides under its locks, releases them, and
 	// takes them again to write.
 	ReleasesLockBeforeWrite
+	// OptimisticCountOnly is an optimistic store (read without locks,
+	// decide at the clock, write only if nothing read has changed, else
+	// start again) whose write condition compares the count alone, as a
+	// conditional write on `used = :old` does: a counter renewed since it
+	// was read, back at the count it had, passes the condition, and a
+	// second renewal of one expired window overwrites the first.
+	OptimisticCountOnly
 	// ReleasesLockBeforeDeciding reads under its locks, releases them to
 	// read the clock and decide, and takes them again to write.
 	ReleasesLockBeforeDeciding
@@ -142,6 +173,10 @@ const (
 	// keys share only once: a batch with two keys on one stripe waits on
 	// itself until its lock wait times out, and fails.
 	StripeLockedTwice
+	// LocksBySubject locks a lock per subject key instead of per counter
+	// key, once per check: a batch naming one subject under two policies
+	// takes that subject's lock twice and waits on itself forever.
+	LocksBySubject
 
 	// Partial writes.
 
@@ -251,6 +286,22 @@ const (
 	// cleans, taken from the highest partition down, so it deadlocks with
 	// an admission that takes them upwards.
 	CleanupLocksPartitionsDescending
+	// CleanupDeletesWithoutRecheck collects the expired counters in one
+	// step and deletes them in a second, waiting for each key's lock, without
+	// looking again: a counter renewed in between is deleted with its new
+	// count (SELECT ... WHERE expires <= now, then DELETE ... WHERE key IN).
+	CleanupDeletesWithoutRecheck
+	// CleanupHoldsClockLock samples the store's clock under the clock's
+	// mutex, which admissions take after their key locks, and keeps it
+	// while it waits for each expired key's lock to delete it: a
+	// store-wide lock taken before the key locks by cleanup and after them
+	// by admissions.
+	CleanupHoldsClockLock
+	// CleanupStaleExpiryIndex picks the counters to remove from an expiry
+	// index that renewals in place do not update, and removes them without
+	// reading their current window: a renewed counter is removed while it
+	// is active.
+	CleanupStaleExpiryIndex
 
 	// Stats.
 
@@ -259,6 +310,10 @@ const (
 	// StatsMisindexed reports partition i's headroom at index
 	// partitions-1-i.
 	StatsMisindexed
+	// StatsEntriesNeverShrink reports as Stats.Entries the number of
+	// counters ever inserted (an insert statistic such as pg_stat's
+	// n_tup_ins), which removals never lower.
+	StatsEntriesNeverShrink
 
 	// Close.
 
@@ -376,6 +431,18 @@ var faultNames = [faultCount]string{
 	SkipsBatchReady:                  "SkipsBatchReady",
 	CleanupLocksPartitionsDescending: "CleanupLocksPartitionsDescending",
 	ClosedBeforeBatchReady:           "ClosedBeforeBatchReady",
+	EpochAlignedWindows:              "EpochAlignedWindows",
+	SingleCheckReusesLastTime:        "SingleCheckReusesLastTime",
+	WindowInt32Millis:                "WindowInt32Millis",
+	ShadowSeparateCounter:            "ShadowSeparateCounter",
+	BatchReadsBySubject:              "BatchReadsBySubject",
+	RenewalKeepsCount:                "RenewalKeepsCount",
+	LocksBySubject:                   "LocksBySubject",
+	CleanupDeletesWithoutRecheck:     "CleanupDeletesWithoutRecheck",
+	CleanupHoldsClockLock:            "CleanupHoldsClockLock",
+	CleanupStaleExpiryIndex:          "CleanupStaleExpiryIndex",
+	StatsEntriesNeverShrink:          "StatsEntriesNeverShrink",
+	OptimisticCountOnly:              "OptimisticCountOnly",
 }
 
 // Faults returns every deliberate defect, None excluded.

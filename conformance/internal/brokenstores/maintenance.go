@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
@@ -139,6 +140,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			defer s.partLocks[p].Unlock()
 		}
 	}
+	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock {
+		return s.cleanupInTwoSteps(max), nil
+	}
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,6 +175,10 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 		}
 		expired := c.Expires <= now
 		switch s.cfg.Fault {
+		case CleanupStaleExpiryIndex:
+			// The defect: the index still holds the expiry the counter had
+			// when it was inserted.
+			expired = s.firstExpiry[k] <= now
 		case CleanupKeepsCounterAtEnd:
 			expired = c.Expires < now
 		case CleanupRemovesActive, CleansActivePerCheck:
@@ -190,6 +198,59 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 			continue
 		}
 		removed++
+	}
+	return removed
+}
+
+// cleanupInTwoSteps is CleanupExpired for CleanupDeletesWithoutRecheck and
+// CleanupHoldsClockLock: it collects up to max expired counters, earliest
+// expiry first, then deletes each under its key's lock, waiting for it.
+// CleanupDeletesWithoutRecheck deletes what it collected whatever the
+// counter has become since; CleanupHoldsClockLock looks again, but holds
+// the clock lock, which admissions take after their key locks, from its
+// clock sample to its last delete.
+func (s *Store) cleanupInTwoSteps(max int) int {
+	var now domain.Instant
+	if s.cfg.Fault == CleanupHoldsClockLock {
+		s.clockMu.Lock()
+		defer s.clockMu.Unlock()
+		now = s.clampedNow()
+	} else {
+		now = s.now()
+	}
+	type candidate struct {
+		k domain.CounterKey
+		e domain.Instant
+	}
+	s.mu.Lock()
+	var cs []candidate
+	for k, c := range s.entries {
+		if c.Expires <= now {
+			cs = append(cs, candidate{k, c.Expires})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(cs, func(a, b candidate) int { return int(a.e - b.e) })
+	removed := 0
+	for _, c := range cs[:min(len(cs), max)] {
+		s.keyMu.Lock()
+		l, ok := s.keyLocks[c.k]
+		if !ok {
+			l = new(sync.Mutex)
+			s.keyLocks[c.k] = l
+		}
+		s.keyMu.Unlock()
+		l.Lock()
+		s.mu.Lock()
+		e, ok := s.entries[c.k]
+		if ok && (s.cfg.Fault == CleanupDeletesWithoutRecheck || !e.Active(now)) {
+			delete(s.entries, c.k)
+			delete(s.firstExpiry, c.k)
+			s.stored[s.PartitionOf(c.k)]--
+			removed++
+		}
+		s.mu.Unlock()
+		l.Unlock()
 	}
 	return removed
 }
@@ -270,12 +331,17 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 		}
 	}
 	for p, n := range held {
-		st.Entries += int64(n)
+		if s.cfg.Fault != StatsEntriesNeverShrink {
+			st.Entries += int64(n)
+		}
 		i := p
 		if s.cfg.Fault == StatsMisindexed {
 			i = parts - 1 - p
 		}
 		st.Headroom[i] = int64(max(s.cfg.Capacity-n, 0))
+	}
+	if s.cfg.Fault == StatsEntriesNeverShrink {
+		st.Entries = int64(s.inserted)
 	}
 	return st, nil
 }

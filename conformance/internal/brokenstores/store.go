@@ -49,6 +49,7 @@ type Store struct {
 	keyLocks  map[domain.CounterKey]*sync.Mutex
 	partLocks []sync.Mutex
 	singleMu  sync.Mutex      // SingleCheckOwnLock's lock for AdmitCheck
+	clockMu   sync.Mutex      // CleanupHoldsClockLock's store-wide clock lock
 	stripes   []chan struct{} // StripeLockedTwice's locks, instead of the keys'
 
 	mu      sync.Mutex // guards everything below, for one read or one write
@@ -57,6 +58,8 @@ type Store struct {
 	// firstExpiry is the expiry each stored key had when it was stored
 	// (CapacityRetryFirstWindow).
 	firstExpiry map[domain.CounterKey]domain.Instant
+	// inserted counts the counters ever inserted (StatsEntriesNeverShrink).
+	inserted int
 	caches
 }
 
@@ -187,13 +190,28 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 	case KeysByPolicyID:
 		p := c.Policy()
 		return domain.NewCounterKey(sha256.Sum256([]byte(p.ID().String()+"\x00"+p.Scope().String())), k.SubjectKey())
+	case ShadowSeparateCounter:
+		if c.Policy().Mode() == domain.Shadow {
+			fp := k.Fingerprint()
+			return domain.NewCounterKey(sha256.Sum256(append(fp[:], "shadow"...)), k.SubjectKey())
+		}
 	}
 	return k
 }
 
 // now reads the clock, clamped so that it never goes backwards, unless the
-// fault is ClockBackwards.
+// fault is ClockBackwards. With CleanupHoldsClockLock it reads it under
+// the store-wide clock lock.
 func (s *Store) now() domain.Instant {
+	if s.cfg.Fault == CleanupHoldsClockLock {
+		s.clockMu.Lock()
+		defer s.clockMu.Unlock()
+	}
+	return s.clampedNow()
+}
+
+// clampedNow is now without the clock lock.
+func (s *Store) clampedNow() domain.Instant {
 	var now domain.Instant
 	if s.cfg.Fault == IgnoresInjectedClock {
 		now = domain.InstantOf(time.Since(s.created))
