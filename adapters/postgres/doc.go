@@ -220,7 +220,12 @@
 // owner, or hold CREATE on the schema, TRUNCATE, TRIGGER or REFERENCES on
 // the tables: any of these lets it replace a function, drop a trigger or
 // empty the counters. Give the migrations a role of their own that owns the
-// schema.
+// schema. [Store.Ready] refuses a schema holding a table, view or function
+// under one of Runlimit's names (runlimit_*, _sqlx_migrations) that
+// belongs neither to the schema's owner nor to a role the service's role
+// trusts ([ErrUntrustedSchema]): a role holding CREATE on the schema
+// (every role, on public, before PostgreSQL 15) could otherwise plant a
+// version table the store reads.
 //
 // Advisory locks live in one namespace per database, shared by every
 // application and role connected to it. An unrelated session that takes the

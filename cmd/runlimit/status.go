@@ -91,6 +91,12 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func readStatus(ctx context.Context, db *database, store *postgres.Store, schema string) (statusReport, error) {
+	// Nothing is read from an object another role planted under one of
+	// Runlimit's names: a view named like the version table a vendored
+	// schema lacks would run that role's code with the operator's rights.
+	if err := migrations.CheckOwners(ctx, db.pool, schema); err != nil {
+		return statusReport{}, err
+	}
 	version, tracked, err := schemaVersion(ctx, db.pool, schema)
 	if err != nil {
 		return statusReport{}, err
