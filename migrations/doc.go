@@ -29,7 +29,11 @@
 // reading anything there: a role with CREATE on the schema could otherwise
 // plant a version table whose trigger runs with the migrating role's
 // rights. [CheckTrusted] runs the same check for tools that read the schema
-// first.
+// first. [CheckOwners] is the check of a role that uses a schema another
+// role owns (a service's role, or the runlimit status and cleanup commands
+// run as it): it trusts the schema's owner and refuses objects under
+// Runlimit's names that any other untrusted role owns; postgres.Store's
+// Ready runs it.
 //
 // Databases migrated before the schema was configurable hold Runlimit's
 // objects in the schema that was first on the migrating connection's

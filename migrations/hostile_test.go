@@ -187,3 +187,43 @@ func TestMigrateRefusesAFunctionAnUntrustedRoleOwns(t *testing.T) {
 	require.ErrorIs(t, err, migrations.ErrUntrustedSchema)
 	require.Contains(t, err.Error(), "runlimit_lock_counter")
 }
+
+// A service's role uses a schema another role migrated and owns, holding
+// only the privileges it needs. CheckOwners accepts that schema, which
+// CheckTrusted (the migrating role's check) refuses to a role that cannot
+// vouch for its owner, and refuses it once a third role holding CREATE on
+// it plants an object under one of Runlimit's names, naming the object:
+// for the service's role and for the migrating role alike.
+func TestCheckOwnersTrustsTheSchemasOwnerOnly(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewEmpty(t)
+	ctx := context.Background()
+	migrator := db.NewRole(t, "migrator")
+	_, err := db.Pool.Exec(ctx, "GRANT CREATE ON DATABASE "+pgx.Identifier{db.Name}.Sanitize()+" TO "+pgx.Identifier{migrator.Name}.Sanitize())
+	require.NoError(t, err)
+	migratorPool := migrator.NewPool(t, nil)
+	require.NoError(t, migrations.MigratePool(ctx, migratorPool, "Limits"))
+	svc := db.NewRole(t, "svc")
+	_, err = migratorPool.Exec(ctx, `GRANT USAGE ON SCHEMA "Limits" TO `+pgx.Identifier{svc.Name}.Sanitize())
+	require.NoError(t, err)
+	svcPool := svc.NewPool(t, nil)
+
+	require.NoError(t, migrations.CheckOwners(ctx, svcPool, "Limits"))
+	require.NoError(t, migrations.CheckOwners(ctx, migratorPool, "Limits"))
+	require.NoError(t, migrations.CheckOwners(ctx, svcPool, "missing"))
+	require.ErrorIs(t, migrations.CheckTrusted(ctx, svcPool, "Limits"), migrations.ErrUntrustedSchema)
+
+	planter := db.NewRole(t, "planter")
+	_, err = migratorPool.Exec(ctx, `GRANT CREATE ON SCHEMA "Limits" TO `+pgx.Identifier{planter.Name}.Sanitize())
+	require.NoError(t, err)
+	_, err = planter.NewPool(t, nil).Exec(ctx, `CREATE FUNCTION "Limits".runlimit_planted() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$`)
+	require.NoError(t, err)
+	for _, pool := range []*pgxpool.Pool{svcPool, migratorPool} {
+		err := migrations.CheckOwners(ctx, pool, "Limits")
+		require.ErrorIs(t, err, migrations.ErrUntrustedSchema)
+		require.Contains(t, err.Error(), `"runlimit_planted" in schema "Limits"`)
+		require.NotContains(t, err.Error(), planter.Name)
+	}
+	require.ErrorIs(t, migrations.CheckOwners(ctx, svcPool, "bad schema"), migrations.ErrInvalidSchema)
+	require.ErrorIs(t, migrations.CheckOwners(ctx, nil, "Limits"), migrations.ErrNilArgument)
+}

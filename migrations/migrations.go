@@ -173,7 +173,8 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 
 // sqlSchemaTrusted reports whether schema $1 exists, whether its owner is
 // one the connected role can vouch for, and the first object in it, under
-// one of Runlimit's names, that belongs to any other role. A trusted owner
+// one of Runlimit's names, that belongs to any other role. With $2 (a
+// reader's check, [CheckOwners]) the schema's owner counts as vouched for. A trusted owner
 // is the role itself or a role it is a member of (pg_has_role would say yes
 // to any role for a superuser), the database's owner, pg_database_owner
 // (which owns public since PostgreSQL 15) or a superuser. Runlimit's names
@@ -198,12 +199,13 @@ objects(namespace, name, owner) AS (
     SELECT c.relnamespace, c.relname::pg_catalog.text, c.relowner FROM pg_catalog.pg_class AS c
   UNION ALL
     SELECT p.pronamespace, p.proname::pg_catalog.text, p.proowner FROM pg_catalog.pg_proc AS p)
-SELECT n.nspowner IN (SELECT role FROM trusted),
+SELECT $2::pg_catalog.bool OR n.nspowner IN (SELECT role FROM trusted),
        (SELECT pg_catalog.min(o.name) FROM objects AS o
         WHERE o.namespace OPERATOR(pg_catalog.=) n.oid
           AND (pg_catalog.starts_with(o.name, 'runlimit_'::pg_catalog.text)
                OR o.name OPERATOR(pg_catalog.=) '_sqlx_migrations'::pg_catalog.text)
-          AND o.owner NOT IN (SELECT role FROM trusted))
+          AND o.owner NOT IN (SELECT role FROM trusted)
+          AND NOT ($2::pg_catalog.bool AND o.owner OPERATOR(pg_catalog.=) n.nspowner))
 FROM pg_catalog.pg_namespace AS n
 WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.name`
 
@@ -262,11 +264,50 @@ func CheckTrusted(ctx context.Context, q Querier, schema string) error {
 	return nil
 }
 
+// CheckOwners is the check of a role that uses a schema another role
+// migrated, such as a service's role holding only the privileges it needs,
+// or the runlimit status and cleanup commands run as that role: it
+// returns an error matching [ErrUntrustedSchema] when schema ("" means
+// [DefaultSchema]) holds a table, view, sequence or function under one of
+// Runlimit's names (runlimit_*, or _sqlx_migrations) that belongs neither
+// to the schema's owner nor to a role q's role can vouch for (see
+// [Migrate]). Such an object was planted by a role holding CREATE on the
+// schema: reading it, or calling it, would run that role's code with q's
+// role's rights, and an object missing from the schema (a version table a
+// vendored schema lacks, sqlx's table a Go-migrated one lacks) is just the
+// name such a role would choose. Unlike [CheckTrusted], it accepts a
+// schema owned by any role: whoever names a schema trusts its owner, who
+// can replace anything in it. A schema that does not exist is not an
+// error. Its query reaches every name through pg_catalog, whatever q's
+// search_path; its errors name the object and the schema, nothing else.
+func CheckOwners(ctx context.Context, q Querier, schema string) error {
+	schema, err := resolve(schema)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: context", ErrNilArgument)
+	case nilcheck.IsNil(q):
+		return fmt.Errorf("%w: querier", ErrNilArgument)
+	}
+	if err := checkSchema(ctx, q, schema, true); err != nil && !errors.Is(err, errNoSchema) {
+		return err
+	}
+	return nil
+}
+
 // checkTrusted is [CheckTrusted] reporting a missing schema as errNoSchema.
 func checkTrusted(ctx context.Context, q Querier, schema string) error {
+	return checkSchema(ctx, q, schema, false)
+}
+
+// checkSchema runs [CheckTrusted]'s check, or [CheckOwners]' when reader
+// is set, reporting a missing schema as errNoSchema.
+func checkSchema(ctx context.Context, q Querier, schema string, reader bool) error {
 	var trusted bool
 	var object *string
-	err := q.QueryRow(ctx, sqlSchemaTrusted, schema).Scan(&trusted, &object)
+	err := q.QueryRow(ctx, sqlSchemaTrusted, schema, reader).Scan(&trusted, &object)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return errNoSchema
@@ -275,6 +316,9 @@ func checkTrusted(ctx context.Context, q Querier, schema string) error {
 	case !trusted:
 		return fmt.Errorf("%w: schema %s; make the migrating role its owner, or choose another schema",
 			ErrUntrustedSchema, pgx.Identifier{schema}.Sanitize())
+	case object != nil && reader:
+		return fmt.Errorf("%w: %s in schema %s belongs to a role that neither owns the schema nor is trusted by the connected role, and could run its code with the connected role's rights; drop it, or make the schema's owner its owner",
+			ErrUntrustedSchema, pgx.Identifier{*object}.Sanitize(), pgx.Identifier{schema}.Sanitize())
 	case object != nil:
 		return fmt.Errorf("%w: %s in schema %s belongs to another role, which could run its code with the migrating role's rights; drop it, or make a trusted role its owner",
 			ErrUntrustedSchema, pgx.Identifier{*object}.Sanitize(), pgx.Identifier{schema}.Sanitize())

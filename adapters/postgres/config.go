@@ -73,9 +73,10 @@ const (
 	// and COMMIT, in one transaction over two pipelined round trips.
 	Locked Protocol = iota
 	// Optimistic admits a single check without holding a lock across round
-	// trips: round trip 1 reads the counter (or the ledger count of a key
-	// without one) and the clock in one statement; round trip 2, for an
-	// allowed check only, writes in one implicit transaction a new state
+	// trips: round trip 1 sets its timeouts, then reads the counter (or the
+	// ledger count of a key without one) and the clock in one statement;
+	// round trip 2, for an allowed check only, sets its timeouts and
+	// writes in one implicit transaction a new state
 	// that applies only while the counter is still the one read (a new key
 	// also takes its advisory and ledger locks, in the locked protocol's
 	// order, and applies only while its shard has room). A write that

@@ -73,14 +73,20 @@
 // holding a lock across round trips. Batches of two or more checks keep the
 // locked protocol above. A single check then runs:
 //
-//  1. one statement, outside any explicit transaction: the stored counter
+//  1. one read, outside any explicit transaction: the stored counter
 //     (or, for a key without a row, its shard's ledger count) and one
 //     pg_catalog.clock_timestamp() sample, taken after the statement's
 //     snapshot. The domain evaluates that. A denial ends here: it writes
-//     nothing and needs no confirmation (see below).
+//     nothing and needs no confirmation (see below). A statement before
+//     it, in the same round trip and implicit transaction, sets its
+//     statement and lock timeouts from the caller's deadline: the server
+//     takes the read's table locks when it binds it, so a table lock held
+//     elsewhere (an ALTER TABLE) ends in a timeout that leaves the
+//     connection in use, not in the store's budget running out.
 //  2. for an allowed check, one conditional write, its own implicit
-//     transaction, committed at the pipeline's Sync; it sets its lock
-//     timeout from the caller's deadline before it waits for any lock. It
+//     transaction, committed at the pipeline's Sync; a statement before it
+//     sets its timeouts from the caller's deadline, so that they bound
+//     every lock it waits for, its table's included. It
 //     is an UPDATE that applies only while used, start and expiry are the
 //     values read, or, for a new key, a statement that takes the key's
 //     advisory lock, then an INSERT, with a snapshot taken once that lock
@@ -113,7 +119,9 @@
 //
 // What it saves: the lock function and its four settings, and the advisory
 // lock of a stored key, which cost the server more than the rest of the
-// transaction; a denial costs one round trip instead of two. In
+// transaction; a denial costs one round trip instead of two. The timeout
+// statements cost a Bind and an Execute each, of a prepared statement
+// that reads no table, in a round trip that was sent anyway. In
 // benchmarks/cmd/pgload on a 2-vCPU machine shared by client and server it
 // ran at 1.09 to 1.29 times the locked protocol's rate at 8 and 32
 // callers over three runs. What
@@ -220,7 +228,12 @@
 // owner, or hold CREATE on the schema, TRUNCATE, TRIGGER or REFERENCES on
 // the tables: any of these lets it replace a function, drop a trigger or
 // empty the counters. Give the migrations a role of their own that owns the
-// schema.
+// schema. [Store.Ready] refuses a schema holding a table, view or function
+// under one of Runlimit's names (runlimit_*, _sqlx_migrations) that
+// belongs neither to the schema's owner nor to a role the service's role
+// trusts ([ErrUntrustedSchema]): a role holding CREATE on the schema
+// (every role, on public, before PostgreSQL 15) could otherwise plant a
+// version table the store reads.
 //
 // Advisory locks live in one namespace per database, shared by every
 // application and role connected to it. An unrelated session that takes the

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -112,28 +113,46 @@ func (a *admission) replay(obs domain.Observation, now domain.Instant, committed
 // the ledger count, and the database time.
 func (a *admission) readOptimistic(ss *session, st *connState) (domain.Instant, error) {
 	p := &a.params
+	var q pgconn.Batch
+	p.reset()
+	ss.addLockTimeout(p)
+	q.ExecStatement(st.stmts[stmtOptTimeouts], p.slice(), binaryFormat, nil)
+	// The statement is encoded at once: params can start again.
 	p.reset()
 	p.addBytea(a.fps, true)
 	p.addBytea(a.sks, true)
 	p.addInt2(a.shards, true)
+	q.ExecStatement(st.stmts[stmtOptRead], p.slice(), binaryFormat, binaryFormat)
 	if !ss.send(false) {
 		return 0, errCallerLeft
 	}
-	rr := ss.pc.ExecStatement(ss.ctx, st.stmts[stmtOptRead], p.slice(), binaryFormat, binaryFormat)
+	mrr := ss.pc.ExecBatch(ss.ctx, &q)
 	a.present[0], a.counters[0], a.ledger = false, domain.Counter{}, a.ledger[:0]
 	var (
 		now     domain.Instant
 		sampled bool
 		rows    int
 		bad     error
+		err     error
 	)
-	for rr.NextRow() {
-		rows++
-		if err := a.decodeOptimistic(rr.Values(), &now, &sampled); err != nil && bad == nil {
-			bad = err
+	// The timeouts' answer, then the read's row.
+	for i := 0; i < 2 && err == nil; i++ {
+		if !mrr.NextResult() {
+			err = incomplete(nil)
+			break
 		}
+		rr := mrr.ResultReader()
+		for i == 1 && rr.NextRow() {
+			rows++
+			if err := a.decodeOptimistic(rr.Values(), &now, &sampled); err != nil && bad == nil {
+				bad = err
+			}
+		}
+		_, err = rr.Close()
 	}
-	_, err := rr.Close()
+	if cerr := mrr.Close(); cerr != nil && (err == nil || errors.Is(err, errIncomplete)) {
+		err = cerr
+	}
 	ss.received()
 	switch {
 	case err != nil:
@@ -159,21 +178,24 @@ func (a *admission) decodeOptimistic(v [][]byte, now *domain.Instant, sampled *b
 }
 
 // writeConditional is round trip 2 of the optimistic protocol: the
-// conditional write, which sets its own lock timeout, as one implicit
-// transaction. It reports whether the write applied.
+// conditional write, after the statement that sets its timeouts, as one
+// implicit transaction. It reports whether the write applied.
 func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard int) (applied bool, err error) {
 	p := &a.params
 	var q pgconn.Batch
 	p.reset()
 	locks := 0
 	if a.present[0] {
+		ss.addLockTimeout(p)
+		q.ExecStatement(st.stmts[stmtOptTimeouts], p.slice(), binaryFormat, nil)
+		locks = 1
+		p.reset()
 		a.updates.addParams(p, true)
 		old := a.counters[0]
 		p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(old.Used))
 		p.end()
 		p.addTime([]domain.Instant{old.Start}, true)
 		p.addTime([]domain.Instant{old.Expires}, true)
-		ss.addLockTimeout(p)
 		q.ExecStatement(st.stmts[stmtOptUpdate], p.slice(), binaryFormat, nil)
 	} else {
 		ss.addLockTimeout(p)
@@ -220,7 +242,7 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 }
 
 // readConditional reads the answers of round trip 2: locks statements
-// that take the write's locks, the write and the implicit COMMIT at the
+// that set the write's timeouts or take its locks, the write and the implicit COMMIT at the
 // Sync, and says at which stage an error was met, as readWritten does for
 // the locked protocol: an error of a statement proves nothing was
 // committed; one after the write's answer is the commit's own.

@@ -47,8 +47,17 @@ var requiredVersion = sync.OnceValues(func() (int32, error) {
 	return steps[len(steps)-1].Version, nil
 })
 
+// ErrUntrustedSchema is matched by the error of [Store.Ready] when the
+// schema holds a table, view or function under one of Runlimit's names
+// that belongs neither to the schema's owner nor to a role the store's
+// role trusts. It is [migrations.ErrUntrustedSchema].
+var ErrUntrustedSchema = migrations.ErrUntrustedSchema
+
 // Ready reports whether the store can serve admissions now, for a readiness
-// probe ([ports.ReadinessChecker]). On one pooled connection it checks the
+// probe ([ports.ReadinessChecker]). On one pooled connection it first
+// refuses a schema holding an object under Runlimit's names that another
+// role planted ([ErrUntrustedSchema], see
+// [migrations.CheckOwners]; one catalog query), then checks the
 // schema's recorded version (at least the latest migration's; a schema
 // vendored into the host's migrations records none and is judged by what
 // follows), makes the connection ready exactly as an admission does
@@ -74,6 +83,9 @@ func (s *Store) Ready(ctx context.Context) error {
 		return &MaintenanceError{Op: opReady, Err: err}
 	}
 	return s.maintain(ctx, opReady, func(ss *session) error {
+		if err := s.checkOwners(ss); err != nil {
+			return err
+		}
 		if err := s.checkVersion(ss, want); err != nil {
 			return err
 		}
@@ -95,6 +107,21 @@ func (s *Store) Ready(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// checkOwners returns a [*MaintenanceError] matching [ErrUntrustedSchema]
+// when the schema holds an object under Runlimit's names that another role
+// planted ([migrations.CheckOwners]), before anything in the schema is read.
+func (s *Store) checkOwners(ss *session) error {
+	if !ss.send(false) {
+		return errCallerLeft
+	}
+	defer ss.received()
+	if err := migrations.CheckOwners(ss.ctx, ss.conn, s.cfg.Schema); err != nil {
+		// Its errors are sanitized already, and name the object.
+		return &MaintenanceError{Op: opReady, Timeout: isTimeout(err), Err: err}
+	}
+	return nil
 }
 
 // checkVersion returns a [*MaintenanceError] wrapping a [*SchemaError] when

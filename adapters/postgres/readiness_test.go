@@ -206,3 +206,33 @@ func TestReadyIsBoundedAndSafe(t *testing.T) {
 	requireNoDriverError(t, err)
 	leakcheck.Check(t, "readiness error", err, []byte(password))
 }
+
+// A role holding CREATE on the schema (every role, on public, before
+// PostgreSQL 15) plants views named like the version table, which a schema
+// vendored into the host's migrations lacks, and like sqlx's, each calling
+// its own function. Ready, run as the service's role, refuses the schema,
+// naming the object, before it reads either: reading them would run the
+// planter's code with the service's rights, and report whatever version
+// the planter likes.
+func TestReadyRefusesAnObjectAnotherRolePlanted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	_, err := db.Pool.Exec(ctx, "DROP TABLE public.runlimit_schema_version")
+	require.NoError(t, err)
+	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx), "a vendored schema is ready")
+
+	calls := db.PlantVersionView(t, "public")
+	err = store.Ready(ctx)
+	require.ErrorIs(t, err, postgres.ErrUntrustedSchema)
+	require.ErrorIs(t, err, migrations.ErrUntrustedSchema)
+	var me *postgres.MaintenanceError
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, "ready", me.Op)
+	require.False(t, me.Timeout)
+	require.Contains(t, err.Error(), `"_sqlx_migrations" in schema "public"`)
+	require.Zero(t, calls(), "Ready ran the planted code")
+}

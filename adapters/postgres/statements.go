@@ -49,6 +49,7 @@ const (
 	stmtOptUpdate
 	stmtOptLock
 	stmtOptInsert
+	stmtOptTimeouts
 	stmtBegin
 	stmtCommit
 	stmtCount
@@ -82,10 +83,11 @@ func newStatements(schema string) *statements {
 		stmtUpdateMany: sqlUpdateMany,
 		stmtInsertMany: sqlInsertMany,
 
-		stmtOptRead:   sqlOptRead,
-		stmtOptUpdate: sqlOptUpdate,
-		stmtOptLock:   sqlOptLock,
-		stmtOptInsert: sqlOptInsert,
+		stmtOptRead:     sqlOptRead,
+		stmtOptUpdate:   sqlOptUpdate,
+		stmtOptLock:     sqlOptLock,
+		stmtOptInsert:   sqlOptInsert,
+		stmtOptTimeouts: sqlOptTimeouts,
 	} {
 		// Names carry the schema's tag: stores of two schemas may share a
 		// pool.
@@ -106,10 +108,11 @@ var statementNames = [stmtCount]string{
 	stmtUpdateMany: "update_many",
 	stmtInsertMany: "insert_many",
 
-	stmtOptRead:   "opt_read",
-	stmtOptUpdate: "opt_update",
-	stmtOptLock:   "opt_lock",
-	stmtOptInsert: "opt_insert",
+	stmtOptRead:     "opt_read",
+	stmtOptUpdate:   "opt_update",
+	stmtOptLock:     "opt_lock",
+	stmtOptInsert:   "opt_insert",
+	stmtOptTimeouts: "opt_timeouts",
 }
 
 const (
@@ -142,20 +145,32 @@ VALUES ($1::bytea, $2::bytea, $3::bigint, $4::timestamptz, $5::timestamptz, $6::
 )
 
 // The statements of the optimistic protocol (Config.Protocol), for a
-// single check. Round trip 1 is sqlOptRead alone, outside any explicit
-// transaction; round trip 2, for an allowed check, is one conditional
-// write, an implicit transaction that commits when the server reaches the
-// pipeline's Sync: sqlOptUpdate alone for a stored key, sqlOptLock then
-// sqlOptInsert for a new one.
+// single check. Round trip 1 is sqlOptTimeouts then sqlOptRead, outside any
+// explicit transaction; round trip 2, for an allowed check, is one
+// conditional write: sqlOptTimeouts then sqlOptUpdate for a stored key,
+// sqlOptLock then sqlOptInsert for a new one. The statements of one round
+// trip share an implicit transaction, which ends (commits, for a write)
+// when the server reaches the pipeline's Sync.
 //
-// Each write sets its own lock timeout, from the caller's deadline, before
-// any lock it waits for: the update in an uncorrelated subquery of its
-// WHERE clause, which PostgreSQL runs once as a one-time filter before the
-// scan; the insert in sqlOptLock, before its advisory lock. lock_timeout
-// is read when a wait begins, so it bounds those waits; a statement
-// timeout would bound only later statements. The store's own cancellation
-// bounds the rest, as it does for round trip 1.
+// Every statement that names a table waits for its table's lock before it
+// runs a single expression of its own: the server locks the tables of a
+// prepared statement when it binds it. A role holding an ACCESS EXCLUSIVE
+// lock on the table (an ALTER TABLE, a LOCK TABLE, which UPDATE privilege
+// allows) would hold up such a statement with no timeout of its own until
+// the store's budget ran out and the driver closed the connection. So a
+// statement of its own, which names no table, sets the implicit
+// transaction's timeouts first, from the caller's deadline: sqlOptTimeouts
+// for the read and the update, sqlOptLock (before its advisory lock) for
+// the insert. lock_timeout is read when a wait begins, so it bounds every
+// wait of the statements after it; statement_timeout bounds their run.
+// That costs one more statement in the round trip, not another round
+// trip: a Bind and an Execute of a prepared statement that reads nothing.
 const (
+	// sqlOptTimeouts sets the statement and lock timeouts of the implicit
+	// transaction it starts, from $1.
+	sqlOptTimeouts = `SELECT pg_catalog.set_config('statement_timeout', $1::text, true) IS NOT NULL
+   AND pg_catalog.set_config('lock_timeout', $1::text, true) IS NOT NULL`
+
 	// sqlOptRead returns exactly one row, whether the key has a row or not:
 	// the counter (NULLs for a key without a row), the ledger count of the
 	// key's shard (only for a key without a row) and the clock, sampled
@@ -178,8 +193,7 @@ LEFT JOIN {windows} AS w ON w.config_fingerprint = $1::bytea AND w.subject_key =
 	// later.
 	sqlOptUpdate = `UPDATE {windows}
 SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = $5::timestamptz
-WHERE (SELECT pg_catalog.set_config('lock_timeout', $9::text, true)) IS NOT NULL
-  AND config_fingerprint = $1::bytea AND subject_key = $2::bytea
+WHERE config_fingerprint = $1::bytea AND subject_key = $2::bytea
   AND used = $6::bigint AND window_started_at = $7::timestamptz AND window_expires_at = $8::timestamptz`
 
 	// sqlOptLock is the first statement of a new key's insert: the lock

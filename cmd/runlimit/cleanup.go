@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/migrations"
 )
 
 const cleanupSummary = `Deletes expired counters from the PostgreSQL store, freeing their capacity
@@ -62,6 +63,11 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	store, err := postgres.New(db.pool, postgres.Config{Schema: *schema, OperationTimeout: *timeout})
 	if err != nil {
 		return err
+	}
+	// Nothing is deleted from, or fires triggers of, a schema in which a
+	// role other than its owner planted an object under Runlimit's names.
+	if err := migrations.CheckOwners(ctx, db.pool, *schema); err != nil {
+		return db.wrap(err)
 	}
 	if cfg.every == 0 {
 		r, err := cleanupRound(ctx, store, cfg)

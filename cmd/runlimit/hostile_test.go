@@ -74,3 +74,32 @@ func TestMigrateReadsNothingFromAnUntrustedSchema(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM evil.calls").Scan(&calls))
 	require.Zero(t, calls, "migrate ran the planted code")
 }
+
+// status and cleanup, run as the service's role on a schema vendored into
+// the host's migrations (it has no version table), refuse the schema once
+// a role holding CREATE on it has planted views named like the version
+// table and sqlx's, whose code would run with the caller's rights and make
+// status report whatever version the planter likes. They say which object
+// and which schema, exit 1, and run none of the planted code.
+func TestStatusAndCleanupRefuseAPlantedObject(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	_, err := db.Pool.Exec(context.Background(), "DROP TABLE public.runlimit_schema_version")
+	require.NoError(t, err)
+	addCounters(t, db.Pool, "planted", 2)
+	expireAll(t, db.Pool)
+	calls := db.PlantVersionView(t, "public")
+
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"cleanup"}, {"cleanup", "--every", "1h"}} {
+		r := execute(t, noEnv, append(args, "--database-url", svc.URL)...)
+		require.Equal(t, 1, r.code, "%v: stdout: %s", args, r.stdout)
+		require.Contains(t, r.stderr, "untrusted role", args)
+		require.Contains(t, r.stderr, `"_sqlx_migrations" in schema "public"`, args)
+		require.Empty(t, r.stdout, args)
+	}
+	require.Zero(t, calls(), "the planted code ran")
+	var rows int
+	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM public.runlimit_fixed_windows").Scan(&rows))
+	require.Equal(t, 2, rows, "cleanup deleted rows from a schema it refused")
+}

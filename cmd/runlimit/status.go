@@ -18,7 +18,8 @@ and index sizes, and live and dead tuples (PostgreSQL's estimates; many dead
 tuples mean vacuum is not keeping up).
 
 Headroom is measured against --rows-per-shard, which should match the services'
-postgres.Config.RowsPerShard. --json prints one JSON object with stable field
+postgres.Config.RowsPerShard. The reads, once connected, take at most --timeout
+in all (a table lock held elsewhere, such as an ALTER TABLE's, makes them wait). --json prints one JSON object with stable field
 names for scripts and monitoring.`
 
 // statusReport is the status command's JSON output. Its field names are
@@ -55,11 +56,15 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	schema := addSchemaFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	rowsPerShard := fs.Int("rows-per-shard", postgres.DefaultRowsPerShard, "the services' rows per capacity shard, 1 to 65536, for headroom")
+	timeout := fs.Duration("timeout", postgres.DefaultTimeout, "time budget of the status read once connected, at most 60s")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *rowsPerShard < 1 || *rowsPerShard > postgres.MaxRowsPerShard {
 		return fmt.Errorf("%w: --rows-per-shard is %d, want 1 to %d", errUsage, *rowsPerShard, postgres.MaxRowsPerShard)
+	}
+	if *timeout <= 0 || *timeout > postgres.MaxTimeout {
+		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, postgres.MaxTimeout)
 	}
 	if err := checkSchema(*schema); err != nil {
 		return err
@@ -73,11 +78,15 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer db.close()
-	store, err := postgres.New(db.pool, postgres.Config{Schema: *schema, RowsPerShard: *rowsPerShard})
+	store, err := postgres.New(db.pool, postgres.Config{Schema: *schema, RowsPerShard: *rowsPerShard, OperationTimeout: *timeout})
 	if err != nil {
 		return err
 	}
-	report, err := readStatus(ctx, db, store, *schema)
+	// Every read is bounded: a lock held on a table (an ALTER TABLE) must
+	// not hang a monitoring script's status call.
+	readCtx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	report, err := readStatus(readCtx, db, store, *schema)
 	if err != nil {
 		return db.wrap(err)
 	}
@@ -91,6 +100,12 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func readStatus(ctx context.Context, db *database, store *postgres.Store, schema string) (statusReport, error) {
+	// Nothing is read from an object another role planted under one of
+	// Runlimit's names: a view named like the version table a vendored
+	// schema lacks would run that role's code with the operator's rights.
+	if err := migrations.CheckOwners(ctx, db.pool, schema); err != nil {
+		return statusReport{}, err
+	}
 	version, tracked, err := schemaVersion(ctx, db.pool, schema)
 	if err != nil {
 		return statusReport{}, err

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -122,4 +124,37 @@ func TestFormatBytes(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, formatBytes(tt.n))
 	}
+}
+
+// status gives up at --timeout when a table lock held elsewhere (an ALTER
+// TABLE's) holds up its reads, rather than hanging a monitoring script,
+// and says it timed out.
+func TestStatusIsBoundedByItsTimeout(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	for _, table := range []string{"runlimit_schema_version", "runlimit_fixed_windows"} {
+		tx, err := db.Pool.Begin(context.Background())
+		require.NoError(t, err)
+		_, err = tx.Exec(context.Background(), "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE")
+		require.NoError(t, err)
+		results := make(chan result, 1)
+		go func() {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"status", "--timeout", "200ms", "--database-url", db.URL}, noEnv, &stdout, &stderr)
+			results <- result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+		}()
+		var r result
+		select {
+		case r = <-results:
+		case <-time.After(30 * time.Second):
+			_ = tx.Rollback(context.Background())
+			t.Fatalf("status waited for the lock on %s past its timeout", table)
+		}
+		require.NoError(t, tx.Rollback(context.Background()))
+		require.Equal(t, 1, r.code, "%s: stdout: %s", table, r.stdout)
+		require.Regexp(t, "timed out|timeout", r.stderr, table)
+	}
+	r := execute(t, noEnv, "status", "--timeout", "0s", "--database-url", db.URL)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--timeout")
 }

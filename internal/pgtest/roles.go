@@ -123,3 +123,49 @@ func (d *Database) exec(t testing.TB, sql string) {
 		t.Fatalf("pgtest: %v", err)
 	}
 }
+
+// PlantVersionView plays a role holding CREATE on schema, as every role
+// held on public before PostgreSQL 15: it creates, in schema, a view named
+// like the migrations' version table and one named like sqlx's, each
+// calling a function of its own that records its call, and returns a
+// function that counts the calls. The names must be free: the test drops
+// the real version table first, as a schema vendored into a host's
+// migrations lacks it.
+func (d *Database) PlantVersionView(t testing.TB, schema string) (calls func() int) {
+	t.Helper()
+	hostile := d.NewRole(t, "planter")
+	s, r := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{hostile.Name}.Sanitize()
+	d.exec(t, "GRANT CREATE ON SCHEMA "+s+" TO "+r)
+	calls = func() int {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var n int
+		if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{hostile.Name, "calls"}.Sanitize()).Scan(&n); err != nil {
+			t.Fatalf("pgtest: count the planted views' calls: %v", err)
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The calls are recorded in a schema of the planter's own, which the
+	// views' callers may write to.
+	d.exec(t, "GRANT CREATE ON DATABASE "+pgx.Identifier{d.Name}.Sanitize()+" TO "+r)
+	_, err := hostile.NewPool(t, nil).Exec(ctx, `
+		CREATE SCHEMA `+r+`;
+		CREATE TABLE `+r+`.calls (at timestamptz DEFAULT pg_catalog.now());
+		GRANT USAGE ON SCHEMA `+r+` TO PUBLIC;
+		GRANT INSERT ON `+r+`.calls TO PUBLIC;
+		CREATE FUNCTION `+s+`.runlimit_seen() RETURNS int4 LANGUAGE sql VOLATILE AS $$
+			INSERT INTO `+r+`.calls DEFAULT VALUES RETURNING 999 $$;
+		CREATE VIEW `+s+`.runlimit_schema_version AS SELECT `+s+`.runlimit_seen() AS version;
+		CREATE VIEW `+s+`._sqlx_migrations AS
+			SELECT `+s+`.runlimit_seen()::bigint AS version, ''::text AS description,
+			       pg_catalog.now() AS installed_on, true AS success, '\x'::bytea AS checksum,
+			       0::bigint AS execution_time;
+		GRANT SELECT ON `+s+`.runlimit_schema_version, `+s+`._sqlx_migrations TO PUBLIC;`)
+	if err != nil {
+		t.Fatalf("pgtest: plant the version views: %v", err)
+	}
+	return calls
+}

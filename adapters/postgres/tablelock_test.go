@@ -1,0 +1,92 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+)
+
+// lockTable takes an ACCESS EXCLUSIVE lock on the counters table in tx, as
+// an ALTER TABLE does, or a role holding UPDATE on it with LOCK TABLE.
+func lockTable(t *testing.T, tx pgx.Tx) {
+	t.Helper()
+	_, err := tx.Exec(context.Background(), "LOCK TABLE runlimit_fixed_windows IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+}
+
+// A table lock held past the operation timeout fails every entry point as
+// a timeout that consumed nothing, whether or not the caller has a
+// deadline of its own, and the connection survives: the server's own
+// timeouts end the wait before the store's budget, which would close the
+// connection. The optimistic read waits for the table's lock when the
+// server binds it, before any expression of its own could set a timeout.
+// Once the lock is gone, the same connection admits.
+func TestAdmitTimesOutOnAHeldTableLock(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		for _, deadline := range []time.Duration{0, 5 * time.Millisecond} {
+			f := setup(t, e.cfg(postgres.Config{}))
+			store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}), named("table-lock"))
+			checks := e.checks(f, policy(t, "table.lock", 5, time.Hour), "held")
+			e.allow(t, store, checks)
+			before := backends(t, pool)
+
+			tx := f.hold(t)
+			lockTable(t, tx)
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if deadline > 0 {
+				ctx, cancel = context.WithTimeout(ctx, deadline)
+			}
+			_, err := e.admit(ctx, store, checks)
+			cancel()
+			ae := requireAdmissionError(t, err, postgres.OpLock, false)
+			require.True(t, ae.Timeout, "deadline %v", deadline)
+			require.ErrorIs(t, err, postgres.ErrTimeout)
+			require.NoError(t, tx.Rollback(context.Background()))
+
+			// The caller who left at its deadline has its answer before the
+			// work has given the connection back.
+			require.Eventually(t, func() bool { return pool.Stat().AcquiredConns() == 0 }, 10*time.Second, time.Millisecond)
+			require.Equal(t, before, backends(t, pool), "deadline %v: the connection was replaced", deadline)
+			f.requireUsed(t, checks, 1)
+			e.allow(t, store, checks)
+			f.requireUsed(t, checks, 2)
+		}
+	})
+}
+
+// An optimistic write that meets a table lock taken after its read (an
+// ALTER TABLE that began in between) ends by the server's lock timeout
+// too: the update sets its timeouts in a statement before its own, since
+// the server locks the update's table when it binds it. Nothing is
+// consumed and the connection survives.
+func TestOptimisticWriteTimesOutOnATableLockTakenAfterTheRead(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	const app = "opt-table-lock"
+	store, pool, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic, OperationTimeout: time.Second}, app)
+	c := f.check(policy(t, "opt.table.lock", 5, time.Hour), "c")
+	requireAllowed(t, admit(t, store, c))
+	before := backends(t, pool)
+
+	answers, let := f.checkHeldAfterRead(t, w, store, app, c)
+	tx := f.hold(t)
+	lockTable(t, tx)
+	let()
+	a := <-answers
+	require.NoError(t, tx.Rollback(context.Background()))
+	ae := requireAdmissionError(t, a.err, postgres.OpWrite, false)
+	require.True(t, ae.Timeout)
+	require.Equal(t, before, backends(t, pool), "the connection was replaced")
+	f.requireUsed(t, []domain.Check{c}, 1)
+	d, err := store.AdmitCheck(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, domain.Allowed, d.Outcome())
+	f.requireUsed(t, []domain.Check{c}, 2)
+}
