@@ -248,20 +248,7 @@ var errNoSchema = errors.New("runlimit: migrations: the schema does not exist")
 // creates it. Its query reaches every name through pg_catalog, whatever
 // q's search_path.
 func CheckTrusted(ctx context.Context, q Querier, schema string) error {
-	schema, err := resolve(schema)
-	if err != nil {
-		return err
-	}
-	switch {
-	case ctx == nil:
-		return fmt.Errorf("%w: context", ErrNilArgument)
-	case nilcheck.IsNil(q):
-		return fmt.Errorf("%w: querier", ErrNilArgument)
-	}
-	if err := checkTrusted(ctx, q, schema); err != nil && !errors.Is(err, errNoSchema) {
-		return err
-	}
-	return nil
+	return checkExisting(ctx, q, schema, false)
 }
 
 // CheckOwners is the check of a role that uses a schema another role
@@ -281,6 +268,13 @@ func CheckTrusted(ctx context.Context, q Querier, schema string) error {
 // error. Its query reaches every name through pg_catalog, whatever q's
 // search_path; its errors name the object and the schema, nothing else.
 func CheckOwners(ctx context.Context, q Querier, schema string) error {
+	return checkExisting(ctx, q, schema, true)
+}
+
+// checkExisting validates the arguments of CheckTrusted (reader false) and
+// CheckOwners (reader true) and runs their check; a missing schema is not
+// an error.
+func checkExisting(ctx context.Context, q Querier, schema string, reader bool) error {
 	schema, err := resolve(schema)
 	if err != nil {
 		return err
@@ -291,7 +285,7 @@ func CheckOwners(ctx context.Context, q Querier, schema string) error {
 	case nilcheck.IsNil(q):
 		return fmt.Errorf("%w: querier", ErrNilArgument)
 	}
-	if err := checkSchema(ctx, q, schema, true); err != nil && !errors.Is(err, errNoSchema) {
+	if err := checkSchema(ctx, q, schema, reader); err != nil && !errors.Is(err, errNoSchema) {
 		return err
 	}
 	return nil
