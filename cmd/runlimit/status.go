@@ -19,8 +19,9 @@ tuples mean vacuum is not keeping up).
 
 Headroom is measured against --rows-per-shard, which should match the services'
 postgres.Config.RowsPerShard. The reads, once connected, take at most --timeout
-in all (a table lock held elsewhere, such as an ALTER TABLE's, makes them wait). --json prints one JSON object with stable field
-names for scripts and monitoring.`
+in all (a table lock held elsewhere, such as an ALTER TABLE's, makes them
+wait). --json prints one JSON object with stable field names for scripts and
+monitoring.`
 
 // statusReport is the status command's JSON output. Its field names are
 // stable: scripts and dashboards read them.
