@@ -64,7 +64,7 @@ type runtimeState struct {
 	gate    *app.Limiter
 
 	// closers are the stores the Runtime owns, closed in order by Close.
-	closers  []ports.Closer
+	closers  []closer
 	cleaners []cleaner
 	// reporters are the stores that can prove themselves ready.
 	reporters []reporter
@@ -84,6 +84,13 @@ type runtimeState struct {
 	started bool
 	closed  bool
 	loop    *cleanupLoop
+	// closing is closed when the stores and the pool have been closed,
+	// which Close waits for until its context ends.
+	closing chan struct{}
+	// closeErr is the stores' error, set before closing is closed;
+	// reported says a Close has returned it.
+	closeErr error
+	reported bool
 	// phase mirrors started and closed for Ready, which must not wait for
 	// mu while Close waits for the cleanup loop.
 	phase atomic.Int32
@@ -182,7 +189,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 		if err != nil {
 			return storeConfigError("Gate", err)
 		}
-		r.closers = append(r.closers, gate)
+		r.closers = append(r.closers, closer{name: "gate", Closer: gate})
 		r.addStore("gate", gate)
 		if r.gate, err = app.NewLimiter(gate, app.LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate", Logger: cfg.Logger}); err != nil {
 			return err
@@ -200,7 +207,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			return storeConfigError("Memory", err)
 		}
 		store, maxBatch = s, cfg.Memory.MaxBatchSize
-		r.closers = append(r.closers, s)
+		r.closers = append(r.closers, closer{name: "memory", Closer: s})
 		r.addStore("memory", s)
 	case BackendPostgres:
 		pool := cfg.Pool.Get()
@@ -222,7 +229,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			return storeConfigError("Postgres", err)
 		}
 		store, maxBatch, r.pg = s, s.Config().MaxBatchSize, s
-		r.closers = append(r.closers, s)
+		r.closers = append(r.closers, closer{name: "postgres", Closer: s})
 		// Stats reads the capacity ledger: it proves the database answers
 		// and the schema is there.
 		r.addStore("postgres", s)
@@ -321,8 +328,12 @@ func (r *runtimeState) logger() *slog.Logger {
 // Config.Store, which stays open and answers until its owner closes it:
 // stop using the Runtime's limiters once it is closed. If ctx ends before
 // the loop stops,
-// nothing else is closed and Close may be called again; once it has
-// succeeded, later calls return nil. A nil ctx waits for the loop without
+// nothing else is closed and Close may be called again. If it ends while
+// the stores are closing (a host's store whose Close blocks), Close
+// returns its error without waiting longer; the stores go on closing,
+// and a later Close waits for them again. A store whose Close panics is
+// an error naming the store, and the others are closed all the same.
+// Once Close has returned the stores' result, later calls return nil. A nil ctx waits for the loop without
 // a deadline, as context.Background does; a nil or zero Runtime has
 // nothing to close and returns nil.
 func (r *Runtime) Close(ctx context.Context) error {
@@ -350,19 +361,20 @@ func (r *runtimeState) Close(ctx context.Context) error {
 		r.loop = nil
 	}
 	if r.closed {
-		return nil
+		if err := waitClosed(ctx, r.closing); err != nil {
+			return err
+		}
+		return r.report()
 	}
 	r.closed = true
-	var errs []error
-	for _, c := range r.closers {
-		errs = append(errs, c.Close())
+	r.closing = make(chan struct{})
+	r.closeStores()
+	if werr := waitClosed(ctx, r.closing); werr != nil {
+		r.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: stopped without waiting for its stores to close",
+			slog.String("backend", string(r.cfg.Backend)), slog.String("error", werr.Error()))
+		return werr
 	}
-	if r.ownPool {
-		// Waits for connections in use to come back, as no loop or check
-		// of this Runtime holds one any more (checks in flight finish).
-		r.pool.Close()
-	}
-	err := errors.Join(errs...)
+	err := r.report()
 	if r.started {
 		attrs := []slog.Attr{slog.String("backend", string(r.cfg.Backend))}
 		level := slog.LevelInfo
@@ -375,6 +387,86 @@ func (r *runtimeState) Close(ctx context.Context) error {
 		r.logger().LogAttrs(ctx, level, "runlimit: stopped", attrs...)
 	}
 	return err
+}
+
+// report returns the stores' error to the first Close that sees them
+// closed, and nil to later ones.
+func (r *runtimeState) report() error {
+	if r.reported {
+		return nil
+	}
+	r.reported = true
+	return r.closeErr
+}
+
+// waitClosed waits until closing is closed or ctx ends.
+func waitClosed(ctx context.Context, closing <-chan struct{}) error {
+	select {
+	case <-closing:
+		return nil
+	default:
+	}
+	select {
+	case <-closing:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runlimit: the stores did not close: %w", ctx.Err())
+	}
+}
+
+// closer is a store the Runtime opened, by its name; host says it is the
+// host's, from Config.NewStoreFunc.
+type closer struct {
+	name string
+	ports.Closer
+	host bool
+}
+
+// closeStores closes every store the Runtime opened, in order, then the
+// pool it opened, and closes r.closing once all are closed. A host's store
+// from Config.NewStoreFunc closes on a goroutine of its own, which Close
+// waits for only until its context ends: fx's stop timeout, or a host's
+// shutdown deadline, must not be spent waiting on a Close that blocks.
+// The Runtime's own stores and pool close before it returns, as they did
+// before it had a host's store to wait for. A store whose Close panics is
+// reported as an error, and the others are still closed.
+func (r *runtimeState) closeStores() {
+	var errs []error
+	finish := func() {
+		if r.ownPool {
+			// Waits for connections in use to come back, as no loop or
+			// check of this Runtime holds one any more (checks in flight
+			// finish).
+			r.pool.Close()
+		}
+		r.closeErr = errors.Join(errs...)
+		close(r.closing)
+	}
+	for i, c := range r.closers {
+		if c.host {
+			rest := r.closers[i:]
+			go func() {
+				defer finish()
+				for _, c := range rest {
+					errs = append(errs, c.close())
+				}
+			}()
+			return
+		}
+		errs = append(errs, c.close())
+	}
+	finish()
+}
+
+func (c closer) close() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			// The value is not printed: it is the host's, and may hold
+			// anything.
+			err = fmt.Errorf("runlimit: closing store %q panicked with a value of type %T", c.name, v)
+		}
+	}()
+	return c.Close()
 }
 
 // Limiter returns the limiter over the shared quota: the store
