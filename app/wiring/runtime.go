@@ -326,16 +326,19 @@ func (r *runtimeState) logger() *slog.Logger {
 // Config.DatabaseURL. A pool the host gave it stays open. Checks after Close
 // fail closed without consuming quota, except on a host store from
 // Config.Store, which stays open and answers until its owner closes it:
-// stop using the Runtime's limiters once it is closed. If ctx ends before
-// the loop stops,
-// nothing else is closed and Close may be called again. If it ends while
-// the stores are closing (a host's store whose Close blocks), Close
-// returns its error without waiting longer; the stores go on closing,
-// and a later Close waits for them again. A store whose Close panics is
-// an error naming the store, and the others are closed all the same.
-// Once Close has returned the stores' result, later calls return nil. A nil ctx waits for the loop without
-// a deadline, as context.Background does; a nil or zero Runtime has
-// nothing to close and returns nil.
+// stop using the Runtime's limiters once it is closed.
+//
+// A loop between passes stops at once, so a ctx that is done already (a
+// shutdown deadline that serving requests used up) still closes
+// everything. If ctx ends while a pass is in progress, nothing else is
+// closed and Close may be called again. If it ends while the stores are
+// closing (a host's store whose Close blocks), Close returns its error
+// without waiting longer; the stores go on closing, and a later Close
+// waits for them again. A store whose Close panics is an error naming the
+// store, and the others are closed all the same. Once Close has returned
+// the stores' result, later calls return nil. A nil ctx waits without a
+// deadline, as context.Background does; a nil or zero Runtime has nothing
+// to close and returns nil.
 func (r *Runtime) Close(ctx context.Context) error {
 	st := r.state()
 	if st == nil {
