@@ -75,6 +75,11 @@ type runtimeState struct {
 	// pool is the store's pool; ownPool says the Runtime opened it.
 	pool    *pgxpool.Pool
 	ownPool bool
+	// poolConfig is the config of the pool the first Start opens from
+	// Config.DatabaseURL, for the store pending stands for; nil once
+	// opened, and without a URL.
+	poolConfig *pgxpool.Config
+	pending    *pendingStore
 
 	// newTicker starts the cleanup loop's ticker: time.NewTicker, unless a
 	// test drives the loop.
@@ -153,9 +158,13 @@ func (r *runtimeState) startOrClose(ctx context.Context) error {
 }
 
 // New builds the Runtime cfg describes without starting it, and without
-// touching the network: a pool opened from a URL connects on first use.
-// [Runtime.Start] does the I/O; the fx module calls New from its
-// constructor and Start from OnStart. A bad config or secret is a
+// touching the network or starting a goroutine: the pool of
+// Config.DatabaseURL is opened by [Runtime.Start], and until then the
+// limiter's checks fail closed with an error matching [ErrNotStarted],
+// having consumed nothing. Start does the I/O; the fx module calls New
+// from its constructor and Start from OnStart, so that an application
+// whose start fails before that hook runs (fx then runs no OnStop for it)
+// leaves no pool behind. A bad config or secret is a
 // [*ConfigError]; nothing stays open after an error. A nil ctx is
 // [ports.ErrNilContext], before anything is built.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
@@ -218,10 +227,15 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
-			if pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
-				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: pgerror.Sanitize(err)}
+			// The pool, and the store over it, are opened by Start (see
+			// pendingStore); the store's config is checked now.
+			pgCfg, err := checkPostgresConfig(cfg.Postgres)
+			if err != nil {
+				return storeConfigError("Postgres", err)
 			}
-			r.ownPool = true
+			r.poolConfig, r.pending = pc, &pendingStore{}
+			store, maxBatch = r.pending, pgCfg.MaxBatchSize
+			break
 		}
 		r.pool = pool
 		s, err := postgres.New(pool, cfg.Postgres)
@@ -274,6 +288,11 @@ func (r *runtimeState) start(ctx context.Context) error {
 		return ErrClosed
 	case r.started:
 		return nil
+	}
+	if r.poolConfig != nil {
+		if err := r.openPool(); err != nil {
+			return err
+		}
 	}
 	if r.pg != nil && r.cfg.Migrate {
 		began := time.Now()
@@ -371,6 +390,11 @@ func (r *runtimeState) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.closing = make(chan struct{})
+	if r.pending != nil {
+		// A pool never opened stays so: admissions say the store is
+		// closed.
+		r.pending.close()
+	}
 	r.closeStores()
 	if werr := waitClosed(ctx, r.closing); werr != nil {
 		r.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: stopped without waiting for its stores to close",
