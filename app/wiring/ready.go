@@ -135,7 +135,9 @@ func (r *runtimeState) storesReady(ctx context.Context) error {
 // StatsFuncs returns the Stats method of each of r's stores that reports
 // its occupancy (a [ports.StatsReporter]), by the store's name: "gate",
 // "memory", "postgres" or "store". Headroom gauges read them, such as
-// those the otelrunlimit adapter registers. The map is r's answer to keep.
+// those the otelrunlimit adapter registers. A PostgreSQL store over a pool
+// opened from Config.DatabaseURL is listed once Start has opened it. The
+// map is r's answer to keep.
 func (r *Runtime) StatsFuncs() map[string]func(context.Context) (ports.Stats, error) {
 	st := r.state()
 	if st == nil {
