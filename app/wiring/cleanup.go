@@ -274,17 +274,9 @@ func (l *cleanupLoop) setBusy(ctx context.Context, busy bool) bool {
 }
 
 // stop ends the loop, cancelling a pass in progress, and waits for it until
-// ctx is done. A loop between passes ends at once, without calling the
-// host's code, so stop waits for it even when ctx is done already: a
-// Close with a context its host's shutdown has used up still closes the
-// stores.
+// ctx is done.
 func (l *cleanupLoop) stop(ctx context.Context) error {
-	l.cancel()
-	l.mu.Lock()
-	busy := l.busy
-	l.mu.Unlock()
-	if !busy {
-		<-l.done
+	if l.stopIdle() {
 		return nil
 	}
 	select {
@@ -293,4 +285,20 @@ func (l *cleanupLoop) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("runlimit: the cleanup loop did not stop: %w", ctx.Err())
 	}
+}
+
+// stopIdle cancels the loop and, when it is between passes, waits for it
+// to end and reports true. A loop between passes ends at once, without
+// calling the host's code, so the wait needs no deadline. A loop running
+// a pass is left to end it, cancelled: stopIdle reports false.
+func (l *cleanupLoop) stopIdle() bool {
+	l.cancel()
+	l.mu.Lock()
+	busy := l.busy
+	l.mu.Unlock()
+	if busy {
+		return false
+	}
+	<-l.done
+	return true
 }

@@ -114,9 +114,79 @@ func TestCloseReturnsWhenAStoreCloseBlocks(t *testing.T) {
 	}
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, r.Ready(context.Background()), wiring.ErrClosed)
-	require.Contains(t, logs.String(), "stopped without waiting for its stores to close")
+	require.Contains(t, logs.String(), "Close did not wait for it to finish")
 
 	close(s.release)
 	require.ErrorIs(t, r.Close(context.Background()), storeErr, "the later Close waits for the store and reports its error")
 	require.NoError(t, r.Close(context.Background()))
+}
+
+// blockCleanStore is a host's store whose CleanupExpired ignores its
+// context and blocks until released, and whose Close says it ran.
+type blockCleanStore struct {
+	*fakeStore
+	entered chan struct{}
+	release chan struct{}
+	closed  chan struct{}
+}
+
+func (s blockCleanStore) CleanupExpired(context.Context, int) (int, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return 0, nil
+}
+
+func (s blockCleanStore) Close() error {
+	close(s.closed)
+	return nil
+}
+
+// TestCloseDuringAPassStillClosesTheStores: a Close whose context ended
+// while a cleanup pass was running returned "the cleanup loop did not
+// stop" and closed nothing: unless the host called Close again (fx never
+// does), the stores, and a pool opened from a URL, stayed open for good.
+// The stores now close as soon as the cancelled pass returns, without
+// another Close.
+func TestCloseDuringAPassStillClosesTheStores(t *testing.T) {
+	t.Parallel()
+	var logs testkit.LogBuffer
+	s := blockCleanStore{fakeStore: newFakeStore(t), entered: make(chan struct{}, 1),
+		release: make(chan struct{}), closed: make(chan struct{})}
+	ticks := make(chan time.Time)
+	r, err := wiring.OpenWithTicks(context.Background(), wiring.Config{
+		Backend:      wiring.BackendStore,
+		NewStoreFunc: func(context.Context) (ports.Store, error) { return s, nil },
+		Gate:         &memory.Config{MaxKeys: 10},
+		SecretEnv:    setEnv(t, testSecret),
+		Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
+	}, ticks)
+	require.NoError(t, err)
+	released := false
+	defer func() {
+		if !released {
+			close(s.release)
+		}
+	}()
+
+	ticks <- time.Now()
+	<-s.entered // the gate's pass is done; the store's is running
+	err = r.Close(doneContext())
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "the cleanup loop did not stop")
+
+	close(s.release)
+	released = true
+	select {
+	case <-s.closed:
+	case <-time.After(30 * time.Second):
+		// Only a guard against hanging the run: the store closes as soon
+		// as its pass returns.
+		t.Fatal("the store was not closed once its pass returned")
+	}
+	ctx := context.Background()
+	p := domain.MustPolicy("gate.api", "client", 1, time.Minute)
+	_, err = r.Gate().Check(ctx, domain.NewCheck(p, r.KeyHasher().KeyString(p, "192.0.2.1")))
+	require.ErrorIs(t, err, ports.ErrClosed, "the gate was closed too")
+	require.NoError(t, r.Close(ctx))
+	require.Contains(t, logs.String(), "runlimit: stopped")
 }

@@ -92,6 +92,9 @@ type runtimeState struct {
 	// closing is closed when the stores and the pool have been closed,
 	// which Close waits for until its context ends.
 	closing chan struct{}
+	// loopDone is closed when the cleanup loop has ended, when Close found
+	// it running a pass.
+	loopDone <-chan struct{}
 	// closeErr is the stores' error, set before closing is closed;
 	// reported says a Close has returned it.
 	closeErr error
@@ -340,24 +343,25 @@ func (r *runtimeState) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Close stops the cleanup loop, waiting for a pass in progress until ctx is
-// done, then closes the stores and the pool the Runtime opened from
-// Config.DatabaseURL. A pool the host gave it stays open. Checks after Close
-// fail closed without consuming quota, except on a host store from
-// Config.Store, which stays open and answers until its owner closes it:
-// stop using the Runtime's limiters once it is closed.
+// Close stops the cleanup loop, cancelling a pass in progress, then closes
+// the stores and the pool the Runtime opened from Config.DatabaseURL. A
+// pool the host gave it stays open. Checks after Close fail closed without
+// consuming quota, except on a host store from Config.Store, which stays
+// open and answers until its owner closes it: stop using the Runtime's
+// limiters once it is closed.
 //
-// A loop between passes stops at once, so a ctx that is done already (a
-// shutdown deadline that serving requests used up) still closes
-// everything. If ctx ends while a pass is in progress, nothing else is
-// closed and Close may be called again. If it ends while the stores are
-// closing (a host's store whose Close blocks), Close returns its error
-// without waiting longer; the stores go on closing, and a later Close
-// waits for them again. A store whose Close panics is an error naming the
-// store, and the others are closed all the same. Once Close has returned
-// the stores' result, later calls return nil. A nil ctx waits without a
-// deadline, as context.Background does; a nil or zero Runtime has nothing
-// to close and returns nil.
+// ctx bounds only how long Close waits: the shutdown goes on to its end
+// either way. A loop between passes stops at once, so a ctx that is done
+// already (a shutdown deadline that serving requests used up) still
+// closes everything before Close returns. If ctx ends while a cancelled
+// pass is still running, or while a host's store from Config.NewStoreFunc
+// is closing (its Close may block), Close returns an error matching ctx's;
+// the stores close once the pass or the store's Close returns, and a
+// later Close waits for them again. A store whose Close panics is an
+// error naming the store, and the others are closed all the same. Once
+// Close has returned the stores' result, later calls return nil. A nil
+// ctx waits without a deadline, as context.Background does; a nil or zero
+// Runtime has nothing to close and returns nil.
 func (r *Runtime) Close(ctx context.Context) error {
 	st := r.state()
 	if st == nil {
@@ -376,32 +380,39 @@ func (r *runtimeState) Close(ctx context.Context) error {
 	r.phase.Store(phaseClosed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.loop != nil {
-		if err := r.loop.stop(ctx); err != nil {
-			return err
+	if !r.closed {
+		r.closed = true
+		r.closing = make(chan struct{})
+		if r.pending != nil {
+			// A pool never opened stays so: admissions say the store is
+			// closed.
+			r.pending.close()
 		}
+		loop := r.loop
 		r.loop = nil
-	}
-	if r.closed {
-		if err := waitClosed(ctx, r.closing); err != nil {
-			return err
+		if loop == nil || loop.stopIdle() {
+			r.closeStores()
+		} else {
+			// A pass is in progress, cancelled: the stores close once it
+			// has ended, whether or not ctx lets Close wait that long, so
+			// that a Close whose context ends first leaves nothing open.
+			r.loopDone = loop.done
+			go func() {
+				<-loop.done
+				r.closeStores()
+			}()
 		}
-		return r.report()
 	}
-	r.closed = true
-	r.closing = make(chan struct{})
-	if r.pending != nil {
-		// A pool never opened stays so: admissions say the store is
-		// closed.
-		r.pending.close()
+	if err := r.waitClosed(ctx); err != nil {
+		r.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: stopping; Close did not wait for it to finish",
+			slog.String("backend", string(r.cfg.Backend)), slog.String("error", err.Error()))
+		return err
 	}
-	r.closeStores()
-	if werr := waitClosed(ctx, r.closing); werr != nil {
-		r.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: stopped without waiting for its stores to close",
-			slog.String("backend", string(r.cfg.Backend)), slog.String("error", werr.Error()))
-		return werr
+	if r.reported {
+		return nil
 	}
-	err := r.report()
+	r.reported = true
+	err := r.closeErr
 	if r.started {
 		attrs := []slog.Attr{slog.String("backend", string(r.cfg.Backend))}
 		level := slog.LevelInfo
@@ -416,29 +427,28 @@ func (r *runtimeState) Close(ctx context.Context) error {
 	return err
 }
 
-// report returns the stores' error to the first Close that sees them
-// closed, and nil to later ones.
-func (r *runtimeState) report() error {
-	if r.reported {
-		return nil
-	}
-	r.reported = true
-	return r.closeErr
-}
-
-// waitClosed waits until closing is closed or ctx ends.
-func waitClosed(ctx context.Context, closing <-chan struct{}) error {
+// waitClosed waits until the stores are closed or ctx ends, and then
+// says what Close did not wait for: the cleanup loop's pass, or the
+// stores.
+func (r *runtimeState) waitClosed(ctx context.Context) error {
 	select {
-	case <-closing:
+	case <-r.closing:
 		return nil
 	default:
 	}
 	select {
-	case <-closing:
+	case <-r.closing:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("runlimit: the stores did not close: %w", ctx.Err())
 	}
+	if r.loopDone != nil {
+		select {
+		case <-r.loopDone:
+		default:
+			return fmt.Errorf("runlimit: the cleanup loop did not stop: %w", ctx.Err())
+		}
+	}
+	return fmt.Errorf("runlimit: the stores did not close: %w", ctx.Err())
 }
 
 // closer is a store the Runtime opened, by its name; host says it is the
