@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
 
@@ -60,4 +61,26 @@ func TestStartFailingBeforeTheModuleLeavesNoPool(t *testing.T) {
 			goleak.VerifyNone(t, before)
 		})
 	}
+}
+
+// TestStartFailingBeforeTheModuleLeavesNoCallback: the module's telemetry
+// registered its admission counts' callback with the graph's meter
+// provider in the constructor. When the application failed to start
+// before the module's OnStart ran, no OnStop unregistered it, and a
+// provider that outlives the application (a host's tests share one) kept
+// the module's telemetry and ran its callback on every collection. The
+// callback is now registered with the first admission it counts.
+func TestStartFailingBeforeTheModuleLeavesNoCallback(t *testing.T) {
+	t.Parallel()
+	mp := newRegistrations(t)
+	app := fx.New(fx.NopLogger,
+		fx.Invoke(func(lc fx.Lifecycle) {
+			lc.Append(fx.Hook{OnStart: func(context.Context) error { return errors.New("an earlier hook failed") }})
+		}),
+		fx.Supply(wiring.Config{KeySecret: wiring.NewSecret(testSecret), Memory: memory.Config{MaxKeys: 10}}),
+		fx.Supply(fx.Annotate(metric.MeterProvider(mp), fx.As(new(metric.MeterProvider)))),
+		runlimitfx.Module, fx.Invoke(func(*wiring.Runtime) {}))
+	require.NoError(t, app.Err())
+	require.Error(t, app.Start(context.Background()))
+	require.Zero(t, mp.count(), "a callback stayed registered with the provider")
 }
