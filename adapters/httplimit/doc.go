@@ -46,7 +46,9 @@
 // The subject of a request is bytes the application chooses: a
 // [KeyFunc] appends them to a buffer. The hasher turns the subject into a
 // 32-byte HMAC key per policy, so the limiter, the store, logs and
-// responses never hold it.
+// responses never hold it. An empty subject is refused like a key
+// function's error, as every request it was returned for would share one
+// bucket; so is one longer than [MaxSubjectLength].
 //
 // [RemoteNetwork] counts the connection's peer: an IPv4 address alone, an
 // IPv6 address by its /64 (one host usually has a whole /64), and an IPv6

@@ -50,6 +50,11 @@ var (
 	ErrNilRequest = fmt.Errorf("%w: httplimit: nil *http.Request", domain.ErrInvalidInput)
 	// ErrNameClash is matched by every [*NameClashError].
 	ErrNameClash = errors.New("httplimit: a limit's name is also an enclosing limit's")
+	// ErrInvalidSubject is matched by every [*SubjectError]: a key
+	// function returned, or a Guard was given, an empty subject or one
+	// longer than [MaxSubjectLength]. The request is refused before any
+	// check; it matches [domain.ErrInvalidInput].
+	ErrInvalidSubject = fmt.Errorf("%w: httplimit: invalid subject", domain.ErrInvalidInput)
 )
 
 // ConfigError reports a [Config], [Limit] or [ClientConfig] field outside its
@@ -112,6 +117,29 @@ func (e *ForwardingError) Error() string {
 
 // Unwrap returns [ErrForwarding].
 func (e *ForwardingError) Unwrap() error { return ErrForwarding }
+
+// SubjectError reports a subject a [Middleware] or [Guard] refuses to
+// count: an empty one, which every request whose key function found
+// nothing would share, so that one client could use up the quota of all
+// of them, or one longer than [MaxSubjectLength]. The request is refused
+// with [ReasonKey] before any check. It names the length, never the
+// subject.
+type SubjectError struct {
+	// Index is the subject's position among [Guard.Admit]'s subjects, 0
+	// for a Middleware's key function.
+	Index  int
+	Length int // the subject's length in bytes
+}
+
+func (e *SubjectError) Error() string {
+	if e.Length == 0 {
+		return fmt.Sprintf("httplimit: subject %d is empty", e.Index)
+	}
+	return fmt.Sprintf("httplimit: subject %d is %d bytes long, at most %d allowed", e.Index, e.Length, MaxSubjectLength)
+}
+
+// Unwrap returns [ErrInvalidSubject].
+func (e *SubjectError) Unwrap() error { return ErrInvalidSubject }
 
 // NameClashError reports a [Middleware] or [Guard] with a limit whose
 // field name is also the name of a limit of a Middleware or Guard around

@@ -39,7 +39,9 @@ func NewGuard(cfg Config) (*Guard, error) {
 //
 // Subjects are normalized bytes, such as [AppendIdentity] and
 // [ClientNetwork.AppendSubject] produce. A different number of subjects
-// than limits is refused with [ReasonKey] and [ErrSubjectCount].
+// than limits is refused with [ReasonKey] and [ErrSubjectCount], and an
+// empty subject or one longer than [MaxSubjectLength] with [ReasonKey]
+// and a [*SubjectError], before anything is checked.
 //
 // A nil r is refused with [ErrNilRequest] by [DefaultReject] (a RejectFunc
 // may read the request); with a nil w nothing can be written, so Admit
@@ -66,6 +68,12 @@ func (g *Guard) Admit(w http.ResponseWriter, r *http.Request, subjects ...[]byte
 	if len(subjects) != len(c.limits) {
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonKey, Err: ErrSubjectCount})
 		return Result{}, false
+	}
+	for i := range subjects {
+		if err := checkSubject(i, subjects[i]); err != nil {
+			c.refuse(w, r, s, outer, Rejection{Reason: ReasonKey, Err: err})
+			return Result{}, false
+		}
 	}
 	for i := range c.limits {
 		s.checks[i] = c.check(i, subjects[i])

@@ -83,6 +83,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	subject, err := h.m.key(s.subject[:0], r)
+	if err == nil {
+		err = checkSubject(0, subject)
+	}
 	if err != nil {
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonKey, Err: err})
 		c.putScratch(s)

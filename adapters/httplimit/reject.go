@@ -17,8 +17,10 @@ const (
 	// ReasonCapacity: the store has no room for a new counter (a
 	// storage-capacity denial, never shadowed).
 	ReasonCapacity
-	// ReasonKey: the key function failed, or a Guard was given the wrong
-	// number of subjects. The subject is unknown, so nothing was checked.
+	// ReasonKey: the key function failed, or it returned, or a Guard was
+	// given, an empty or overlong subject ([*SubjectError]), or a Guard
+	// was given the wrong number of subjects. The subject is unknown or
+	// unusable, so nothing was checked.
 	ReasonKey
 	// ReasonLimiter: the limiter failed or returned no decision, or the
 	// Middleware or Guard cannot check the request as it is set up

@@ -33,7 +33,9 @@
 //
 // [Telemetry.Close] unregisters the callbacks the Telemetry registered
 // with the meter provider; the fx module calls it when the application
-// stops or fails to start.
+// stops or fails to start. The admission counts' callback is registered
+// with the first admission counted, so a Telemetry that never saw one
+// (its application never started) leaves nothing with the provider.
 //
 // # With a limiter alone
 //

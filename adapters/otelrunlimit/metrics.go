@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -53,8 +54,14 @@ type instruments struct {
 	attrs           *attrCache
 	// counted is the registration of runlimit.admissions' callback,
 	// undone by Close: the meter would otherwise hold it, and this
-	// Telemetry with it, as long as the provider lives.
+	// Telemetry with it, as long as the provider lives. It is made with
+	// the first admission counted, not by New: a Telemetry built for an
+	// application that never starts (runlimitfx's constructor runs, and
+	// a hook before the module's fails, so no OnStop closes it) must not
+	// stay with the provider. settled says it has been made, or never
+	// will be (Close came first).
 	counted metric.Registration
+	settled atomic.Bool
 
 	mu      sync.Mutex
 	watches map[*watchRegistration]struct{} // the stores watched
@@ -82,16 +89,42 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	m.cleanupFailures, errs[7] = m.meter.Int64Counter(MetricCleanupFailures, metric.WithUnit("{failure}"),
 		metric.WithDescription("Cleanup passes that ended with a store error."))
 	if errs[0] == nil {
-		m.counted, errs[8] = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			m.attrs.counts(func(n int64, opts []metric.ObserveOption) { o.ObserveInt64(m.admissions, n, opts...) })
-			return nil
-		}, m.admissions)
+		// Registered and undone at once, so that a provider that refuses
+		// the callback is reported by New; it is registered for good with
+		// the first admission counted.
+		var reg metric.Registration
+		if reg, errs[8] = m.meter.RegisterCallback(m.observeCounts, m.admissions); reg != nil {
+			_ = reg.Unregister()
+		}
 	}
 	if err := errors.Join(errs[:]...); err != nil {
 		m.unregister()
 		return nil, err
 	}
 	return m, nil
+}
+
+// observeCounts is runlimit.admissions' callback.
+func (m *instruments) observeCounts(_ context.Context, o metric.Observer) error {
+	m.attrs.counts(func(n int64, opts []metric.ObserveOption) { o.ObserveInt64(m.admissions, n, opts...) })
+	return nil
+}
+
+// registerCounts registers runlimit.admissions' callback, once, unless
+// m is closed.
+func (m *instruments) registerCounts() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.settled.Load() {
+		return
+	}
+	m.settled.Store(true)
+	if m.closed {
+		return
+	}
+	// New registered the same callback: a provider that now refuses it
+	// leaves the counts uncollected, as a failed collection would.
+	m.counted, _ = m.meter.RegisterCallback(m.observeCounts, m.admissions)
 }
 
 // unregister undoes the callback registrations of m: the admissions' and
@@ -135,6 +168,9 @@ func (m *instruments) record(ctx context.Context, e *app.Event) {
 func (m *instruments) count(limiter string, p domain.Policy, outcome string) {
 	if p.IsZero() {
 		return
+	}
+	if !m.settled.Load() {
+		m.registerCounts()
 	}
 	m.attrs.get(attrKey{limiter: limiter, policy: p.ID().String(), scope: p.Scope().String(), outcome: outcome}).count.Add(1)
 }

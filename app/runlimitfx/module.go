@@ -111,7 +111,8 @@ type Result struct {
 // as [Params] says, without touching the network, and appends its hooks to
 // p.Lifecycle: OnStart applies the schema if Config.Migrate is set, checks
 // that the stores answer and starts the cleanup loop (closing everything
-// if it fails, since fx then runs no OnStop); OnStop stops the loop and
+// if it fails, or if it finishes after its context is done, since fx then
+// runs no OnStop); OnStop stops the loop and
 // closes what the Runtime opened. Config.NewStoreFunc and
 // Config.KeySecretFunc (or the graph's [KeySecretFunc]) are called here,
 // with a background context: fx gives constructors none.
@@ -208,6 +209,13 @@ func (h *hooks) start(ctx context.Context) error {
 			return errors.Join(err, h.stop(context.WithoutCancel(ctx)))
 		}
 		h.unwatch = append(h.unwatch, stop)
+	}
+	if err := ctx.Err(); err != nil {
+		// The start outlasted its deadline: fx has already reported it
+		// as failed, and its rollback, which runs with this context,
+		// calls no OnStop once the context is done. Nothing would stop
+		// the Runtime this hook started.
+		return errors.Join(err, h.stop(context.WithoutCancel(ctx)))
 	}
 	return nil
 }

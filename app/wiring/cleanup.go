@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
@@ -56,6 +57,13 @@ type cleaner struct {
 type cleanupLoop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// mu guards busy, which is true while the loop runs passes. A loop
+	// that is not busy once cancelled never starts another pass, so stop
+	// can wait for it whatever its context: it returns without calling
+	// the host's code.
+	mu   sync.Mutex
+	busy bool
 }
 
 // cleanupRun is what the loop does at every tick.
@@ -94,11 +102,17 @@ func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), run cleanupRun) 
 				return
 			case <-ticks:
 			}
+			// A tick and the cancellation can arrive together, and select
+			// picks either: a stopped loop starts no pass.
+			if !l.setBusy(ctx, true) {
+				return
+			}
 			for _, c := range run.cleaners {
 				if !run.pass(ctx, c) {
 					return
 				}
 			}
+			l.setBusy(ctx, false)
 		}
 	}()
 	return l
@@ -247,14 +261,44 @@ func (run cleanupRun) cleanupOnce(ctx context.Context, c cleaner) (n int, err er
 	return c.CleanupExpired(ctx, run.batch)
 }
 
+// setBusy marks the loop as running passes or not. It reports false,
+// marking nothing, once ctx, the loop's, is cancelled.
+func (l *cleanupLoop) setBusy(ctx context.Context, busy bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
+	l.busy = busy
+	return true
+}
+
 // stop ends the loop, cancelling a pass in progress, and waits for it until
 // ctx is done.
 func (l *cleanupLoop) stop(ctx context.Context) error {
-	l.cancel()
+	if l.stopIdle() {
+		return nil
+	}
 	select {
 	case <-l.done:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("runlimit: the cleanup loop did not stop: %w", ctx.Err())
 	}
+}
+
+// stopIdle cancels the loop and, when it is between passes, waits for it
+// to end and reports true. A loop between passes ends at once, without
+// calling the host's code, so the wait needs no deadline. A loop running
+// a pass is left to end it, cancelled: stopIdle reports false.
+func (l *cleanupLoop) stopIdle() bool {
+	l.cancel()
+	l.mu.Lock()
+	busy := l.busy
+	l.mu.Unlock()
+	if busy {
+		return false
+	}
+	<-l.done
+	return true
 }

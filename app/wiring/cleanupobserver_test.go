@@ -3,6 +3,7 @@ package wiring_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,11 +117,15 @@ func TestCleanupObserverSeesEveryPass(t *testing.T) {
 	tick(t, ticks)
 	require.NoError(t, r.Close(ctx))
 
-	// Four ticks, four passes: the last one ends with the store's error or
-	// with the cancellation of Close.
+	// Four ticks, three passes, and a fourth when it began before Close
+	// stopped the loop: it ends with the store's error or with the
+	// cancellation of Close. A loop stopped between taking a tick and
+	// starting its pass starts none, so that a loop between passes stops
+	// without calling the store.
 	started, passes := obs.take()
-	require.Equal(t, []string{"store", "store", "store", "store"}, started)
-	require.Len(t, passes, 4)
+	require.Contains(t, []int{3, 4}, len(started))
+	require.Equal(t, slices.Repeat([]string{"store"}, len(started)), started)
+	require.Len(t, passes, len(started))
 	require.Equal(t, pass{store: "store", removed: 3, same: true}, passes[0])
 	require.EqualError(t, passes[2].err, "backend down")
 	require.True(t, passes[2].same)

@@ -21,7 +21,7 @@ func (r *runtimeState) hostStore(ctx context.Context) (ports.Store, error) {
 			return nil, fmt.Errorf("runlimit: NewStoreFunc: %w", err)
 		}
 		if c, ok := s.(ports.Closer); ok && !nilcheck.IsNil(s) {
-			r.closers = append(r.closers, c)
+			r.closers = append(r.closers, closer{name: string(BackendStore), Closer: c, host: true})
 		}
 		store = s
 	}

@@ -89,7 +89,9 @@ func (rep reporter) check(ctx context.Context) error {
 // For PostgreSQL that is [postgres.Store.Ready]: the database answers, the
 // admission's statements prepare and the schema is the version this build
 // needs.
-// Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError].
+// Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError],
+// or, once started, the error of a ctx that is already done, without
+// asking any store.
 // A host store that does neither is ready while the Runtime runs. Ready
 // is safe for concurrent use and never waits for Start or Close. A nil ctx
 // is [ports.ErrNilContext]; a nil or zero Runtime is [ErrNotBuilt].
@@ -106,6 +108,12 @@ func (r *Runtime) Ready(ctx context.Context) error {
 		return ErrNotStarted
 	case phaseClosed:
 		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		// The probe has given up: no store is asked, so none is blamed,
+		// and a store whose check ignores its context cannot answer
+		// ready for it.
+		return err
 	}
 	return st.storesReady(ctx)
 }
@@ -127,7 +135,9 @@ func (r *runtimeState) storesReady(ctx context.Context) error {
 // StatsFuncs returns the Stats method of each of r's stores that reports
 // its occupancy (a [ports.StatsReporter]), by the store's name: "gate",
 // "memory", "postgres" or "store". Headroom gauges read them, such as
-// those the otelrunlimit adapter registers. The map is r's answer to keep.
+// those the otelrunlimit adapter registers. A PostgreSQL store over a pool
+// opened from Config.DatabaseURL is listed once Start has opened it. The
+// map is r's answer to keep.
 func (r *Runtime) StatsFuncs() map[string]func(context.Context) (ports.Stats, error) {
 	st := r.state()
 	if st == nil {

@@ -64,7 +64,7 @@ type runtimeState struct {
 	gate    *app.Limiter
 
 	// closers are the stores the Runtime owns, closed in order by Close.
-	closers  []ports.Closer
+	closers  []closer
 	cleaners []cleaner
 	// reporters are the stores that can prove themselves ready.
 	reporters []reporter
@@ -75,6 +75,11 @@ type runtimeState struct {
 	// pool is the store's pool; ownPool says the Runtime opened it.
 	pool    *pgxpool.Pool
 	ownPool bool
+	// poolConfig is the config of the pool the first Start opens from
+	// Config.DatabaseURL, for the store pending stands for; nil once
+	// opened, and without a URL.
+	poolConfig *pgxpool.Config
+	pending    *pendingStore
 
 	// newTicker starts the cleanup loop's ticker: time.NewTicker, unless a
 	// test drives the loop.
@@ -84,6 +89,16 @@ type runtimeState struct {
 	started bool
 	closed  bool
 	loop    *cleanupLoop
+	// closing is closed when the stores and the pool have been closed,
+	// which Close waits for until its context ends.
+	closing chan struct{}
+	// loopDone is closed when the cleanup loop has ended, when Close found
+	// it running a pass.
+	loopDone <-chan struct{}
+	// closeErr is the stores' error, set before closing is closed;
+	// reported says a Close has returned it.
+	closeErr error
+	reported bool
 	// phase mirrors started and closed for Ready, which must not wait for
 	// mu while Close waits for the cleanup loop.
 	phase atomic.Int32
@@ -146,9 +161,13 @@ func (r *runtimeState) startOrClose(ctx context.Context) error {
 }
 
 // New builds the Runtime cfg describes without starting it, and without
-// touching the network: a pool opened from a URL connects on first use.
-// [Runtime.Start] does the I/O; the fx module calls New from its
-// constructor and Start from OnStart. A bad config or secret is a
+// touching the network or starting a goroutine: the pool of
+// Config.DatabaseURL is opened by [Runtime.Start], and until then the
+// limiter's checks fail closed with an error matching [ErrNotStarted],
+// having consumed nothing. Start does the I/O; the fx module calls New
+// from its constructor and Start from OnStart, so that an application
+// whose start fails before that hook runs (fx then runs no OnStop for it)
+// leaves no pool behind. A bad config or secret is a
 // [*ConfigError]; nothing stays open after an error. A nil ctx is
 // [ports.ErrNilContext], before anything is built.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
@@ -182,7 +201,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 		if err != nil {
 			return storeConfigError("Gate", err)
 		}
-		r.closers = append(r.closers, gate)
+		r.closers = append(r.closers, closer{name: "gate", Closer: gate})
 		r.addStore("gate", gate)
 		if r.gate, err = app.NewLimiter(gate, app.LimiterConfig{MaxBatchSize: cfg.Gate.MaxBatchSize, Observer: cfg.Observer, Name: "gate", Logger: cfg.Logger}); err != nil {
 			return err
@@ -200,7 +219,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			return storeConfigError("Memory", err)
 		}
 		store, maxBatch = s, cfg.Memory.MaxBatchSize
-		r.closers = append(r.closers, s)
+		r.closers = append(r.closers, closer{name: "memory", Closer: s})
 		r.addStore("memory", s)
 	case BackendPostgres:
 		pool := cfg.Pool.Get()
@@ -211,10 +230,15 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
-			if pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
-				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: pgerror.Sanitize(err)}
+			// The pool, and the store over it, are opened by Start (see
+			// pendingStore); the store's config is checked now.
+			pgCfg, err := checkPostgresConfig(cfg.Postgres)
+			if err != nil {
+				return storeConfigError("Postgres", err)
 			}
-			r.ownPool = true
+			r.poolConfig, r.pending = pc, &pendingStore{}
+			store, maxBatch = r.pending, pgCfg.MaxBatchSize
+			break
 		}
 		r.pool = pool
 		s, err := postgres.New(pool, cfg.Postgres)
@@ -222,7 +246,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			return storeConfigError("Postgres", err)
 		}
 		store, maxBatch, r.pg = s, s.Config().MaxBatchSize, s
-		r.closers = append(r.closers, s)
+		r.closers = append(r.closers, closer{name: "postgres", Closer: s})
 		// Stats reads the capacity ledger: it proves the database answers
 		// and the schema is there.
 		r.addStore("postgres", s)
@@ -267,6 +291,11 @@ func (r *runtimeState) start(ctx context.Context) error {
 		return ErrClosed
 	case r.started:
 		return nil
+	}
+	if r.poolConfig != nil {
+		if err := r.openPool(); err != nil {
+			return err
+		}
 	}
 	if r.pg != nil && r.cfg.Migrate {
 		began := time.Now()
@@ -314,17 +343,25 @@ func (r *runtimeState) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Close stops the cleanup loop, waiting for a pass in progress until ctx is
-// done, then closes the stores and the pool the Runtime opened from
-// Config.DatabaseURL. A pool the host gave it stays open. Checks after Close
-// fail closed without consuming quota, except on a host store from
-// Config.Store, which stays open and answers until its owner closes it:
-// stop using the Runtime's limiters once it is closed. If ctx ends before
-// the loop stops,
-// nothing else is closed and Close may be called again; once it has
-// succeeded, later calls return nil. A nil ctx waits for the loop without
-// a deadline, as context.Background does; a nil or zero Runtime has
-// nothing to close and returns nil.
+// Close stops the cleanup loop, cancelling a pass in progress, then closes
+// the stores and the pool the Runtime opened from Config.DatabaseURL. A
+// pool the host gave it stays open. Checks after Close fail closed without
+// consuming quota, except on a host store from Config.Store, which stays
+// open and answers until its owner closes it: stop using the Runtime's
+// limiters once it is closed.
+//
+// ctx bounds only how long Close waits: the shutdown goes on to its end
+// either way. A loop between passes stops at once, so a ctx that is done
+// already (a shutdown deadline that serving requests used up) still
+// closes everything before Close returns. If ctx ends while a cancelled
+// pass is still running, or while a host's store from Config.NewStoreFunc
+// is closing (its Close may block), Close returns an error matching ctx's;
+// the stores close once the pass or the store's Close returns, and a
+// later Close waits for them again. A store whose Close panics is an
+// error naming the store, and the others are closed all the same. Once
+// Close has returned the stores' result, later calls return nil. A nil
+// ctx waits without a deadline, as context.Background does; a nil or zero
+// Runtime has nothing to close and returns nil.
 func (r *Runtime) Close(ctx context.Context) error {
 	st := r.state()
 	if st == nil {
@@ -343,26 +380,39 @@ func (r *runtimeState) Close(ctx context.Context) error {
 	r.phase.Store(phaseClosed)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.loop != nil {
-		if err := r.loop.stop(ctx); err != nil {
-			return err
+	if !r.closed {
+		r.closed = true
+		r.closing = make(chan struct{})
+		if r.pending != nil {
+			// A pool never opened stays so: admissions say the store is
+			// closed.
+			r.pending.close()
 		}
+		loop := r.loop
 		r.loop = nil
+		if loop == nil || loop.stopIdle() {
+			r.closeStores()
+		} else {
+			// A pass is in progress, cancelled: the stores close once it
+			// has ended, whether or not ctx lets Close wait that long, so
+			// that a Close whose context ends first leaves nothing open.
+			r.loopDone = loop.done
+			go func() {
+				<-loop.done
+				r.closeStores()
+			}()
+		}
 	}
-	if r.closed {
+	if err := r.waitClosed(ctx); err != nil {
+		r.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: stopping; Close did not wait for it to finish",
+			slog.String("backend", string(r.cfg.Backend)), slog.String("error", err.Error()))
+		return err
+	}
+	if r.reported {
 		return nil
 	}
-	r.closed = true
-	var errs []error
-	for _, c := range r.closers {
-		errs = append(errs, c.Close())
-	}
-	if r.ownPool {
-		// Waits for connections in use to come back, as no loop or check
-		// of this Runtime holds one any more (checks in flight finish).
-		r.pool.Close()
-	}
-	err := errors.Join(errs...)
+	r.reported = true
+	err := r.closeErr
 	if r.started {
 		attrs := []slog.Attr{slog.String("backend", string(r.cfg.Backend))}
 		level := slog.LevelInfo
@@ -375,6 +425,85 @@ func (r *runtimeState) Close(ctx context.Context) error {
 		r.logger().LogAttrs(ctx, level, "runlimit: stopped", attrs...)
 	}
 	return err
+}
+
+// waitClosed waits until the stores are closed or ctx ends, and then
+// says what Close did not wait for: the cleanup loop's pass, or the
+// stores.
+func (r *runtimeState) waitClosed(ctx context.Context) error {
+	select {
+	case <-r.closing:
+		return nil
+	default:
+	}
+	select {
+	case <-r.closing:
+		return nil
+	case <-ctx.Done():
+	}
+	if r.loopDone != nil {
+		select {
+		case <-r.loopDone:
+		default:
+			return fmt.Errorf("runlimit: the cleanup loop did not stop: %w", ctx.Err())
+		}
+	}
+	return fmt.Errorf("runlimit: the stores did not close: %w", ctx.Err())
+}
+
+// closer is a store the Runtime opened, by its name; host says it is the
+// host's, from Config.NewStoreFunc.
+type closer struct {
+	name string
+	ports.Closer
+	host bool
+}
+
+// closeStores closes every store the Runtime opened, in order, then the
+// pool it opened, and closes r.closing once all are closed. A host's store
+// from Config.NewStoreFunc closes on a goroutine of its own, which Close
+// waits for only until its context ends: fx's stop timeout, or a host's
+// shutdown deadline, must not be spent waiting on a Close that blocks.
+// The Runtime's own stores and pool close before it returns, as they did
+// before it had a host's store to wait for. A store whose Close panics is
+// reported as an error, and the others are still closed.
+func (r *runtimeState) closeStores() {
+	var errs []error
+	finish := func() {
+		if r.ownPool {
+			// Waits for connections in use to come back, as no loop or
+			// check of this Runtime holds one any more (checks in flight
+			// finish).
+			r.pool.Close()
+		}
+		r.closeErr = errors.Join(errs...)
+		close(r.closing)
+	}
+	for i, c := range r.closers {
+		if c.host {
+			rest := r.closers[i:]
+			go func() {
+				defer finish()
+				for _, c := range rest {
+					errs = append(errs, c.close())
+				}
+			}()
+			return
+		}
+		errs = append(errs, c.close())
+	}
+	finish()
+}
+
+func (c closer) close() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			// The value is not printed: it is the host's, and may hold
+			// anything.
+			err = fmt.Errorf("runlimit: closing store %q panicked with a value of type %T", c.name, v)
+		}
+	}()
+	return c.Close()
 }
 
 // Limiter returns the limiter over the shared quota: the store

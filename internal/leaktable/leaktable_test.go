@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	neturl "net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -424,6 +425,15 @@ func httpCases(t *testing.T, f fixture) []leakcheck.Case {
 	r.RemoteAddr = "198.51.100.1:1"
 	m.Handler(inner.Handler(http.NotFoundHandler())).ServeHTTP(httptest.NewRecorder(), r)
 
+	// A subject too long to count, given to a Guard.
+	var subjectRej httplimit.Rejection
+	guardCfg.Reject = func(_ http.ResponseWriter, _ *http.Request, rej *httplimit.Rejection) { subjectRej = *rej }
+	long, err := httplimit.NewGuard(guardCfg)
+	require.NoError(t, err)
+	_, admitted := long.Admit(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil),
+		[]byte(strings.Repeat(subject, httplimit.MaxSubjectLength/len(subject)+1)))
+	require.False(t, admitted)
+
 	clientCfg := httplimit.ClientConfig{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Header: httplimit.XForwardedForHeader}
 	network, err := httplimit.NewClientNetwork(clientCfg)
 	require.NoError(t, err)
@@ -469,6 +479,8 @@ func httpCases(t *testing.T, f fixture) []leakcheck.Case {
 		leakcheck.Value("httplimit.ErrNotBuilt", httplimit.ErrNotBuilt),
 		leakcheck.Value("httplimit.ErrNilRequest", httplimit.ErrNilRequest),
 		leakcheck.Value("httplimit.ErrNameClash", clash.Err),
+		leakcheck.Value("httplimit.SubjectError", typed[*httplimit.SubjectError](t, subjectRej.Err)),
+		leakcheck.Value("httplimit.ErrInvalidSubject", subjectRej.Err),
 	}
 }
 
