@@ -242,10 +242,16 @@ func (c *ClientNetwork) Prefix(r *http.Request) (netip.Prefix, error) {
 
 // PrefixOf returns the network addr is counted by, after unmapping an
 // IPv4-mapped address, dropping a zone and finding the IPv4 client a
-// NAT64, 6to4 or Teredo address stands for.
+// NAT64, 6to4 or Teredo address stands for. An invalid addr (the zero
+// netip.Addr) belongs to no network: PrefixOf returns the zero Prefix,
+// whose IsValid is false. Never count by it: every such client would
+// share one subject.
 func (c *ClientNetwork) PrefixOf(addr netip.Addr) netip.Prefix {
 	if c == nil {
 		c = defaultClients
+	}
+	if !addr.IsValid() {
+		return netip.Prefix{}
 	}
 	addr = addr.WithZone("").Unmap()
 	if addr.Is6() {
@@ -258,7 +264,7 @@ func (c *ClientNetwork) PrefixOf(addr netip.Addr) netip.Prefix {
 		bits = cmp.Or(c.v4, DefaultIPv4Prefix)
 	}
 	// Prefix fails only for an invalid address or a length out of range,
-	// and both were ruled out.
+	// and both were ruled out (the lengths by ClientConfig's checks).
 	p, _ := addr.Prefix(bits)
 	return p
 }

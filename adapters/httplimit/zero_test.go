@@ -279,6 +279,9 @@ func TestNilSafeHelpers(t *testing.T) {
 			for _, c := range []*httplimit.ClientNetwork{nilClients, &zeroClients} {
 				require.Equal(t, netip.MustParsePrefix("192.0.2.77/32"), c.PrefixOf(addr4))
 				require.Equal(t, netip.MustParsePrefix("2001:db8:1:2::/64"), c.PrefixOf(addr6))
+				// The zero Addr is nobody's: no network a subject could
+				// be built from.
+				require.False(t, c.PrefixOf(netip.Addr{}).IsValid())
 				subject, err := c.AppendSubject(nil, request("GET", "/", "192.0.2.77:1", ""))
 				require.NoError(t, err)
 				require.Equal(t, "192.0.2.77/32", string(subject))
