@@ -108,6 +108,7 @@ var targets = map[bs.Fault]string{
 	bs.EpochAlignedWindows:              "windows/exact_remaining_and_reset",
 	bs.SingleCheckReusesLastTime:        "windows/exact_remaining_and_reset/AdmitCheck",
 	bs.WindowInt32Millis:                "windows/largest_limit_and_window",
+	bs.StoresUnixNanos:                  "windows/largest_limit_and_window",
 	bs.ShadowSeparateCounter:            "shadow/switching_to_enforce_keeps_the_counter",
 	bs.BatchReadsBySubject:              "batches/one_subject_under_several_policies",
 	bs.RenewalKeepsCount:                "windows/renewal_exactly_at_expiry",

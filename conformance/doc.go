@@ -232,7 +232,8 @@
 // The package's own tests run the suite against over eighty deliberately
 // broken stores, each a plausible real-world bug: window ends off by a
 // millisecond or a microsecond, sliding or mis-anchored renewals, times
-// and counts kept in milliseconds, seconds, float64, int32 or JSON,
+// and counts kept in milliseconds, seconds, Unix nanoseconds, float64,
+// int32 or JSON,
 // counters keyed without the limit, caches that outlive writes, locks
 // taken in caller order, in key order across partitions, twice on one
 // stripe, skipped for shadow checks, or released between reading,

@@ -65,6 +65,10 @@ const (
 	// milliseconds (an `integer` column) and stores its end as the start
 	// plus that length.
 	WindowInt32Millis
+	// StoresUnixNanos keeps window times as Unix nanoseconds (an int64
+	// column or a Redis score written from time.Time.UnixNano), which
+	// overflow for a window ending after the year 2262.
+	StoresUnixNanos
 
 	// Keys.
 
@@ -434,6 +438,7 @@ var faultNames = [faultCount]string{
 	EpochAlignedWindows:              "EpochAlignedWindows",
 	SingleCheckReusesLastTime:        "SingleCheckReusesLastTime",
 	WindowInt32Millis:                "WindowInt32Millis",
+	StoresUnixNanos:                  "StoresUnixNanos",
 	ShadowSeparateCounter:            "ShadowSeparateCounter",
 	BatchReadsBySubject:              "BatchReadsBySubject",
 	RenewalKeepsCount:                "RenewalKeepsCount",
