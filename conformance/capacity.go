@@ -30,6 +30,7 @@ func capacityScenario() scenario {
 		{name: "new_key_fits_after_cleanup", single: true, opts: capacityOptions, run: testNewKeyFitsAfterCleanup},
 		{name: "renewals_leave_the_freed_slots_usable", single: true, opts: capacityOptions, run: testRenewalsLeaveFreedSlotsUsable},
 		{name: "new_keys_of_a_batch_compete_for_free_slots", single: true, opts: capacityOptions, run: testBatchNewKeysCompete},
+		{name: "new_keys_of_a_batch_take_slots_of_their_own_partitions", single: true, opts: capacityOptions, run: testBatchNewKeysOwnPartitions},
 		{name: "denied_batch_keeps_no_slot", single: true, opts: capacityOptions, run: testDeniedBatchKeepsNoSlot},
 	}}
 }
@@ -346,6 +347,31 @@ func testBatchNewKeysCompete(t *testing.T, f *fixture) {
 	}
 	f.admitDenied(batch, len(batch)-1, domain.StorageCapacity, g+" (two new keys for the one free slot of their partition)")
 	f.requireOccupancy(want, g+" (the denied batch stored nothing)")
+}
+
+func testBatchNewKeysOwnPartitions(t *testing.T, f *fixture) {
+	const g = "capacity: each new key of a batch takes a slot of its own partition, none of another's"
+	if f.parts == 1 {
+		t.Skip("capacity: the store has one capacity partition")
+	}
+	p := f.policy(1, window)
+	c := f.opts.Capacity
+	a := f.somePart(p)
+	b := f.otherPart(p, a)
+	f.admitNew(p, a, c-2, g)
+	f.admitNew(p, b, c-2, g)
+	// Each partition has two free slots, and each batch below puts one new
+	// key in each: a store that counts a batch's claims in one tally for
+	// every partition (count[p] + pending >= capacity) refuses the second
+	// batch's second key, though its partition has a slot left.
+	for i, order := range [][2]int{{a, b}, {b, a}} {
+		rem := f.admitAllowed([]domain.Check{f.check(p, f.keyIn(p, order[0])), f.check(p, f.keyIn(p, order[1]))},
+			fmt.Sprintf("%s (a new key in each of two partitions, each with %s)", g, []string{"two free slots", "one free slot"}[i]))
+		require.Equal(t, []int64{0, 0}, rem, g)
+	}
+	f.requireOccupancy(occupancy{a: c, b: c}, g)
+	f.deny(f.check(p, f.keyIn(p, a)), domain.StorageCapacity, g+" (and then both partitions are full)")
+	f.deny(f.check(p, f.keyIn(p, b)), domain.StorageCapacity, g+" (and then both partitions are full)")
 }
 
 func testDeniedBatchKeepsNoSlot(t *testing.T, f *fixture) {

@@ -106,7 +106,8 @@
 //     expired ones in place;
 //     expired counters hold their slots until removed, and once removed
 //     their slots are all usable, however many of their neighbours were
-//     renewed; a batch's new keys compete for free slots; a denied batch
+//     renewed; a batch's new keys compete for free slots, each for one of
+//     its own partition's; a denied batch
 //     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;

@@ -429,6 +429,12 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 			}
 		}
 		return false
+	case f == BatchClaimsShared:
+		pending := 0
+		for _, n := range claims {
+			pending += n
+		}
+		return a.stored[p]+pending >= c
 	case f == BoundCountsActiveOnly:
 		active := 0
 		for k, e := range s.entries {

@@ -223,6 +223,10 @@ const (
 	// AnyFullPartitionRefuses refuses every new key while any partition is
 	// full.
 	AnyFullPartitionRefuses
+	// BatchClaimsShared counts the slots a batch's new keys claim in one
+	// tally for every partition (stored[p] + pending >= capacity), so a
+	// new key in one partition takes a slot of every other.
+	BatchClaimsShared
 	// UnguardedCapacity locks a new key but not its partition, so new keys
 	// racing for the same free slots all see them free.
 	UnguardedCapacity
@@ -409,6 +413,7 @@ var faultNames = [faultCount]string{
 	ProceedsWhenLockBusy:             "ProceedsWhenLockBusy",
 	SingleCheckIgnoresCommit:         "SingleCheckIgnoresCommit",
 	AnyFullPartitionRefuses:          "AnyFullPartitionRefuses",
+	BatchClaimsShared:                "BatchClaimsShared",
 	CleanupFreesTwice:                "CleanupFreesTwice",
 	CleansActivePerCheck:             "CleansActivePerCheck",
 	UnguardedCapacity:                "UnguardedCapacity",
