@@ -112,7 +112,9 @@
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
 //     cleanup answers a negative or zero maximum, a nil or done context
-//     and a closed store in the order ports.Cleaner documents;
+//     and a closed store in the order ports.Cleaner documents; a closed
+//     store still reports a nil context, a nil batch or an invalid single
+//     check as the caller's mistake;
 //   - context: Admit, AdmitCheck and CleanupExpired, called directly with
 //     a nil context, return an error matching [domain.ErrInvalidInput]
 //     ([ports.ErrNilContext]), consume nothing and never panic (nor does
@@ -131,7 +133,11 @@
 //     (two keys on one stripe of a striped lock); cleanup racing
 //     admissions of its partition neither deadlocks nor removes a renewed
 //     counter;
-//   - time: the store's clock never moves a window backwards.
+//   - time: the store's clock never moves a window backwards;
+//   - errors: in every case, no error the store returns shows a subject
+//     key the case made, in its message or in the exported fields of any
+//     error in its chain (as raw bytes, hex, base64, or a byte array that
+//     fmt or encoding/json prints).
 //
 // Cases that make single checks run twice, as subtests named AdmitCheck
 // (through [ports.CheckAdmitter], the path limiters take for every single

@@ -337,6 +337,14 @@ const (
 	// ClosedErrorUntyped fails closed with an error of its own rather than
 	// one matching ports.ErrClosed.
 	ClosedErrorUntyped
+	// ClosedBeforeNilContext answers Admit and AdmitCheck on a closed store
+	// with ports.ErrClosed before it looks at a nil context, hiding the
+	// caller's mistake.
+	ClosedBeforeNilContext
+	// ClosedBeforeCheckValidation answers AdmitCheck on a closed store with
+	// ports.ErrClosed before it validates the check, hiding the caller's
+	// mistake.
+	ClosedBeforeCheckValidation
 
 	// Context.
 
@@ -356,6 +364,13 @@ const (
 	// DoneContextRawError refuses a done context with the context's own
 	// error, which does not say that nothing was consumed.
 	DoneContextRawError
+	// DoneContextErrorNamesKey refuses a done context with an error whose
+	// message names the counter key in hex.
+	DoneContextErrorNamesKey
+	// DoneContextErrorKeyField refuses a done context with a [KeyError],
+	// whose message is clean but whose exported field holds the counter
+	// key, for json.Marshal or spew to print.
+	DoneContextErrorKeyField
 	// LateCancelUnconsumed looks at its context again after it has written
 	// an admission's counters and, when it is done by then, reports the
 	// context's error as one that consumed nothing.
@@ -436,6 +451,10 @@ var faultNames = [faultCount]string{
 	StatsPanicsOnNilContext:          "StatsPanicsOnNilContext",
 	IgnoresDoneContext:               "IgnoresDoneContext",
 	DoneContextRawError:              "DoneContextRawError",
+	DoneContextErrorNamesKey:         "DoneContextErrorNamesKey",
+	DoneContextErrorKeyField:         "DoneContextErrorKeyField",
+	ClosedBeforeNilContext:           "ClosedBeforeNilContext",
+	ClosedBeforeCheckValidation:      "ClosedBeforeCheckValidation",
 	LateCancelUnconsumed:             "LateCancelUnconsumed",
 	SkipsBatchReady:                  "SkipsBatchReady",
 	CleanupLocksPartitionsDescending: "CleanupLocksPartitionsDescending",

@@ -154,6 +154,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 // AdmitCheck applies one check as Admit applies a batch of one, through
 // [domain.EvaluateCheck].
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+	if s.cfg.Fault == ClosedBeforeCheckValidation && ctx != nil && s.closed.Load() {
+		return domain.Decision{}, &Error{Op: "admit", Err: ports.ErrClosed}
+	}
 	if err := c.Validate(); err != nil {
 		if s.cfg.Fault == SingleCheckSkipsValidation {
 			return domain.Decision{}, nil
