@@ -102,8 +102,9 @@
 //     bound, and AdmitCheck rejects an invalid check;
 //   - capacity: per partition, exactly: a full partition refuses new keys
 //     (with a retry time, when it gives one, that is its own earliest
-//     expiry, renewals included), never evicts, serves its keys and renews
-//     expired ones in place;
+//     expiry, renewals included, in a batch too), never evicts, serves its
+//     keys and renews expired ones in place, alone or in a batch beside a
+//     new key;
 //     expired counters hold their slots until removed, and once removed
 //     their slots are all usable, however many of their neighbours were
 //     renewed; a batch's new keys compete for free slots, each for one of

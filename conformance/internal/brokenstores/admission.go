@@ -388,12 +388,19 @@ func (a *admission) observe(now domain.Instant) {
 		if ok && s.cfg.Fault == RenewsEarly && now >= c.Expires.Add(-time.Millisecond) {
 			o.Counter = domain.Counter{}
 		}
+		if expired && s.cfg.Fault == BatchRenewalClaimsSlot && a.n > 1 {
+			claims[s.PartitionOf(k)]++
+		}
 		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {
 			o.Counter = domain.Counter{}
 			p := s.PartitionOf(k)
 			if s.full(a, p, claims, now) {
 				o.Full = true
-				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(p)
+				retryPart := p
+				if s.cfg.Fault == CapacityRetryFirstKeyPartition {
+					retryPart = s.PartitionOf(a.keys[0])
+				}
+				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(retryPart)
 			} else {
 				claims[p]++
 				a.claimed[i] = p

@@ -223,6 +223,14 @@ const (
 	// AnyFullPartitionRefuses refuses every new key while any partition is
 	// full.
 	AnyFullPartitionRefuses
+	// BatchRenewalClaimsSlot claims a free slot for each expired key a
+	// batch of several checks renews, though it renews in place, so a new
+	// key of the same batch can find its partition full.
+	BatchRenewalClaimsSlot
+	// CapacityRetryFirstKeyPartition gives a batch's capacity denial the
+	// earliest expiry of the partition of the batch's first key, as a store
+	// that looks the retry time up once per batch does.
+	CapacityRetryFirstKeyPartition
 	// BatchClaimsShared counts the slots a batch's new keys claim in one
 	// tally for every partition (stored[p] + pending >= capacity), so a
 	// new key in one partition takes a slot of every other.
@@ -429,6 +437,8 @@ var faultNames = [faultCount]string{
 	SingleCheckIgnoresCommit:         "SingleCheckIgnoresCommit",
 	AnyFullPartitionRefuses:          "AnyFullPartitionRefuses",
 	BatchClaimsShared:                "BatchClaimsShared",
+	BatchRenewalClaimsSlot:           "BatchRenewalClaimsSlot",
+	CapacityRetryFirstKeyPartition:   "CapacityRetryFirstKeyPartition",
 	CleanupFreesTwice:                "CleanupFreesTwice",
 	CleansActivePerCheck:             "CleansActivePerCheck",
 	UnguardedCapacity:                "UnguardedCapacity",
