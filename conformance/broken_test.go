@@ -82,6 +82,7 @@ var targets = map[bs.Fault]string{
 	bs.BatchClaimsShared:                "capacity/new_keys_of_a_batch_take_slots_of_their_own_partitions",
 	bs.BatchRenewalClaimsSlot:           "capacity/expired_key_renews_in_place",
 	bs.CapacityRetryFirstKeyPartition:   "capacity/each_partition_holds_its_own_bound",
+	bs.SingleCheckOrphanedRenewal:       "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock/AdmitCheck",
 	bs.CleanupFreesTwice:                "capacity/new_key_fits_after_cleanup",
 	bs.CleansActivePerCheck:             "capacity/never_evicts_an_active_key",
 	bs.UnguardedCapacity:                "concurrency/new_keys_racing_for_the_last_slots_take_exactly_those",

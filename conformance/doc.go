@@ -132,8 +132,8 @@
 //     orders, or keys whose order crosses their partitions' order, neither
 //     deadlock nor miscount; a large batch never waits on a lock it holds
 //     (two keys on one stripe of a striped lock); cleanup racing
-//     admissions of its partition neither deadlocks nor removes a renewed
-//     counter;
+//     admissions of its partition, on each path, neither deadlocks nor
+//     removes a renewed counter;
 //   - time: the store's clock never moves a window backwards;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, in its message or in the exported fields of any

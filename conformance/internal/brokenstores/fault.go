@@ -223,6 +223,12 @@ const (
 	// AnyFullPartitionRefuses refuses every new key while any partition is
 	// full.
 	AnyFullPartitionRefuses
+	// SingleCheckOrphanedRenewal runs AdmitCheck optimistically, as
+	// OptimisticSingleChecks does, but when cleanup has removed the expired
+	// counter it read before its write, it writes the renewal to that
+	// removed entry (as a store that swaps an entry's state in place
+	// without a tombstone does) and reports it allowed: the unit is lost.
+	SingleCheckOrphanedRenewal
 	// BatchRenewalClaimsSlot claims a free slot for each expired key a
 	// batch of several checks renews, though it renews in place, so a new
 	// key of the same batch can find its partition full.
@@ -438,6 +444,7 @@ var faultNames = [faultCount]string{
 	AnyFullPartitionRefuses:          "AnyFullPartitionRefuses",
 	BatchClaimsShared:                "BatchClaimsShared",
 	BatchRenewalClaimsSlot:           "BatchRenewalClaimsSlot",
+	SingleCheckOrphanedRenewal:       "SingleCheckOrphanedRenewal",
 	CapacityRetryFirstKeyPartition:   "CapacityRetryFirstKeyPartition",
 	CleanupFreesTwice:                "CleanupFreesTwice",
 	CleansActivePerCheck:             "CleansActivePerCheck",

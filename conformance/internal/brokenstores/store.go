@@ -27,6 +27,11 @@ type Config struct {
 	CleanupPerCheck int
 	// Clock returns the time elapsed since the store's epoch. Required.
 	Clock func() time.Duration
+	// OptimisticSingleChecks runs AdmitCheck optimistically, as the memory
+	// store's single checks run: read without locks, read the clock, then,
+	// under the key's locks, write only if what it read is still there
+	// unchanged, and start again otherwise. Default false.
+	OptimisticSingleChecks bool
 }
 
 // Store is a store with a lock per key, as a database store has row or
