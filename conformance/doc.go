@@ -199,7 +199,11 @@
 // that mutex, not on a key lock, and passes the pinned case; a gap of the
 // same kind lets a cleanup that collects expired keys under one lock and
 // deletes them under another, without looking again, pass in most runs.
-// Review those two orders by hand.
+// Nor can the suite aim keys at the stripes of a lock a store keeps apart
+// from its capacity partitions: a store that takes such stripes in its
+// keys' byte order rather than the stripes' own order deadlocks only when
+// two racing batches' keys happen to cross on two stripes. Review those
+// three orders by hand.
 //
 // Stores whose clock the suite does not control race freely: the suite
 // has no point inside their admissions at which to hold one, so the
@@ -237,7 +241,7 @@
 //
 // # Proof that it can fail
 //
-// The package's own tests run the suite against over eighty deliberately
+// The package's own tests run the suite against over a hundred deliberately
 // broken stores, each a plausible real-world bug: window ends off by a
 // millisecond or a microsecond, sliding or mis-anchored renewals, times
 // and counts kept in milliseconds, seconds, Unix nanoseconds, float64,
