@@ -280,7 +280,7 @@ func (f *fixture) admitDirect(b *domain.Batch, name, guarantee string) error {
 	f.t.Helper()
 	f.admits.Add(1)
 	f.rep.admits.Add(1)
-	err := guard(func() error { return f.inst.Store.Admit(f.ctx, b) })
+	err := f.guard(func() error { return f.inst.Store.Admit(f.ctx, b) })
 	f.log.add("Admit(%s) → error: %v", name, err)
 	return err
 }

@@ -30,6 +30,7 @@ func capacityScenario() scenario {
 		{name: "new_key_fits_after_cleanup", single: true, opts: capacityOptions, run: testNewKeyFitsAfterCleanup},
 		{name: "renewals_leave_the_freed_slots_usable", single: true, opts: capacityOptions, run: testRenewalsLeaveFreedSlotsUsable},
 		{name: "new_keys_of_a_batch_compete_for_free_slots", single: true, opts: capacityOptions, run: testBatchNewKeysCompete},
+		{name: "new_keys_of_a_batch_take_slots_of_their_own_partitions", single: true, opts: capacityOptions, run: testBatchNewKeysOwnPartitions},
 		{name: "denied_batch_keeps_no_slot", single: true, opts: capacityOptions, run: testDeniedBatchKeepsNoSlot},
 	}}
 }
@@ -108,12 +109,18 @@ func testEachPartitionHoldsItsBound(t *testing.T, f *fixture) {
 	full := f.somePart(p)
 	f.fillPartition(p, full, g)
 	open := f.otherPart(p, full)
+	// A minute later, so that the partitions' earliest expiries differ.
+	f.advance(time.Minute)
 	f.admitNew(p, open, c-1, g+" (another partition has room)")
 	f.requireOccupancy(occupancy{full: c, open: c - 1}, g)
 
 	f.deny(f.check(p, f.keyIn(p, full)), domain.StorageCapacity, g+" (the full partition)")
-	f.admitDenied([]domain.Check{f.check(p, f.keyIn(p, open)), f.check(p, f.keyIn(p, full))}, 1, domain.StorageCapacity,
+	den := f.admitDenied([]domain.Check{f.check(p, f.keyIn(p, open)), f.check(p, f.keyIn(p, full))}, 1, domain.StorageCapacity,
 		g+" (a batch with a new key in each: the full partition's refuses the batch)")
+	if retry, ok := den.RetryAfter(); ok {
+		f.requireDuration(window-time.Minute, retry, g+" (the refused key's retry time is the earliest expiry of its own "+
+			"partition, not of the partition of the batch's first key)")
+	}
 	f.admitDenied([]domain.Check{f.check(p, f.keyIn(p, full)), f.check(p, f.keyIn(p, open))}, 0, domain.StorageCapacity,
 		g+" (the same in the other order)")
 	f.requireOccupancy(occupancy{full: c, open: c - 1}, g+" (the denied batches stored nothing)")
@@ -149,24 +156,38 @@ func testExpiredKeyRenewsInPlace(t *testing.T, f *fixture) {
 	const g = "capacity: an expired key renews in its own slot, needing no new one"
 	p := f.policy(2, window)
 	part := f.somePart(p)
-	held := f.fillPartition(p, part, g)
+	c := f.opts.Capacity
+	held := f.admitNew(p, part, c-1, g)
 	f.advance(window)
-	// The partition is full of expired counters, which a store may keep
-	// until cleanup: renewing them one at a time and as a batch never needs
-	// one of those slots.
-	for _, k := range held[:2] {
-		a := f.allow(f.check(p, k), 1, g)
-		f.requireDuration(window, a.ResetAfter, g+" (a renewed window starts at the renewing check)")
-	}
+	// The partition holds expired counters, which a store may keep until
+	// cleanup, and one free slot: renewing them one at a time or as a batch
+	// never needs a slot, so a batch renewing some and adding a new key
+	// needs only the free one.
+	a := f.allow(f.check(p, held[0]), 1, g)
+	f.requireDuration(window, a.ResetAfter, g+" (a renewed window starts at the renewing check)")
+	fresh := f.keyIn(p, part)
 	var batch []domain.Check
-	for _, k := range held[2:] {
+	for _, k := range held[1:] {
 		batch = append(batch, f.check(p, k))
 	}
-	rem := f.admitAllowed(batch, g+" (a batch renewing the rest)")
+	batch = append(batch, f.check(p, fresh))
+	rem := f.admitAllowed(batch, g+" (a batch renewing expired keys takes only the one free slot, for its new key)")
+	for i, r := range rem {
+		require.Equal(t, int64(1), r, "%s: check %d of the batch", g, i)
+	}
+	f.requireOccupancy(occupancy{part: c}, g+" (renewal took no new slot)")
+
+	// Now the partition is full, and soon full of expired counters.
+	f.advance(window)
+	batch = batch[:0]
+	for _, k := range append(held, fresh) {
+		batch = append(batch, f.check(p, k))
+	}
+	rem = f.admitAllowed(batch, g+" (a batch renewing every counter of a full partition)")
 	for i, r := range rem {
 		require.Equal(t, int64(1), r, "%s: renewed check %d of the batch", g, i)
 	}
-	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g+" (renewal took no new slot)")
+	f.requireOccupancy(occupancy{part: c}, g+" (renewal took no new slot)")
 	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the renewed keys fill the partition)")
 }
 
@@ -346,6 +367,31 @@ func testBatchNewKeysCompete(t *testing.T, f *fixture) {
 	}
 	f.admitDenied(batch, len(batch)-1, domain.StorageCapacity, g+" (two new keys for the one free slot of their partition)")
 	f.requireOccupancy(want, g+" (the denied batch stored nothing)")
+}
+
+func testBatchNewKeysOwnPartitions(t *testing.T, f *fixture) {
+	const g = "capacity: each new key of a batch takes a slot of its own partition, none of another's"
+	if f.parts == 1 {
+		t.Skip("capacity: the store has one capacity partition")
+	}
+	p := f.policy(1, window)
+	c := f.opts.Capacity
+	a := f.somePart(p)
+	b := f.otherPart(p, a)
+	f.admitNew(p, a, c-2, g)
+	f.admitNew(p, b, c-2, g)
+	// Each partition has two free slots, and each batch below puts one new
+	// key in each: a store that counts a batch's claims in one tally for
+	// every partition (count[p] + pending >= capacity) refuses the second
+	// batch's second key, though its partition has a slot left.
+	for i, order := range [][2]int{{a, b}, {b, a}} {
+		rem := f.admitAllowed([]domain.Check{f.check(p, f.keyIn(p, order[0])), f.check(p, f.keyIn(p, order[1]))},
+			fmt.Sprintf("%s (a new key in each of two partitions, each with %s)", g, []string{"two free slots", "one free slot"}[i]))
+		require.Equal(t, []int64{0, 0}, rem, g)
+	}
+	f.requireOccupancy(occupancy{a: c, b: c}, g)
+	f.deny(f.check(p, f.keyIn(p, a)), domain.StorageCapacity, g+" (and then both partitions are full)")
+	f.deny(f.check(p, f.keyIn(p, b)), domain.StorageCapacity, g+" (and then both partitions are full)")
 }
 
 func testDeniedBatchKeepsNoSlot(t *testing.T, f *fixture) {

@@ -35,7 +35,7 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 	p, k := f.policy(2, window), f.key()
 	f.allow(f.check(p, k), 1, g)
 	f.rep.called(Closer)
-	err := guard(c.Close)
+	err := f.guard(c.Close)
 	f.log.add("Close → %v", err)
 	require.NoError(t, err, "%s: Close failed", g)
 
@@ -52,6 +52,55 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 		err := f.admitDirect(bad.batch, bad.name, g)
 		require.ErrorIs(t, err, domain.ErrInvalidInput, "%s: Admit(%s) on a closed store is the caller's mistake", g, bad.name)
 	}
+	// So is a nil context, and an invalid single check. A context done
+	// before the call fails too, consuming nothing, with the closed store's
+	// error or the context's: the order of those two is ports.Cleaner's
+	// only (the memory store looks at the context first, PostgreSQL's at
+	// its state).
+	var nilCtx context.Context
+	done, cancel := context.WithCancel(f.ctx)
+	cancel()
+	for _, dc := range []struct {
+		name string
+		ctx  context.Context
+	}{{"nil ctx", nilCtx}, {"done ctx", done}} {
+		b, err := domain.NewBatch([]domain.Check{f.check(p, k)}, f.opts.MaxBatchSize)
+		require.NoError(t, err, "harness: a batch of one")
+		f.admits.Add(1)
+		f.rep.admits.Add(1)
+		err = f.guard(func() error { return f.inst.Store.Admit(dc.ctx, b) })
+		f.log.add("Admit(%s, batch [%s]) → error: %v", dc.name, f.log.check(f.check(p, k)), err)
+		if dc.ctx == nil {
+			require.ErrorIs(t, err, ports.ErrNilContext, "%s: Admit(nil ctx) on a closed store is the caller's mistake", g)
+		} else {
+			requireFailedClosedOrDone(t, err, k, g+" (Admit with a done ctx)", "no error")
+		}
+	}
+	if ca, ok := f.inst.Store.(ports.CheckAdmitter); ok {
+		invalid := domain.NewCheck(p, domain.SubjectKey{})
+		for _, call := range []struct {
+			name  string
+			ctx   context.Context
+			check domain.Check
+		}{{"nil ctx", nilCtx, f.check(p, k)}, {"an invalid check", f.ctx, invalid}, {"done ctx", done, f.check(p, k)}} {
+			f.rep.called(CheckAdmitter)
+			var d domain.Decision
+			err := f.guard(func() (err error) {
+				d, err = ca.AdmitCheck(call.ctx, call.check)
+				return err
+			})
+			f.log.add("AdmitCheck(%s) → %s, error: %v", call.name, describe(d), err)
+			switch call.name {
+			case "done ctx":
+				requireFailedClosedOrDone(t, err, k, g+" (AdmitCheck with a done ctx)", describe(d))
+			case "nil ctx":
+				require.ErrorIs(t, err, ports.ErrNilContext, "%s: AdmitCheck(nil ctx) on a closed store is the caller's mistake", g)
+			default:
+				require.ErrorIs(t, err, domain.ErrInvalidInput, "%s: AdmitCheck(%s) on a closed store is the caller's mistake", g, call.name)
+				require.NotErrorIs(t, err, ports.ErrClosed, "%s: AdmitCheck(%s) on a closed store is the caller's mistake", g, call.name)
+			}
+		}
+	}
 	if cleanup, ok := f.cleaner(); ok {
 		n, err := cleanup(1)
 		requireFailedClosed(t, err, k, g+" (CleanupExpired)", fmt.Sprintf("%d removed", n))
@@ -60,15 +109,12 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 		// maximum is answered, and before the context (see ports.Cleaner).
 		n, err = cleanup(0)
 		requireFailedClosed(t, err, k, g+" (CleanupExpired(0))", fmt.Sprintf("%d removed", n))
-		done, cancel := context.WithCancel(f.ctx)
-		cancel()
 		n, err = f.cleanupWith(done, "done ctx", 1)
 		requireFailedClosed(t, err, k, g+" (CleanupExpired(done ctx, 1))", fmt.Sprintf("%d removed", n))
 		// A caller's mistake is reported as such, whatever the store's
 		// state.
 		_, err = cleanup(-1)
 		require.ErrorIs(t, err, ports.ErrNegativeMax, "%s: CleanupExpired(-1) on a closed store", g)
-		var nilCtx context.Context
 		_, err = f.cleanupWith(nilCtx, "nil ctx", 1)
 		require.ErrorIs(t, err, ports.ErrNilContext, "%s: CleanupExpired(nil ctx, 1) on a closed store", g)
 	}
@@ -83,12 +129,24 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 // comes back as an error.
 func guardStats(f *fixture, sr ports.StatsReporter) (ports.Stats, error) {
 	var s ports.Stats
-	err := guard(func() (err error) {
+	err := f.guard(func() (err error) {
 		s, err = sr.Stats(f.ctx)
 		return err
 	})
 	f.log.add("Stats → %+v, error: %v", s, err)
 	return s, err
+}
+
+// requireFailedClosedOrDone is requireFailedClosed for a call with a
+// cancelled context, whose error may match context.Canceled instead.
+func requireFailedClosedOrDone(t *testing.T, err error, k domain.SubjectKey, g, got string) {
+	t.Helper()
+	if err != nil && !errors.Is(err, ports.ErrClosed) {
+		require.ErrorIs(t, err, context.Canceled, "%s: the error must match ports.ErrClosed or the context's error", g)
+		require.False(t, ports.MayHaveConsumedQuota(err), "%s: the error must say nothing was consumed: %v", g, err)
+		return
+	}
+	requireFailedClosed(t, err, k, g, got)
 }
 
 func requireFailedClosed(t *testing.T, err error, k domain.SubjectKey, g, got string) {

@@ -47,6 +47,13 @@ func TestRunPassesACorrectStore(t *testing.T) {
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
 			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
 		}},
+		{"optimistic_single_checks", func(_ testing.TB, opts conformance.Options) conformance.Instance {
+			clock := new(conformance.ManualClock)
+			s := brokenstores.New(brokenstores.Config{
+				Capacity: opts.Capacity, Partitions: partitions, OptimisticSingleChecks: true, Clock: clock.Now,
+			})
+			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
+		}},
 		{"cleans_per_check", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			clock := new(conformance.ManualClock)
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, CleanupPerCheck: 8, Clock: clock.Now})

@@ -46,14 +46,14 @@ func testNilContext(t *testing.T, f *fixture) {
 	require.NoError(t, err, "harness: a batch of one")
 	f.admits.Add(1)
 	f.rep.admits.Add(1)
-	err = guard(func() error { return f.inst.Store.Admit(nilCtx, b) })
+	err = f.guard(func() error { return f.inst.Store.Admit(nilCtx, b) })
 	f.log.add("Admit(nil ctx, batch [%s]) → error: %v", f.log.check(f.check(p, k)), err)
 	f.requireNilContextRefused("Admit", err, g)
 
 	if ca, ok := f.inst.Store.(ports.CheckAdmitter); ok {
 		f.rep.called(CheckAdmitter)
 		var d domain.Decision
-		err := guard(func() (err error) {
+		err := f.guard(func() (err error) {
 			d, err = ca.AdmitCheck(nilCtx, f.check(p, k))
 			return err
 		})
@@ -89,7 +89,7 @@ func testNilContextStats(t *testing.T, f *fixture, guarantee string) {
 	}
 	f.rep.called(StatsReporter)
 	var nilCtx context.Context
-	err := guard(func() (err error) {
+	err := f.guard(func() (err error) {
 		_, err = sr.Stats(nilCtx)
 		return err
 	})
@@ -127,7 +127,7 @@ func testDoneContext(t *testing.T, f *fixture) {
 		f.requireDoneContextRefused(err, dc.want, fmt.Sprintf("%s (a single check via %s, %s)", g, f.path, dc.name), describe(d))
 		checks := []domain.Check{f.check(p, other), f.check(p, k)}
 		var bd domain.BatchDecision
-		err = guard(func() (err error) {
+		err = f.guard(func() (err error) {
 			bd, err = f.limiter.CheckAll(dc.ctx, checks)
 			return err
 		})

@@ -102,16 +102,20 @@
 //     bound, and AdmitCheck rejects an invalid check;
 //   - capacity: per partition, exactly: a full partition refuses new keys
 //     (with a retry time, when it gives one, that is its own earliest
-//     expiry, renewals included), never evicts, serves its keys and renews
-//     expired ones in place;
+//     expiry, renewals included, in a batch too), never evicts, serves its
+//     keys and renews expired ones in place, alone or in a batch beside a
+//     new key;
 //     expired counters hold their slots until removed, and once removed
 //     their slots are all usable, however many of their neighbours were
-//     renewed; a batch's new keys compete for free slots; a denied batch
+//     renewed; a batch's new keys compete for free slots, each for one of
+//     its own partition's; a denied batch
 //     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
 //     cleanup answers a negative or zero maximum, a nil or done context
-//     and a closed store in the order ports.Cleaner documents;
+//     and a closed store in the order ports.Cleaner documents; a closed
+//     store still reports a nil context, a nil batch or an invalid single
+//     check as the caller's mistake;
 //   - context: Admit, AdmitCheck and CleanupExpired, called directly with
 //     a nil context, return an error matching [domain.ErrInvalidInput]
 //     ([ports.ErrNilContext]), consume nothing and never panic (nor does
@@ -128,9 +132,13 @@
 //     orders, or keys whose order crosses their partitions' order, neither
 //     deadlock nor miscount; a large batch never waits on a lock it holds
 //     (two keys on one stripe of a striped lock); cleanup racing
-//     admissions of its partition neither deadlocks nor removes a renewed
-//     counter;
-//   - time: the store's clock never moves a window backwards.
+//     admissions of its partition, on each path, neither deadlocks nor
+//     removes a renewed counter;
+//   - time: the store's clock never moves a window backwards;
+//   - errors: in every case, no error the store returns shows a subject
+//     key the case made, in its message or in the exported fields of any
+//     error in its chain (as raw bytes, hex, base64, or a byte array that
+//     fmt or encoding/json prints).
 //
 // Cases that make single checks run twice, as subtests named AdmitCheck
 // (through [ports.CheckAdmitter], the path limiters take for every single
@@ -191,7 +199,11 @@
 // that mutex, not on a key lock, and passes the pinned case; a gap of the
 // same kind lets a cleanup that collects expired keys under one lock and
 // deletes them under another, without looking again, pass in most runs.
-// Review those two orders by hand.
+// Nor can the suite aim keys at the stripes of a lock a store keeps apart
+// from its capacity partitions: a store that takes such stripes in its
+// keys' byte order rather than the stripes' own order deadlocks only when
+// two racing batches' keys happen to cross on two stripes. Review those
+// three orders by hand.
 //
 // Stores whose clock the suite does not control race freely: the suite
 // has no point inside their admissions at which to hold one, so the
@@ -229,10 +241,11 @@
 //
 // # Proof that it can fail
 //
-// The package's own tests run the suite against over eighty deliberately
+// The package's own tests run the suite against over a hundred deliberately
 // broken stores, each a plausible real-world bug: window ends off by a
 // millisecond or a microsecond, sliding or mis-anchored renewals, times
-// and counts kept in milliseconds, seconds, float64, int32 or JSON,
+// and counts kept in milliseconds, seconds, Unix nanoseconds, float64,
+// int32 or JSON,
 // counters keyed without the limit, caches that outlive writes, locks
 // taken in caller order, in key order across partitions, twice on one
 // stripe, skipped for shadow checks, or released between reading,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +49,11 @@ type fixture struct {
 	limiter *app.Limiter
 	admits  atomic.Int64
 	parts   int
+
+	// errs holds every error the store returned in this case (see guard),
+	// for the check, when the case ends, that none shows a key.
+	errMu sync.Mutex
+	errs  []error
 }
 
 // admitOnly shows a store to the limiter with Admit alone, counting calls.
@@ -87,6 +93,9 @@ func setup(t *testing.T, newStore NewStoreFunc, opts Options, p path, caps capab
 			t.Logf("operations on this case's fresh store (single checks via %s, Options %+v):\n%s", p, opts, f.log)
 		}
 	})
+	// Registered after the log's, so it runs first and the log follows a
+	// failure.
+	t.Cleanup(f.requireNoKeyInErrors)
 	f.inst.Advance(t, start)
 	return f
 }
@@ -162,7 +171,7 @@ func (f *fixture) apply(c domain.Check, p path) (domain.Decision, error) {
 // it.
 func (f *fixture) applyWith(ctx context.Context, ctxName string, c domain.Check, p path) (domain.Decision, error) {
 	var d domain.Decision
-	err := guard(func() (err error) {
+	err := f.guard(func() (err error) {
 		if p == viaAdmitCheck {
 			f.rep.called(CheckAdmitter)
 			d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(ctx, c)
@@ -242,7 +251,7 @@ func (f *fixture) refuseVia(c domain.Check, p path, outcome domain.Outcome, reas
 func (f *fixture) admit(checks []domain.Check, guarantee string) domain.BatchDecision {
 	f.t.Helper()
 	var bd domain.BatchDecision
-	err := guard(func() (err error) {
+	err := f.guard(func() (err error) {
 		bd, err = f.limiter.CheckAll(f.ctx, checks)
 		return err
 	})
@@ -328,7 +337,7 @@ func (f *fixture) stats() (ports.Stats, bool) {
 	}
 	f.rep.called(StatsReporter)
 	var s ports.Stats
-	err := guard(func() (err error) {
+	err := f.guard(func() (err error) {
 		s, err = sr.Stats(f.ctx)
 		return err
 	})
@@ -356,7 +365,7 @@ func (f *fixture) cleaner() (func(max int) (int, error), bool) {
 func (f *fixture) cleanupWith(ctx context.Context, ctxName string, max int) (int, error) {
 	f.rep.called(Cleaner)
 	var n int
-	err := guard(func() (err error) {
+	err := f.guard(func() (err error) {
 		n, err = f.inst.Store.(ports.Cleaner).CleanupExpired(ctx, max)
 		return err
 	})
@@ -370,6 +379,43 @@ func (f *fixture) cleanupWith(ctx context.Context, ctxName string, max int) (int
 		f.log.add("CleanupExpired(%s) → %d", args, n)
 	}
 	return n, err
+}
+
+// guard calls op, a call into the store, as guard does, and keeps the
+// error it returns for requireNoKeyInErrors.
+func (f *fixture) guard(op func() error) error {
+	err := guard(op)
+	if err != nil {
+		f.errMu.Lock()
+		f.errs = append(f.errs, err)
+		f.errMu.Unlock()
+	}
+	return err
+}
+
+// requireNoKeyInErrors fails the case when an error its store returned
+// shows the bytes of a key the case made: error text reaches logs, and an
+// error value's exported fields reach whatever prints or serialises it.
+func (f *fixture) requireNoKeyInErrors() {
+	f.errMu.Lock()
+	errs := append([]error(nil), f.errs...)
+	f.errMu.Unlock()
+	if len(errs) == 0 {
+		return
+	}
+	f.log.mu.Lock()
+	keys := make(map[domain.SubjectKey]string, len(f.log.keys))
+	for k, name := range f.log.keys {
+		keys[k] = name
+	}
+	f.log.mu.Unlock()
+	for _, err := range errs {
+		if leak := keyLeak(err, keys); leak != "" {
+			f.t.Errorf("errors: no error a store returns may show a subject key, in its text or its exported fields "+
+				"(json.Marshal and spew print them): an error of this case's store (%T): %s", err, leak)
+			return
+		}
+	}
 }
 
 // guard calls op and turns a panic in the store into a [*panicError], so

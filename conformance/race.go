@@ -201,7 +201,7 @@ func (f *fixture) checkOp(c domain.Check, p path) raceOp {
 			d   domain.Decision
 			err error
 		)
-		err = guard(func() (err error) {
+		err = f.guard(func() (err error) {
 			if p == viaAdmitCheck {
 				f.rep.called(CheckAdmitter)
 				d, err = f.inst.Store.(ports.CheckAdmitter).AdmitCheck(ctx, c)
@@ -229,7 +229,7 @@ func (f *fixture) checkOp(c domain.Check, p path) raceOp {
 func (f *fixture) batchOp(checks []domain.Check) raceOp {
 	return func(ctx context.Context) result {
 		var bd domain.BatchDecision
-		err := guard(func() (err error) {
+		err := f.guard(func() (err error) {
 			bd, err = f.limiter.CheckAll(ctx, checks)
 			return err
 		})
@@ -254,7 +254,7 @@ func (f *fixture) cleanupOp(max int) raceOp {
 	return func(ctx context.Context) result {
 		f.rep.called(Cleaner)
 		var r result
-		r.err = guard(func() (err error) {
+		r.err = f.guard(func() (err error) {
 			r.removed, err = f.inst.Store.(ports.Cleaner).CleanupExpired(ctx, max)
 			return err
 		})
@@ -267,7 +267,7 @@ func (f *fixture) cleanupOp(max int) raceOp {
 func (f *fixture) statsOp() raceOp {
 	return func(ctx context.Context) result {
 		f.rep.called(StatsReporter)
-		return result{err: guard(func() (err error) {
+		return result{err: f.guard(func() (err error) {
 			_, err = f.inst.Store.(ports.StatsReporter).Stats(ctx)
 			return err
 		})}

@@ -190,4 +190,14 @@ func testLargestLimitAndWindow(t *testing.T, f *fixture) {
 	a = f.allow(f.check(p, k), math.MaxInt64-1, g+" (the largest window ends and renews)")
 	f.requireDuration(domain.MaxWindow, a.ResetAfter, g)
 	f.allow(f.checkCost(p, full, domain.MaxLimit), 0, g+" (the largest window ends and renews)")
+	// The renewed windows end two largest windows after the clock's zero,
+	// past what a time.Time holds in Unix nanoseconds (year 2262): read
+	// them back, so a store that keeps its times as UnixNano (a Redis
+	// score, an int64 column) shows the overflow here, as it would in
+	// production for any window ending after 2262.
+	f.allow(f.checkCost(p, k, domain.MaxLimit-1), 0, g+" (the renewed largest window, read back, counts on)")
+	d = f.deny(f.check(p, k), domain.QuotaExhausted, g+" (the renewed largest window, read back, is exhausted)")
+	f.requireRetry(d, domain.MaxWindow, g+" (the renewed largest window, read back)")
+	d = f.deny(f.check(p, full), domain.QuotaExhausted, g+" (the renewed largest cost, read back)")
+	f.requireRetry(d, domain.MaxWindow, g+" (the renewed largest cost, read back)")
 }

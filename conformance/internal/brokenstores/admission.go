@@ -51,7 +51,8 @@ func (a *admission) run() error {
 	a.claimed = make([]int, a.n)
 	a.before = make([]domain.Counter, a.n)
 	a.present = make([]bool, a.n)
-	if s.cfg.Fault == OptimisticCountOnly {
+	if s.cfg.Fault == OptimisticCountOnly ||
+		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
 	if s.cfg.Fault == ReadsBeforeLocking {
@@ -128,11 +129,11 @@ func (a *admission) run() error {
 	return nil
 }
 
-// runOptimistic applies the admission optimistically (OptimisticCountOnly):
-// it reads every key without locks, reads the clock, and then, under the
-// locks that stand for the backend's atomic conditional write, goes on
-// only if each key's count is what it read, deciding on what it read;
-// otherwise it starts again.
+// runOptimistic applies the admission optimistically (OptimisticSingleChecks,
+// OptimisticCountOnly, SingleCheckOrphanedRenewal): it reads every key
+// without locks, reads the clock, and then, under the locks that stand for
+// the backend's atomic conditional write, goes on only if each key is as it
+// read it, deciding on what it read; otherwise it starts again.
 func (a *admission) runOptimistic() error {
 	s := a.s
 	for {
@@ -145,11 +146,22 @@ func (a *admission) runOptimistic() error {
 			return &Error{Op: "admit", Err: err}
 		}
 		s.mu.Lock()
-		same := true
+		same, orphaned := true, false
 		for i, k := range a.keys {
-			// The defect: the condition compares the count alone, not the
-			// window it counts in.
-			if s.entries[k].Used != a.before[i].Used {
+			e, ok := s.entries[k]
+			switch {
+			case s.cfg.Fault == OptimisticCountOnly:
+				// The defect: the condition compares the count alone, not
+				// the window it counts in.
+				if e.Used != a.before[i].Used {
+					same = false
+				}
+			case s.cfg.Fault == SingleCheckOrphanedRenewal && a.present[i] && !ok:
+				// The defect: cleanup removed the entry it read since; it
+				// goes on, and its write lands on that entry, no longer in
+				// the table.
+				orphaned = true
+			case ok != a.present[i] || e != a.before[i]:
 				same = false
 			}
 		}
@@ -166,9 +178,10 @@ func (a *admission) runOptimistic() error {
 			a.unlock()
 			return &Error{Op: "admit", Err: err}
 		}
-		if commit {
+		switch {
+		case commit && !orphaned:
 			a.write(now)
-		} else {
+		case !commit:
 			a.deny(now)
 		}
 		a.unlock()
@@ -388,12 +401,19 @@ func (a *admission) observe(now domain.Instant) {
 		if ok && s.cfg.Fault == RenewsEarly && now >= c.Expires.Add(-time.Millisecond) {
 			o.Counter = domain.Counter{}
 		}
+		if expired && s.cfg.Fault == BatchRenewalClaimsSlot && a.n > 1 {
+			claims[s.PartitionOf(k)]++
+		}
 		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {
 			o.Counter = domain.Counter{}
 			p := s.PartitionOf(k)
 			if s.full(a, p, claims, now) {
 				o.Full = true
-				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(p)
+				retryPart := p
+				if s.cfg.Fault == CapacityRetryFirstKeyPartition {
+					retryPart = s.PartitionOf(a.keys[0])
+				}
+				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(retryPart)
 			} else {
 				claims[p]++
 				a.claimed[i] = p
@@ -429,6 +449,12 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 			}
 		}
 		return false
+	case f == BatchClaimsShared:
+		pending := 0
+		for _, n := range claims {
+			pending += n
+		}
+		return a.stored[p]+pending >= c
 	case f == BoundCountsActiveOnly:
 		active := 0
 		for k, e := range s.entries {

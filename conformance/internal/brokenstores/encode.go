@@ -42,6 +42,11 @@ func (s *Store) encode(c domain.Counter, before domain.Counter, present bool, no
 	case WindowInt32Millis:
 		ms := int32(w / time.Millisecond)
 		c.Expires = c.Start.Add(time.Duration(ms) * time.Millisecond)
+	case StoresUnixNanos:
+		// Written as UnixNano and read back as microseconds; time.Time
+		// wraps silently past 2262.
+		c.Start = domain.Instant(c.Start.Time().UnixNano() / int64(time.Microsecond))
+		c.Expires = domain.Instant(c.Expires.Time().UnixNano() / int64(time.Microsecond))
 	case RenewalKeepsCount:
 		if present && !before.Active(now) {
 			c.Used += before.Used

@@ -65,6 +65,10 @@ const (
 	// milliseconds (an `integer` column) and stores its end as the start
 	// plus that length.
 	WindowInt32Millis
+	// StoresUnixNanos keeps window times as Unix nanoseconds (an int64
+	// column or a Redis score written from time.Time.UnixNano), which
+	// overflow for a window ending after the year 2262.
+	StoresUnixNanos
 
 	// Keys.
 
@@ -219,6 +223,24 @@ const (
 	// AnyFullPartitionRefuses refuses every new key while any partition is
 	// full.
 	AnyFullPartitionRefuses
+	// SingleCheckOrphanedRenewal runs AdmitCheck optimistically, as
+	// OptimisticSingleChecks does, but when cleanup has removed the expired
+	// counter it read before its write, it writes the renewal to that
+	// removed entry (as a store that swaps an entry's state in place
+	// without a tombstone does) and reports it allowed: the unit is lost.
+	SingleCheckOrphanedRenewal
+	// BatchRenewalClaimsSlot claims a free slot for each expired key a
+	// batch of several checks renews, though it renews in place, so a new
+	// key of the same batch can find its partition full.
+	BatchRenewalClaimsSlot
+	// CapacityRetryFirstKeyPartition gives a batch's capacity denial the
+	// earliest expiry of the partition of the batch's first key, as a store
+	// that looks the retry time up once per batch does.
+	CapacityRetryFirstKeyPartition
+	// BatchClaimsShared counts the slots a batch's new keys claim in one
+	// tally for every partition (stored[p] + pending >= capacity), so a
+	// new key in one partition takes a slot of every other.
+	BatchClaimsShared
 	// UnguardedCapacity locks a new key but not its partition, so new keys
 	// racing for the same free slots all see them free.
 	UnguardedCapacity
@@ -329,6 +351,14 @@ const (
 	// ClosedErrorUntyped fails closed with an error of its own rather than
 	// one matching ports.ErrClosed.
 	ClosedErrorUntyped
+	// ClosedBeforeNilContext answers Admit and AdmitCheck on a closed store
+	// with ports.ErrClosed before it looks at a nil context, hiding the
+	// caller's mistake.
+	ClosedBeforeNilContext
+	// ClosedBeforeCheckValidation answers AdmitCheck on a closed store with
+	// ports.ErrClosed before it validates the check, hiding the caller's
+	// mistake.
+	ClosedBeforeCheckValidation
 
 	// Context.
 
@@ -348,6 +378,13 @@ const (
 	// DoneContextRawError refuses a done context with the context's own
 	// error, which does not say that nothing was consumed.
 	DoneContextRawError
+	// DoneContextErrorNamesKey refuses a done context with an error whose
+	// message names the counter key in hex.
+	DoneContextErrorNamesKey
+	// DoneContextErrorKeyField refuses a done context with a [KeyError],
+	// whose message is clean but whose exported field holds the counter
+	// key, for json.Marshal or spew to print.
+	DoneContextErrorKeyField
 	// LateCancelUnconsumed looks at its context again after it has written
 	// an admission's counters and, when it is done by then, reports the
 	// context's error as one that consumed nothing.
@@ -405,6 +442,10 @@ var faultNames = [faultCount]string{
 	ProceedsWhenLockBusy:             "ProceedsWhenLockBusy",
 	SingleCheckIgnoresCommit:         "SingleCheckIgnoresCommit",
 	AnyFullPartitionRefuses:          "AnyFullPartitionRefuses",
+	BatchClaimsShared:                "BatchClaimsShared",
+	BatchRenewalClaimsSlot:           "BatchRenewalClaimsSlot",
+	SingleCheckOrphanedRenewal:       "SingleCheckOrphanedRenewal",
+	CapacityRetryFirstKeyPartition:   "CapacityRetryFirstKeyPartition",
 	CleanupFreesTwice:                "CleanupFreesTwice",
 	CleansActivePerCheck:             "CleansActivePerCheck",
 	UnguardedCapacity:                "UnguardedCapacity",
@@ -427,6 +468,10 @@ var faultNames = [faultCount]string{
 	StatsPanicsOnNilContext:          "StatsPanicsOnNilContext",
 	IgnoresDoneContext:               "IgnoresDoneContext",
 	DoneContextRawError:              "DoneContextRawError",
+	DoneContextErrorNamesKey:         "DoneContextErrorNamesKey",
+	DoneContextErrorKeyField:         "DoneContextErrorKeyField",
+	ClosedBeforeNilContext:           "ClosedBeforeNilContext",
+	ClosedBeforeCheckValidation:      "ClosedBeforeCheckValidation",
 	LateCancelUnconsumed:             "LateCancelUnconsumed",
 	SkipsBatchReady:                  "SkipsBatchReady",
 	CleanupLocksPartitionsDescending: "CleanupLocksPartitionsDescending",
@@ -434,6 +479,7 @@ var faultNames = [faultCount]string{
 	EpochAlignedWindows:              "EpochAlignedWindows",
 	SingleCheckReusesLastTime:        "SingleCheckReusesLastTime",
 	WindowInt32Millis:                "WindowInt32Millis",
+	StoresUnixNanos:                  "StoresUnixNanos",
 	ShadowSeparateCounter:            "ShadowSeparateCounter",
 	BatchReadsBySubject:              "BatchReadsBySubject",
 	RenewalKeepsCount:                "RenewalKeepsCount",

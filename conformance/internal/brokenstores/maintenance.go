@@ -31,6 +31,21 @@ func (e *Error) Unwrap() error { return e.Err }
 // successful evaluation.
 func (e *Error) MayHaveConsumedQuota() bool { return false }
 
+// KeyError is the error of DoneContextErrorKeyField: its message is clean,
+// but its exported Key field holds the counter key.
+type KeyError struct {
+	Key [domain.CounterKeySize]byte
+	Err error
+}
+
+func (e *KeyError) Error() string { return "brokenstores: admit: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// MayHaveConsumedQuota returns false: nothing was admitted.
+func (e *KeyError) MayHaveConsumedQuota() bool { return false }
+
 // cleansPerCheck reports whether each check removes expired counters from
 // its partition before it reads.
 func (s *Store) cleansPerCheck() bool {
@@ -55,6 +70,9 @@ func (s *Store) nilContext(op string, ctx context.Context) error {
 
 // usable returns why the store cannot admit k, or nil.
 func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
+	if s.cfg.Fault == ClosedBeforeNilContext && s.closed.Load() {
+		return &Error{Op: "admit", Err: ports.ErrClosed}
+	}
 	if err := s.nilContext("admit", ctx); err != nil {
 		return err
 	}
@@ -62,6 +80,11 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	case err == nil, s.cfg.Fault == IgnoresDoneContext:
 	case s.cfg.Fault == DoneContextRawError:
 		return err
+	case s.cfg.Fault == DoneContextErrorNamesKey:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("counter %x: %w", b[:], err)}
+	case s.cfg.Fault == DoneContextErrorKeyField:
+		return &KeyError{Key: k.Bytes(), Err: err}
 	default:
 		return &Error{Op: "admit", Err: err}
 	}

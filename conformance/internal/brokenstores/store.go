@@ -27,6 +27,11 @@ type Config struct {
 	CleanupPerCheck int
 	// Clock returns the time elapsed since the store's epoch. Required.
 	Clock func() time.Duration
+	// OptimisticSingleChecks runs AdmitCheck optimistically, as the memory
+	// store's single checks run: read without locks, read the clock, then,
+	// under the key's locks, write only if what it read is still there
+	// unchanged, and start again otherwise. Default false.
+	OptimisticSingleChecks bool
 }
 
 // Store is a store with a lock per key, as a database store has row or
@@ -154,6 +159,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 // AdmitCheck applies one check as Admit applies a batch of one, through
 // [domain.EvaluateCheck].
 func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+	if s.cfg.Fault == ClosedBeforeCheckValidation && ctx != nil && s.closed.Load() {
+		return domain.Decision{}, &Error{Op: "admit", Err: ports.ErrClosed}
+	}
 	if err := c.Validate(); err != nil {
 		if s.cfg.Fault == SingleCheckSkipsValidation {
 			return domain.Decision{}, nil
