@@ -53,6 +53,13 @@ func TestGlobalProvidersOnceSet(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	otel.SetMeterProvider(mp)
 	otel.SetTracerProvider(tp)
+	// The globals cannot be unset: leave no-op ones, which record nothing
+	// as the unset ones do, so that the test holds when run again
+	// (-count) instead of finding the SDK providers it shut down.
+	t.Cleanup(func() {
+		otel.SetMeterProvider(metricnoop.NewMeterProvider())
+		otel.SetTracerProvider(tracenoop.NewTracerProvider())
+	})
 
 	tel, err = otelrunlimit.New(otelrunlimit.Config{})
 	require.NoError(t, err)
