@@ -39,6 +39,10 @@ const (
 	DefaultSecretEnv = "RUNLIMIT_KEY_SECRET"
 	// DefaultCleanupInterval is [Config.CleanupInterval] when it is zero.
 	DefaultCleanupInterval = time.Minute
+	// MinCleanupInterval is the shortest [Config.CleanupInterval]: a
+	// shorter one (a nanosecond set by mistake for a second) would run
+	// cleanup passes back to back against the store.
+	MinCleanupInterval = time.Millisecond
 	// DefaultCleanupBatch is [Config.CleanupBatch] when it is zero.
 	DefaultCleanupBatch = 1000
 )
@@ -119,8 +123,8 @@ type Config struct {
 	// CleanupInterval is how often the background loop removes expired
 	// counters from the store and the gate, which otherwise keep their slots
 	// (PostgreSQL) or are removed only by checks landing on their shard
-	// (memory). Negative turns the loop off. Default 1 minute
-	// ([DefaultCleanupInterval]).
+	// (memory). Negative turns the loop off. At least 1 ms
+	// ([MinCleanupInterval]). Default 1 minute ([DefaultCleanupInterval]).
 	CleanupInterval time.Duration
 	// CleanupBatch is the most counters one cleanup call removes; a pass
 	// repeats the call while it removes a full batch. At least 1. Default
@@ -245,6 +249,9 @@ func (cfg Config) Validate() error {
 	}
 	if sources > 1 {
 		return &ConfigError{Field: "KeySecret", Reason: "has more than one source: set one of KeySecret, KeySecretFunc and SecretEnv"}
+	}
+	if cfg.CleanupInterval > 0 && cfg.CleanupInterval < MinCleanupInterval {
+		return &ConfigError{Field: "CleanupInterval", Reason: fmt.Sprintf("is %s, want at least %s, or negative to turn the loop off (0 means %s)", cfg.CleanupInterval, MinCleanupInterval, DefaultCleanupInterval)}
 	}
 	if cfg.CleanupBatch < 0 {
 		return &ConfigError{Field: "CleanupBatch", Reason: fmt.Sprintf("is %d, want at least 1 (0 means %d)", cfg.CleanupBatch, DefaultCleanupBatch)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +39,9 @@ func TestConfigValidate(t *testing.T) {
 		{"postgres without URL or pool", wiring.Config{Backend: wiring.BackendPostgres}, "DatabaseURL"},
 		{"postgres with URL and pool", wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret("postgres://x"), Pool: wiring.BorrowPool(pool)}, "DatabaseURL"},
 		{"negative batch", wiring.Config{CleanupBatch: -1}, "CleanupBatch"},
+		{"an interval of 1 ns would run passes back to back", wiring.Config{CleanupInterval: time.Nanosecond}, "CleanupInterval"},
+		{"just under the minimum interval", wiring.Config{CleanupInterval: wiring.MinCleanupInterval - 1}, "CleanupInterval"},
+		{"the minimum interval", wiring.Config{CleanupInterval: wiring.MinCleanupInterval}, ""},
 		// A database URL is never ignored: it selects the postgres backend,
 		// or is refused beside another one.
 		{"a URL alone selects postgres", wiring.Config{DatabaseURL: wiring.NewSecret("postgres://x"), Gate: &memory.Config{MaxKeys: 1}}, ""},

@@ -23,11 +23,15 @@ SIGINT or SIGTERM, and exits 0; a failed round is reported and retried at the
 next interval, except the first, which ends the command (so a wrong database
 or a missing schema fails at once).`
 
+// minEvery is the shortest --every: a shorter one (a nanosecond typed for
+// a second) would run rounds back to back against the database.
+const minEvery = time.Millisecond
+
 // cleanupConfig is what the cleanup command was asked to do.
 type cleanupConfig struct {
 	batch     int           // rows per pass
 	maxPasses int           // passes per round
-	every     time.Duration // 0: one round
+	every     time.Duration // 0: one round; else at least minEvery
 }
 
 func runCleanup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -37,7 +41,7 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	var cfg cleanupConfig
 	fs.IntVar(&cfg.batch, "batch", 1000, "rows deleted per pass, at least 1")
 	fs.IntVar(&cfg.maxPasses, "max-passes", 1000, "passes per round at most, at least 1")
-	fs.DurationVar(&cfg.every, "every", 0, "run a round every interval until interrupted; 0 runs one round")
+	fs.DurationVar(&cfg.every, "every", 0, "run a round every interval (at least 1ms) until interrupted; 0 runs one round")
 	timeout := fs.Duration("timeout", postgres.DefaultTimeout, "time budget of one pass once it holds a connection, at most 60s")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -47,8 +51,8 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("%w: --batch is %d, want at least 1", errUsage, cfg.batch)
 	case cfg.maxPasses < 1:
 		return fmt.Errorf("%w: --max-passes is %d, want at least 1", errUsage, cfg.maxPasses)
-	case cfg.every < 0:
-		return fmt.Errorf("%w: --every is %s, want 0 or more", errUsage, cfg.every)
+	case cfg.every < 0 || (cfg.every > 0 && cfg.every < minEvery):
+		return fmt.Errorf("%w: --every is %s, want 0 (one round) or at least %s", errUsage, cfg.every, minEvery)
 	case *timeout <= 0 || *timeout > postgres.MaxTimeout:
 		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, postgres.MaxTimeout)
 	}
