@@ -97,6 +97,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkSchema(*schema); err != nil {
 		return err
 	}
+	if isSet(fs, schemaFlagName) && !isSet(fs, databaseFlagName) {
+		return fmt.Errorf("%w: --%s needs --%s: the memory demo has no schema", errUsage, schemaFlagName, databaseFlagName)
+	}
 	if isSet(fs, databaseFlagName) {
 		// Only the flag: $RUNLIMIT_DATABASE_URL never turns the memory demo
 		// into a PostgreSQL one.

@@ -81,6 +81,9 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "cleanup unknown flag", args: []string{"cleanup", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
 		{name: "status unknown flag", args: []string{"status", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
 		{name: "status stray argument", args: []string{"status", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
+		// Flags that would be ignored are refused instead.
+		{name: "print-sql with a database", args: []string{"migrate", "--print-sql", "--database-url", "postgres://u:hunter2@127.0.0.1:1/x"}, code: 2, stderr: "--print-sql connects to no database"},
+		{name: "memory demo with a schema", args: []string{"demo", "--schema", "limits"}, code: 2, stderr: "--schema needs --database-url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

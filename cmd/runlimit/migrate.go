@@ -48,6 +48,11 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := checkSchema(*schema); err != nil {
 		return err
 	}
+	if *printSQL && isSet(fs, databaseFlagName) {
+		// Ignoring the URL would let an operator believe a database was
+		// migrated.
+		return fmt.Errorf("%w: --print-sql connects to no database: drop --%s, or --print-sql to migrate it", errUsage, databaseFlagName)
+	}
 	latest, steps, err := latestSchema(*schema)
 	if err != nil {
 		return err

@@ -58,6 +58,7 @@ func TestPasswordNeverPrintedOnAnyPath(t *testing.T) {
 			"migrate, positional + env":  {args: []string{"migrate", u}, env: true},
 			"migrate, schema":            {args: []string{"migrate", "--database-url=" + u, "--schema", "limits"}},
 			"migrate, flag as value":     {args: []string{"migrate", "--print-sql=" + u}},
+			"migrate, print-sql and url": {args: []string{"migrate", "--print-sql", "--database-url", u}},
 			"migrate, unknown flag":      {args: []string{"migrate", "--" + u}},
 			"migrate, help, env":         {args: []string{"migrate", "-h"}, env: true},
 			"cleanup, flag":              {args: []string{"cleanup", "--database-url", u}},
