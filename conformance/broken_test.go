@@ -109,6 +109,7 @@ var targets = map[bs.Fault]string{
 	bs.DoneContextErrorKeyField:         "context/done_context_admits_nothing",
 	bs.ClosedBeforeNilContext:           "close/closed_store_fails_closed",
 	bs.ClosedBeforeCheckValidation:      "close/closed_store_fails_closed",
+	bs.DoneContextBeforeClosed:          "close/closed_store_fails_closed",
 	bs.LateCancelUnconsumed:             "context/cancelled_admission_never_hides_a_unit",
 	bs.SkipsBatchReady:                  "batches/unprepared_batch_is_the_callers_mistake",
 	bs.ClosedBeforeBatchReady:           "close/closed_store_fails_closed",

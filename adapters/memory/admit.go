@@ -330,7 +330,12 @@ type (
 // evaluation and the commit, to the unlock.
 func apply[C plannedChecks, S plannedShards](s *Store, ctx context.Context, b *domain.Batch, checks *C, locked *S) error {
 	// The context is checked once the batch is known to be valid, so that
-	// a caller's mistake is reported as such even when ctx is done.
+	// a caller's mistake is reported as such even when ctx is done, and
+	// after the store's state, as ports.Closer asks: a closed store says
+	// so whatever the context. The state is read again under the locks.
+	if s.closed.Load() {
+		return &OpError{Op: "admit", Err: ErrClosed}
+	}
 	if err := ctx.Err(); err != nil {
 		return &OpError{Op: "admit", Err: err}
 	}

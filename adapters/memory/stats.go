@@ -18,7 +18,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	if ctx == nil {
 		return ports.Stats{}, &OpError{Op: "stats", Err: ports.ErrNilContext}
 	}
-	if s == nil || len(s.shards) == 0 {
+	// A closed store says so whatever the context (ports.Closer); the
+	// state is read again under each shard's lock.
+	if s == nil || len(s.shards) == 0 || s.closed.Load() {
 		return ports.Stats{}, &OpError{Op: "stats", Err: ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {

@@ -359,6 +359,10 @@ const (
 	// ports.ErrClosed before it validates the check, hiding the caller's
 	// mistake.
 	ClosedBeforeCheckValidation
+	// DoneContextBeforeClosed answers Admit and AdmitCheck on a closed store
+	// with the context's error when the context is done, instead of
+	// ports.ErrClosed: a caller shutting down on ErrClosed never hears it.
+	DoneContextBeforeClosed
 
 	// Context.
 
@@ -472,6 +476,7 @@ var faultNames = [faultCount]string{
 	DoneContextErrorKeyField:         "DoneContextErrorKeyField",
 	ClosedBeforeNilContext:           "ClosedBeforeNilContext",
 	ClosedBeforeCheckValidation:      "ClosedBeforeCheckValidation",
+	DoneContextBeforeClosed:          "DoneContextBeforeClosed",
 	LateCancelUnconsumed:             "LateCancelUnconsumed",
 	SkipsBatchReady:                  "SkipsBatchReady",
 	CleanupLocksPartitionsDescending: "CleanupLocksPartitionsDescending",

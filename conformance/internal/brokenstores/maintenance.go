@@ -76,6 +76,11 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	if err := s.nilContext("admit", ctx); err != nil {
 		return err
 	}
+	if s.cfg.Fault != DoneContextBeforeClosed {
+		if err := s.closedError(k); err != nil {
+			return err
+		}
+	}
 	switch err := ctx.Err(); {
 	case err == nil, s.cfg.Fault == IgnoresDoneContext:
 	case s.cfg.Fault == DoneContextRawError:
@@ -88,6 +93,12 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	default:
 		return &Error{Op: "admit", Err: err}
 	}
+	return s.closedError(k)
+}
+
+// closedError returns the error of an admission of k on a closed store, or
+// nil while the store is open (or the fault ignores Close).
+func (s *Store) closedError(k domain.CounterKey) error {
 	if !s.closed.Load() {
 		return nil
 	}
