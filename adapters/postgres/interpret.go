@@ -99,7 +99,8 @@ func isTimeout(err error) bool {
 // pass through.
 func sanitize(err error) error {
 	var own *storeError
-	if err == nil || errors.As(err, &own) {
+	var setting *SettingError
+	if err == nil || errors.As(err, &own) || errors.As(err, &setting) {
 		return err
 	}
 	return pgerror.Sanitize(err)

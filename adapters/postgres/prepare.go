@@ -30,8 +30,16 @@ func (s *Store) stateOf(pc *pgconn.PgConn) *connState {
 // the all-zero counter key, which no real counter has.
 var warmLockID = AdvisoryLockID(domain.CounterKey{})
 
-// warmQueries is how many statements warm runs after preparing them all.
-const warmQueries = 6
+// warmQueries is how many statements warm runs besides its preparations:
+// BEGIN, the settings, the table locks, the four warming queries and
+// ROLLBACK.
+const warmQueries = 8
+
+// Results of warm's queries, by their order in its pipeline.
+const (
+	warmBegin = iota
+	warmSettings
+)
 
 // warm makes a cold connection ready in one round trip: it prepares every
 // statement and runs the ones whose first run costs most (the lock function,
@@ -42,17 +50,29 @@ const warmQueries = 6
 // without a counter, so it locks no row; its advisory lock is the zero
 // key's.
 //
-// When some statements were prepared before one failed, the connection holds
-// statements its state does not record, and cannot be warmed again: lost
-// reports that.
-func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time) (st *connState, lost bool, err error) {
+// Before it prepares anything, the transaction sets its own statement
+// timeout, from budget, and lock timeout, from wait (the caller's deadline,
+// or the budget if that ends first), overriding whatever the role or the
+// database set, reads the settings the store cannot set for itself (see
+// checkSettings), and takes its tables' ACCESS SHARE locks, which every
+// preparation naming a table takes too. A table that another session holds
+// locked (an ALTER TABLE, a LOCK TABLE) therefore holds the warm-up no
+// longer than it would hold an admission on a warm connection, and the
+// server's lock timeout, not the end of the budget, ends the wait: the
+// connection, which has prepared nothing, stays in the pool, cold.
+//
+// When some statements were prepared before one failed, or the settings
+// are unsafe, the connection holds statements its state does not record,
+// and cannot be warmed again: lost reports that.
+func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.Time) (st *connState, lost bool, err error) {
 	var zero [32]byte
 	var lockID [8]byte
 	binary.BigEndian.PutUint64(lockID[:], uint64(warmLockID))
 	shard := []byte{0xff, 0xff} // -1
 	var timeouts params
-	timeouts.addTimeouts(deadline, deadline)
-	t := timeouts.slice()
+	timeouts.addTimeouts(budget, budget)
+	timeouts.addLockTimeout(wait)
+	t := timeouts.slice() // statements, idle gaps (budget); lock waits (wait)
 	emptyBytea := appendEmptyArray(nil, oidBytea)
 	emptyInt8 := appendEmptyArray(nil, oidInt8)
 	emptyInt2 := appendEmptyArray(nil, oidInt2)
@@ -65,6 +85,8 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	// fail every warm-up. Statements prepared in a transaction outlive its
 	// rollback.
 	p.SendQueryParams(sqlBegin, nil, nil, nil, nil)
+	p.SendQueryParams(sqlSettings, [][]byte{t[0], t[2], t[1]}, nil, nil, binaryFormat)
+	p.SendQueryParams(s.sql.warmLock, nil, nil, nil, nil)
 	for _, st := range s.sql.prepared {
 		p.SendPrepare(st.name, st.sql, nil)
 	}
@@ -83,6 +105,7 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	st = new(connState)
 	prepared, queries := 0, 0
 	var firstErr error
+	unsafe := malformed("warming a connection read no settings")
 	for {
 		res, err := p.GetResults()
 		if err != nil {
@@ -105,6 +128,11 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 			st.stmts[prepared] = r
 			prepared++
 		case *pgconn.ResultReader:
+			if queries == warmSettings {
+				for r.NextRow() {
+					unsafe = checkSettingValues(r.Values())
+				}
+			}
 			if _, err := r.Close(); err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -115,6 +143,9 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 			}
 			if firstErr != nil {
 				return nil, prepared > 0, firstErr
+			}
+			if unsafe != nil {
+				return nil, true, unsafe
 			}
 			if prepared != stmtCount || queries != warmQueries {
 				return nil, true, fmt.Errorf("runlimit: warming a connection got %d of %d statements and %d of %d results",
@@ -137,7 +168,7 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 		return st, nil
 	}
 	ss.warming()
-	st, lost, err := s.warm(ss.ctx, ss.pc, ss.budget)
+	st, lost, err := s.warm(ss.ctx, ss.pc, ss.wait, ss.budget)
 	stay := ss.warmed()
 	if err != nil {
 		if lost {
@@ -188,7 +219,7 @@ func (s *Store) warmIdle(wait bool) {
 		budget := time.Now().Add(s.cfg.OperationTimeout)
 		ctx, cancel := context.WithDeadline(context.Background(), budget)
 		pc := conn.Conn().PgConn()
-		st, _, err := s.warm(ctx, pc, budget)
+		st, _, err := s.warm(ctx, pc, budget, budget)
 		cancel()
 		if err != nil || pc.TxStatus() != 'I' {
 			discard(conn)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -83,30 +85,94 @@ func (s *Store) Ready(ctx context.Context) error {
 		return &MaintenanceError{Op: opReady, Err: err}
 	}
 	return s.maintain(ctx, opReady, func(ss *session) error {
+		// The checks read in a transaction of their own, bounded by the
+		// store's timeouts rather than the role's or the database's.
+		unsafe, err := s.bound(ss)
+		if err != nil {
+			return interpretMaintenanceError(opReady, stageOpen, err)
+		}
+		if unsafe != nil {
+			return &MaintenanceError{Op: opReady, Err: unsafe}
+		}
 		if err := s.checkOwners(ss); err != nil {
 			return err
 		}
 		if err := s.checkVersion(ss, want); err != nil {
 			return err
 		}
-		st, err := s.ready(ss, ctx)
-		if err != nil {
-			// The warm-up's error, as an admission would have met it.
-			var ae *AdmissionError
-			if errors.As(err, &ae) {
-				return &MaintenanceError{Op: opReady, Timeout: ae.Timeout, Err: ae.Err}
-			}
-			return interpretMaintenanceError(opReady, stageOpen, err)
-		}
-		if st == nil {
-			return errCallerLeft
-		}
 		var ledger [ShardCount]int64
 		if err := s.readLedger(ss, &ledger); err != nil {
 			return interpretMaintenanceError(opReady, stageOpen, err)
 		}
+		if err := s.unbind(ss); err != nil {
+			return interpretMaintenanceError(opReady, stageOpen, err)
+		}
+		return s.readyFor(opReady, ss, ctx)
+	})
+}
+
+// readyFor makes the session's connection ready for admissions, as an
+// admission does, for maintenance operation op: a connection the store
+// has not used before is warmed, and its settings checked, before op may
+// use it. Its error is a [*MaintenanceError].
+func (s *Store) readyFor(op string, ss *session, caller context.Context) error {
+	st, err := s.ready(ss, caller)
+	if err != nil {
+		// The warm-up's error, as an admission would have met it.
+		var ae *AdmissionError
+		if errors.As(err, &ae) {
+			return &MaintenanceError{Op: op, Timeout: ae.Timeout, Err: ae.Err}
+		}
+		return interpretMaintenanceError(op, stageOpen, err)
+	}
+	if st == nil {
+		return errCallerLeft
+	}
+	return nil
+}
+
+// bound starts a read-only transaction on the session's connection whose
+// statements and lock waits end by the caller's deadline (or the budget),
+// whatever statement_timeout and lock_timeout the role or the database
+// set, in one round trip. It returns the session's unsafe settings (see
+// checkSettings) as a *SettingError, which only Ready reports: stats read
+// correctly under them. The session's finish rolls the transaction back,
+// or unbind.
+func (s *Store) bound(ss *session) (unsafe, err error) {
+	var timeouts params
+	ss.addTimeouts(&timeouts)
+	ss.addLockTimeout(&timeouts)
+	t := timeouts.slice()
+	var q pgx.Batch
+	q.Queue(sqlBeginReadOnly)
+	q.Queue(sqlSettings, string(t[0]), string(t[2]), string(t[1])).QueryRow(func(row pgx.Row) error {
+		var ignored [3]string
+		var replication string
+		var schemas []string
+		if err := row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &schemas); err != nil {
+			return err
+		}
+		unsafe = checkSettings(replication, schemas)
 		return nil
 	})
+	if !ss.send(false) {
+		return nil, errCallerLeft
+	}
+	defer ss.received()
+	if err := ss.conn.SendBatch(ss.ctx, &q).Close(); err != nil {
+		return nil, err
+	}
+	return unsafe, nil
+}
+
+// unbind ends the transaction bound started.
+func (s *Store) unbind(ss *session) error {
+	if !ss.send(false) {
+		return errCallerLeft
+	}
+	defer ss.received()
+	_, err := ss.conn.Exec(ss.ctx, sqlRollback)
+	return err
 }
 
 // checkOwners returns a [*MaintenanceError] matching [ErrUntrustedSchema]

@@ -1,0 +1,205 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// serviceStore opens a store, configured by cfg, as a service role of its
+// own on f's database, after set has given the role its settings (as an
+// operator's ALTER ROLE ... SET does).
+func (f *fixture) serviceStore(t *testing.T, cfg postgres.Config, set func(*pgtest.Role), configure func(*pgxpool.Config)) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	svc := f.db.NewServiceRole(t, "public")
+	set(svc)
+	pool := svc.NewPool(t, configure)
+	store, err := postgres.New(pool, cfg)
+	require.NoError(t, err)
+	return store, pool
+}
+
+// requireUnsafeSetting requires err to report the unsafe setting name, as
+// err's own type says: a failed admission that consumed nothing, or a
+// failed maintenance operation that removed nothing.
+func requireUnsafeSetting(t *testing.T, err error, name string) {
+	t.Helper()
+	require.ErrorIs(t, err, postgres.ErrUnsafeSetting)
+	var se *postgres.SettingError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, name, se.Name)
+	require.False(t, ports.MayHaveConsumedQuota(err))
+	if me := (*postgres.MaintenanceError)(nil); errors.As(err, &me) {
+		require.False(t, me.MayHaveRemoved)
+		return
+	}
+	var ae *postgres.AdmissionError
+	require.ErrorAs(t, err, &ae)
+}
+
+// A superuser may set session_replication_role for any role, and under
+// replica the capacity ledger's triggers do not fire: new counters would
+// take no slot, cleanup would free none, and the bound per shard would be
+// gone. The store cannot set it back (only a superuser may), so it refuses
+// such a session: Ready says why, every admission fails closed without
+// consuming, and cleanup removes nothing; the ledger still matches the
+// table.
+func TestReplicaReplicationRoleIsRefused(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		ctx := context.Background()
+		f := setup(t, e.cfg(postgres.Config{}))
+		p := policy(t, "replica", 5, time.Hour)
+		expired := f.check(p, "expired")
+		requireAllowed(t, admit(t, f.store, expired))
+		shift(t, f.db.Pool, 2*time.Hour)
+
+		store, _ := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
+			f.db.SetRoleSetting(t, r, "session_replication_role", "replica")
+		}, nil)
+		requireUnsafeSetting(t, store.Ready(ctx), "session_replication_role")
+		checks := e.checks(f, p, "new")
+		for range 2 {
+			_, err := e.admit(ctx, store, checks)
+			requireAdmissionError(t, err, postgres.OpAcquire, false)
+			requireUnsafeSetting(t, err, "session_replication_role")
+		}
+		f.requireAbsent(t, checks)
+		_, err := store.CleanupExpired(ctx, 10)
+		requireUnsafeSetting(t, err, "session_replication_role")
+		_, ok := f.stored(t, expired)
+		require.True(t, ok, "cleanup removed a row")
+		require.Equal(t, int64(1), f.ledger(t, postgres.ShardOf(expired.CounterKey())))
+	})
+}
+
+// A search_path that names a schema before pg_catalog (set for the role,
+// or the database, by whoever may) lets that schema's operators stand in
+// for the built-ins the store's statements use: here an = on bytea that
+// is always true, which would make the update of one counter write every
+// counter. The store refuses such a session before it prepares anything
+// there, so no counter changes.
+func TestSearchPathBeforeTheCatalogIsRefused(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		ctx := context.Background()
+		f := setup(t, e.cfg(postgres.Config{}))
+		p := policy(t, "search.path", 5, time.Hour)
+		bystander := f.check(p, "bystander")
+		requireAllowed(t, admit(t, f.store, bystander))
+		_, err := f.db.Pool.Exec(ctx, `
+			CREATE SCHEMA lookalike;
+			CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
+				LANGUAGE sql IMMUTABLE AS 'SELECT true';
+			CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
+			GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
+		require.NoError(t, err)
+
+		store, pool := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
+			f.db.SetRoleSetting(t, r, "search_path", "lookalike", "pg_catalog", "public")
+		}, nil)
+		// The trap is set: the session's = on bytea is the look-alike.
+		var same bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT '\x00'::bytea = '\x01'::bytea`).Scan(&same))
+		require.True(t, same)
+
+		requireUnsafeSetting(t, store.Ready(ctx), "search_path")
+		checks := e.checks(f, p, "subject")
+		for range 3 {
+			_, err := e.admit(ctx, store, checks)
+			requireAdmissionError(t, err, postgres.OpAcquire, false)
+			requireUnsafeSetting(t, err, "search_path")
+		}
+		f.requireAbsent(t, checks)
+		f.requireUsed(t, []domain.Check{bystander}, 1)
+		shift(t, f.db.Pool, 2*time.Hour)
+		_, err = store.CleanupExpired(ctx, 10)
+		requireUnsafeSetting(t, err, "search_path")
+		f.requireUsed(t, []domain.Check{bystander}, 1)
+	})
+}
+
+// A connection new to the store, warmed while another session holds an
+// ACCESS EXCLUSIVE lock on the counters table (an ALTER TABLE, a migration),
+// waits for it no longer than an admission on a warm connection would: by
+// the caller's deadline, or the operation's budget. The server's lock
+// timeout ends the wait before it has prepared anything, so the admission
+// fails as a timeout that consumed nothing and the connection stays in the
+// pool, cold, rather than being closed when the budget runs out. Once the
+// lock is gone, the same connection warms up and admits.
+func TestWarmUpEndsOnAHeldTableLockKeepingTheConnection(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		for _, deadline := range []time.Duration{0, 50 * time.Millisecond} {
+			f := setup(t, e.cfg(postgres.Config{}))
+			store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}), named("warm-lock"))
+			// The pool's one connection, opened but never used by the store.
+			require.NoError(t, pool.Ping(context.Background()))
+			before := backends(t, pool)
+			require.Len(t, before, 1)
+			checks := e.checks(f, policy(t, "warm.lock", 5, time.Hour), "held")
+
+			tx := f.hold(t)
+			lockTable(t, tx)
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if deadline > 0 {
+				ctx, cancel = context.WithTimeout(ctx, deadline)
+			}
+			_, err := e.admit(ctx, store, checks)
+			cancel()
+			ae := requireAdmissionError(t, err, postgres.OpAcquire, false)
+			require.True(t, ae.Timeout, "deadline %v", deadline)
+			require.ErrorIs(t, err, postgres.ErrTimeout)
+
+			require.Equal(t, before, backends(t, pool), "deadline %v: the connection was replaced", deadline)
+			require.NoError(t, tx.Rollback(context.Background()))
+			e.allow(t, store, checks)
+			f.requireUsed(t, checks, 1)
+			require.Equal(t, before, backends(t, pool), "deadline %v: the connection was replaced", deadline)
+		}
+	})
+}
+
+// A statement_timeout set for the role bounds only the one statement that
+// sets the store's own: the store's work runs under its own budget. Here
+// Ready, whose checks and warm-up wait for a table lock longer than the
+// role's 5 ms, answers once the lock is gone, and admissions and cleanup
+// work on the connection it warmed.
+func TestRoleStatementTimeoutDoesNotBoundTheStoresWork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, postgres.Config{})
+	const app = "role-timeout"
+	store, pool := f.serviceStore(t, postgres.Config{}, func(r *pgtest.Role) {
+		f.db.SetRoleSetting(t, r, "statement_timeout", "5ms")
+	}, named(app))
+	var got string
+	require.NoError(t, pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&got))
+	require.Equal(t, "5ms", got)
+
+	tx := f.hold(t)
+	lockTable(t, tx)
+	ready := make(chan error, 1)
+	go func() { ready <- store.Ready(ctx) }()
+	// Polled at intervals well past the role's timeout, which would have
+	// ended the wait by the first look.
+	require.Eventually(t, func() bool { return f.waitsForLock(app) }, 10*time.Second, 25*time.Millisecond)
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, <-ready)
+
+	c := f.check(policy(t, "role.timeout", 5, time.Hour), "c")
+	requireAllowed(t, admit(t, store, c))
+	shift(t, f.db.Pool, 2*time.Hour)
+	removed, err := store.CleanupExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, removed)
+}
