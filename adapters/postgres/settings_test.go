@@ -192,7 +192,7 @@ func TestRoleStatementTimeoutDoesNotBoundTheStoresWork(t *testing.T) {
 	go func() { ready <- store.Ready(ctx) }()
 	// Polled at intervals well past the role's timeout, which would have
 	// ended the wait by the first look.
-	require.Eventually(t, func() bool { return f.waitsForLock(app) }, 10*time.Second, 25*time.Millisecond)
+	require.Eventually(t, func() bool { return f.waitsForLock(app) }, 10*time.Second, 100*time.Millisecond)
 	require.NoError(t, tx.Rollback(ctx))
 	require.NoError(t, <-ready)
 
