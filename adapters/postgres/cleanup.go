@@ -18,7 +18,8 @@ import (
 // whatever the store's state or the context's; a nil context next
 // ([ports.ErrNilContext]). Any other error is a
 // [*MaintenanceError]; its MayHaveRemovedRows says whether the deletion may
-// have committed anyway.
+// have committed anyway. A session whose settings the store cannot serve
+// ([*SettingError]) is found before anything is deleted.
 func (s *Store) CleanupExpired(ctx context.Context, maxRows int) (int, error) {
 	switch {
 	case maxRows < 0:

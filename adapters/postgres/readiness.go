@@ -56,22 +56,26 @@ var requiredVersion = sync.OnceValues(func() (int32, error) {
 var ErrUntrustedSchema = migrations.ErrUntrustedSchema
 
 // Ready reports whether the store can serve admissions now, for a readiness
-// probe ([ports.ReadinessChecker]). On one pooled connection it first
-// refuses a schema holding an object under Runlimit's names that another
-// role planted ([ErrUntrustedSchema], see
-// [migrations.CheckOwners]; one catalog query), then checks the
-// schema's recorded version (at least the latest migration's; a schema
-// vendored into the host's migrations records none and is judged by what
-// follows), makes the connection ready exactly as an admission does
-// (preparing every statement and warming the lock function and the reads in
-// a transaction it rolls back, when the connection is cold), and reads the
-// capacity ledger. Stats alone can succeed where every admission fails.
+// probe ([ports.ReadinessChecker]). On one pooled connection, in a
+// read-only transaction whose statement and lock timeouts are the store's
+// own, it first refuses a session whose settings the store cannot serve
+// ([*SettingError]: session_replication_role other than origin, a
+// search_path that searches another schema before pg_catalog), then a
+// schema holding an object under Runlimit's names that another role
+// planted ([ErrUntrustedSchema], see [migrations.CheckOwners]; one catalog
+// query), then checks the schema's recorded version (at least the latest
+// migration's; a schema vendored into the host's migrations records none
+// and is judged by what follows) and reads the capacity ledger. Then it
+// makes the connection ready exactly as an admission does (preparing every
+// statement and warming the lock function and the reads in a transaction
+// it rolls back, when the connection is cold). Stats alone can succeed
+// where every admission fails.
 //
 // It consumes no quota and removes nothing. It waits at most
 // AcquireTimeout for a connection and OperationTimeout for the work, or
 // less if ctx ends sooner. An error is a [*MaintenanceError] with Op
 // "ready", wrapping a [*SchemaError] when the schema is not the version
-// this build needs; its text holds no password. A nil ctx is
+// this build needs, or a [*SettingError]; its text holds no password. A nil ctx is
 // [ports.ErrNilContext]; a closed, nil or zero store [ErrClosed].
 func (s *Store) Ready(ctx context.Context) error {
 	switch {

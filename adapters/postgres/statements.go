@@ -29,7 +29,7 @@ type statements struct {
 	ledger  string
 	// warmLock takes the tables' ACCESS SHARE locks for the warm-up.
 	warmLock string
-	sizes   string
+	sizes    string
 	// versionTable is the quoted, qualified name of the migrations'
 	// version table; version reads it once it is known to exist.
 	versionTable string
