@@ -35,11 +35,9 @@ var warmLockID = AdvisoryLockID(domain.CounterKey{})
 // ROLLBACK.
 const warmQueries = 8
 
-// Results of warm's queries, by their order in its pipeline.
-const (
-	warmBegin = iota
-	warmSettings
-)
+// warmSettings is the index of sqlSettings' result among warm's results,
+// which follows BEGIN's.
+const warmSettings = 1
 
 // warm makes a cold connection ready in one round trip: it prepares every
 // statement and runs the ones whose first run costs most (the lock function,

@@ -75,8 +75,9 @@ var ErrUntrustedSchema = migrations.ErrUntrustedSchema
 // AcquireTimeout for a connection and OperationTimeout for the work, or
 // less if ctx ends sooner. An error is a [*MaintenanceError] with Op
 // "ready", wrapping a [*SchemaError] when the schema is not the version
-// this build needs, or a [*SettingError]; its text holds no password. A nil ctx is
-// [ports.ErrNilContext]; a closed, nil or zero store [ErrClosed].
+// this build needs, or a [*SettingError]; its text holds no password. A
+// nil ctx is [ports.ErrNilContext]; a closed, nil or zero store
+// [ErrClosed].
 func (s *Store) Ready(ctx context.Context) error {
 	switch {
 	case ctx == nil:
@@ -116,9 +117,9 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 // readyFor makes the session's connection ready for admissions, as an
-// admission does, for maintenance operation op: a connection the store
-// has not used before is warmed, and its settings checked, before op may
-// use it. Its error is a [*MaintenanceError].
+// admission does, for maintenance operation op (Ready): a connection the
+// store has not used before is warmed, and its settings checked. Its error
+// is a [*MaintenanceError].
 func (s *Store) readyFor(op string, ss *session, caller context.Context) error {
 	st, err := s.ready(ss, caller)
 	if err != nil {
