@@ -203,3 +203,116 @@ func TestRoleStatementTimeoutDoesNotBoundTheStoresWork(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, removed)
 }
+
+// The settings an operator may give the service's role (or its database)
+// without changing what the store answers: values travel in binary format,
+// the planner's settings change only its speed, the timeouts are set for
+// every transaction first, and a stricter isolation is served. For each,
+// on both protocols, single checks and batches admit exactly their limit,
+// Ready, Stats and cleanup work, and the ledger matches the table.
+func TestSettingsThatChangeNoAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		set  [][]string // name, then values
+	}{
+		{"bytea_output", [][]string{{"bytea_output", "escape"}}},
+		{"DateStyle", [][]string{{"DateStyle", "SQL", "DMY"}}},
+		{"IntervalStyle", [][]string{{"IntervalStyle", "iso_8601"}}},
+		{"TimeZone", [][]string{{"TimeZone", "Pacific/Chatham"}}},
+		{"extra_float_digits", [][]string{{"extra_float_digits", "-15"}}},
+		{"standard_conforming_strings", [][]string{{"standard_conforming_strings", "off"}}},
+		{"client_encoding", [][]string{{"client_encoding", "LATIN1"}}},
+		{"generic plans", [][]string{{"plan_cache_mode", "force_generic_plan"}}},
+		{"custom plans", [][]string{{"plan_cache_mode", "force_custom_plan"}}},
+		{"jit", [][]string{{"jit_above_cost", "0"}, {"jit", "on"}, {"jit_inline_above_cost", "0"}, {"jit_optimize_above_cost", "0"}}},
+		{"planner switches", [][]string{{"enable_indexscan", "off"}, {"enable_bitmapscan", "off"}, {"enable_indexonlyscan", "off"},
+			{"enable_nestloop", "off"}, {"enable_hashjoin", "off"}, {"enable_mergejoin", "off"}, {"enable_sort", "off"},
+			{"enable_material", "off"}, {"enable_tidscan", "off"}}},
+		{"work_mem", [][]string{{"work_mem", "64kB"}}},
+		{"deferrable", [][]string{{"default_transaction_deferrable", "on"}}},
+		{"repeatable read", [][]string{{"default_transaction_isolation", "repeatable read"}}},
+		{"lock_timeout", [][]string{{"lock_timeout", "1ms"}}},
+		{"idle_in_transaction_session_timeout", [][]string{{"idle_in_transaction_session_timeout", "1ms"}}},
+		{"empty search_path", [][]string{{"search_path", ""}}},
+	} {
+		for _, protocol := range []postgres.Protocol{postgres.Locked, postgres.Optimistic} {
+			t.Run(tc.name+"/"+protocol.String(), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				f := setup(t, postgres.Config{})
+				store, pool := f.serviceStore(t, postgres.Config{Protocol: protocol}, func(r *pgtest.Role) {
+					for _, s := range tc.set {
+						f.db.SetRoleSetting(t, r, s[0], s[1:]...)
+					}
+				}, nil)
+				// The setting holds in the role's sessions, not in others.
+				var got, usual string
+				const show = "SELECT pg_catalog.current_setting($1)"
+				require.NoError(t, pool.QueryRow(ctx, show, tc.set[0][0]).Scan(&got))
+				require.NoError(t, f.db.Pool.QueryRow(ctx, show, tc.set[0][0]).Scan(&usual))
+				require.NotEqual(t, usual, got)
+
+				require.NoError(t, store.Ready(ctx))
+				p := policy(t, "settings", 2, time.Hour)
+				c, a, b := f.check(p, "c"), f.check(p, "a"), f.check(p, "b")
+				for _, want := range []domain.Outcome{domain.Allowed, domain.Allowed, domain.Denied} {
+					d, err := store.AdmitCheck(ctx, c)
+					require.NoError(t, err)
+					require.Equal(t, want, d.Outcome())
+					bd, err := tryAdmit(ctx, store, a, b)
+					require.NoError(t, err)
+					require.Equal(t, want, bd.Outcome())
+				}
+				f.requireUsed(t, []domain.Check{c, a, b}, 2)
+				st, err := store.Stats(ctx)
+				require.NoError(t, err)
+				require.Equal(t, int64(3), st.Entries)
+				for _, k := range []domain.Check{c, a, b} {
+					f.ledger(t, postgres.ShardOf(k.CounterKey()))
+				}
+				shift(t, f.db.Pool, 2*time.Hour)
+				removed, err := store.CleanupExpired(ctx, 10)
+				require.NoError(t, err)
+				require.Equal(t, 3, removed)
+				require.Zero(t, f.rowCount(t))
+			})
+		}
+	}
+}
+
+// A role whose transactions are read-only by default (or a standby) cannot
+// be served: Ready says why, every admission fails closed without
+// consuming, and cleanup removes nothing.
+func TestReadOnlyDefaultFailsClosed(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		ctx := context.Background()
+		f := setup(t, e.cfg(postgres.Config{}))
+		p := policy(t, "read.only", 5, time.Hour)
+		expired := f.check(p, "expired")
+		requireAllowed(t, admit(t, f.store, expired))
+		shift(t, f.db.Pool, 2*time.Hour)
+		store, _ := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
+			f.db.SetRoleSetting(t, r, "default_transaction_read_only", "on")
+		}, nil)
+
+		readOnly := func(err error) {
+			t.Helper()
+			var dbErr *postgres.DatabaseError
+			require.ErrorAs(t, err, &dbErr)
+			require.Equal(t, "25006", dbErr.Code) // read_only_sql_transaction
+			require.False(t, ports.MayHaveConsumedQuota(err))
+		}
+		readOnly(store.Ready(ctx))
+		checks := e.checks(f, p, "new")
+		_, err := e.admit(ctx, store, checks)
+		requireAdmissionError(t, err, postgres.OpAcquire, false)
+		readOnly(err)
+		f.requireAbsent(t, checks)
+		_, err = store.CleanupExpired(ctx, 10)
+		readOnly(err)
+		requireMaintenanceFailed(t, err, false)
+		f.requireUsed(t, []domain.Check{expired}, 1)
+	})
+}
