@@ -263,8 +263,9 @@
 //   - the isolation level of every explicit transaction (read committed);
 //   - statement_timeout and lock_timeout (from the caller's deadline) and
 //     idle_in_transaction_session_timeout (from the budget), first thing in
-//     every transaction: admissions, the warm-up of a new connection,
-//     Ready, the stats reads and cleanup;
+//     every transaction: admissions, the warm-up of a new connection
+//     (whose statements, not its lock waits, have the whole budget), Ready,
+//     the stats reads and cleanup;
 //   - enable_seqscan and plan_cache_mode for the statements of batches.
 //
 // The one statement of a round trip that sets the timeouts runs under the
