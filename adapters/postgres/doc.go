@@ -288,6 +288,11 @@
 //     schema's operators and types would stand in for the built-ins the
 //     store's statements use.
 //
+// A connection is checked when it is made ready, which is when the role's,
+// the database's and the startup parameters' settings are in force. Host
+// code that changes these two on a pooled connection afterwards (a SET
+// outside a transaction) is not caught: do not.
+//
 // Whatever else a session says, the store's answers are the same: every
 // value travels in binary format (bytea_output, DateStyle, IntervalStyle,
 // TimeZone, extra_float_digits, client_encoding and
