@@ -61,7 +61,8 @@ const warmSettings = 1
 //
 // When some statements were prepared before one failed, or the settings
 // are unsafe, the connection holds statements its state does not record,
-// and cannot be warmed again: lost reports that.
+// and cannot be warmed again until unprepare takes them back; lost reports
+// that it could not.
 func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.Time) (st *connState, lost bool, err error) {
 	var zero [32]byte
 	var lockID [8]byte
@@ -139,11 +140,11 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 			if err := p.Close(); err != nil && firstErr == nil {
 				firstErr = err
 			}
-			if firstErr != nil {
-				return nil, prepared > 0, firstErr
+			if firstErr == nil {
+				firstErr = unsafe
 			}
-			if unsafe != nil {
-				return nil, true, unsafe
+			if firstErr != nil {
+				return nil, prepared > 0 && !s.unprepare(ctx, pc, prepared), firstErr
 			}
 			if prepared != stmtCount || queries != warmQueries {
 				return nil, true, fmt.Errorf("runlimit: warming a connection got %d of %d statements and %d of %d results",
@@ -153,6 +154,49 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 		case nil:
 			_ = p.Close()
 			return nil, true, errIncomplete
+		}
+	}
+}
+
+// unprepare takes back the first n of the statements a failed warm-up
+// prepared on pc, rolling back its transaction first, in one round trip, so
+// that the connection is cold again and stays in the pool: a setting or a
+// privilege that fails every warm-up (a read-only default, an unsafe
+// setting, a missing function) then costs each caller a round trip, not a
+// new connection. It reports false when that failed, and pc's state is
+// unknown.
+func (s *Store) unprepare(ctx context.Context, pc *pgconn.PgConn, n int) bool {
+	if pc.IsClosed() || pc.IsBusy() {
+		return false
+	}
+	p := pc.StartPipeline(ctx)
+	if pc.TxStatus() != 'I' {
+		p.SendQueryParams(sqlRollback, nil, nil, nil, nil)
+	}
+	for _, st := range s.sql.prepared[:n] {
+		p.SendDeallocate(st.name)
+	}
+	if err := p.Sync(); err != nil {
+		_ = p.Close()
+		return false
+	}
+	for {
+		res, err := p.GetResults()
+		if err != nil {
+			_ = p.Close()
+			return false
+		}
+		switch r := res.(type) {
+		case *pgconn.ResultReader:
+			if _, err := r.Close(); err != nil {
+				_ = p.Close()
+				return false
+			}
+		case *pgconn.PipelineSync:
+			return p.Close() == nil && pc.TxStatus() == 'I'
+		case nil:
+			_ = p.Close()
+			return false
 		}
 	}
 }

@@ -63,16 +63,19 @@ func TestReplicaReplicationRoleIsRefused(t *testing.T) {
 		requireAllowed(t, admit(t, f.store, expired))
 		shift(t, f.db.Pool, 2*time.Hour)
 
-		store, _ := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
+		store, pool := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
 			f.db.SetRoleSetting(t, r, "session_replication_role", "replica")
-		}, nil)
+		}, func(c *pgxpool.Config) { c.MaxConns = 1 })
 		requireUnsafeSetting(t, store.Ready(ctx), "session_replication_role")
+		opened := pool.Stat().NewConnsCount()
 		checks := e.checks(f, p, "new")
 		for range 2 {
 			_, err := e.admit(ctx, store, checks)
 			requireAdmissionError(t, err, postgres.OpAcquire, false)
 			requireUnsafeSetting(t, err, "session_replication_role")
 		}
+		require.Equal(t, opened, pool.Stat().NewConnsCount(), "a refused connection was replaced")
+		require.Equal(t, int32(1), pool.Stat().TotalConns())
 		f.requireAbsent(t, checks)
 		_, err := store.CleanupExpired(ctx, 10)
 		requireUnsafeSetting(t, err, "session_replication_role")
@@ -283,7 +286,10 @@ func TestSettingsThatChangeNoAnswer(t *testing.T) {
 
 // A role whose transactions are read-only by default (or a standby) cannot
 // be served: Ready says why, every admission fails closed without
-// consuming, and cleanup removes nothing.
+// consuming, and cleanup removes nothing. Each failed warm-up takes back
+// the statements it prepared, so the connection stays in the pool: a
+// database turned read-only (a failover to a standby) costs each caller a
+// round trip, not a new connection.
 func TestReadOnlyDefaultFailsClosed(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
@@ -293,9 +299,9 @@ func TestReadOnlyDefaultFailsClosed(t *testing.T) {
 		expired := f.check(p, "expired")
 		requireAllowed(t, admit(t, f.store, expired))
 		shift(t, f.db.Pool, 2*time.Hour)
-		store, _ := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
+		store, pool := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
 			f.db.SetRoleSetting(t, r, "default_transaction_read_only", "on")
-		}, nil)
+		}, func(c *pgxpool.Config) { c.MaxConns = 1 })
 
 		readOnly := func(err error) {
 			t.Helper()
@@ -305,12 +311,19 @@ func TestReadOnlyDefaultFailsClosed(t *testing.T) {
 			require.False(t, ports.MayHaveConsumedQuota(err))
 		}
 		readOnly(store.Ready(ctx))
+		opened := pool.Stat().NewConnsCount()
 		checks := e.checks(f, p, "new")
-		_, err := e.admit(ctx, store, checks)
-		requireAdmissionError(t, err, postgres.OpAcquire, false)
-		readOnly(err)
+		for range 2 {
+			_, err := e.admit(ctx, store, checks)
+			requireAdmissionError(t, err, postgres.OpAcquire, false)
+			readOnly(err)
+		}
 		f.requireAbsent(t, checks)
-		_, err = store.CleanupExpired(ctx, 10)
+		// Each failed warm-up took back what it had prepared: the
+		// connection stayed in the pool, and no caller opened a new one.
+		require.Equal(t, opened, pool.Stat().NewConnsCount())
+		require.Equal(t, int32(1), pool.Stat().TotalConns())
+		_, err := store.CleanupExpired(ctx, 10)
 		readOnly(err)
 		requireMaintenanceFailed(t, err, false)
 		f.requireUsed(t, []domain.Check{expired}, 1)
