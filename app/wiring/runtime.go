@@ -211,6 +211,12 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
+			// The pool serves the store alone, whose statements name their
+			// objects in full: its search_path is pinned (a startup
+			// parameter, which overrides the role's and the database's), so
+			// one that searched another schema before pg_catalog, which the
+			// store refuses, cannot stop it.
+			pc.ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
 			if pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
 				return &ConfigError{Field: "DatabaseURL", Reason: "cannot open a pool", Err: pgerror.Sanitize(err)}
 			}
