@@ -291,7 +291,12 @@
 // A connection is checked when it is made ready, which is when the role's,
 // the database's and the startup parameters' settings are in force. Host
 // code that changes these two on a pooled connection afterwards (a SET
-// outside a transaction) is not caught: do not.
+// outside a transaction) is not caught: do not. A pool that serves the
+// store alone can pin search_path as a startup parameter, which overrides
+// the role's and the database's (pgxpool.Config's
+// ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"); the
+// pool the app wiring opens from a database URL and the runlimit commands
+// do.
 //
 // Whatever else a session says, the store's answers are the same: every
 // value travels in binary format (bytea_output, DateStyle, IntervalStyle,
