@@ -18,7 +18,8 @@ import (
 // whatever the store's state or the context's; a nil context next
 // ([ports.ErrNilContext]). Any other error is a
 // [*MaintenanceError]; its MayHaveRemovedRows says whether the deletion may
-// have committed anyway.
+// have committed anyway. A session whose settings the store cannot serve
+// ([*SettingError]) is found before anything is deleted.
 func (s *Store) CleanupExpired(ctx context.Context, maxRows int) (int, error) {
 	switch {
 	case maxRows < 0:
@@ -44,15 +45,37 @@ func (s *Store) CleanupExpired(ctx context.Context, maxRows int) (int, error) {
 	return removed, nil
 }
 
-// cleanup is one cleanup transaction, sent in one round trip with its
-// COMMIT.
+// cleanup is one cleanup transaction in two round trips: BEGIN and the
+// settings (sqlSettings), which it checks before it deletes anything, then
+// the deletion and COMMIT.
 func (s *Store) cleanup(ss *session, maxRows int) (int, error) {
 	var timeouts params
 	ss.addTimeouts(&timeouts)
+	ss.addLockTimeout(&timeouts)
 	t := timeouts.slice()
 	var q pgx.Batch
 	q.Queue(sqlBegin)
-	q.Queue(sqlTimeouts, string(t[0]), string(t[1]))
+	var (
+		replication string
+		schemas     []string
+	)
+	q.Queue(sqlSettings, string(t[0]), string(t[2]), string(t[1])).QueryRow(func(row pgx.Row) error {
+		var ignored [3]string
+		return row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &schemas)
+	})
+	if !ss.send(false) {
+		return 0, errCallerLeft
+	}
+	err := ss.conn.SendBatch(ss.ctx, &q).Close()
+	ss.received()
+	if err != nil {
+		return 0, interpretMaintenanceError(opCleanup, stageOpen, err)
+	}
+	if err := checkSettings(replication, schemas); err != nil {
+		return 0, &MaintenanceError{Op: opCleanup, Err: err}
+	}
+
+	q = pgx.Batch{}
 	q.Queue(s.sql.cleanup, maxRows)
 	q.Queue(sqlCommit)
 	if !ss.send(true) {
@@ -69,17 +92,12 @@ func (s *Store) cleanup(ss *session, maxRows int) (int, error) {
 }
 
 func cleanupResults(br pgx.BatchResults) (int, stage, error) {
-	var removed int64
-	for i := range 3 { // BEGIN, timeouts, DELETE
-		tag, err := br.Exec()
-		if err != nil {
-			return 0, stageBeforeCommit, err
-		}
-		if i == 2 {
-			removed = tag.RowsAffected()
-		}
-	}
 	tag, err := br.Exec()
+	if err != nil {
+		return 0, stageBeforeCommit, err
+	}
+	removed := tag.RowsAffected()
+	tag, err = br.Exec()
 	if err != nil {
 		return 0, stageCommit, err
 	}

@@ -50,10 +50,12 @@
 // trip 2 is one UPDATE or INSERT and COMMIT.
 //
 // A connection new to the store is made ready before it serves anyone: one
-// pipelined round trip prepares every statement (under names starting with
-// runlimit_) and runs the lock function and the reads of the batch path and
-// of the optimistic protocol once, in
-// a transaction it rolls back, so that the server compiles and plans them.
+// pipelined round trip sets its own timeouts, checks the session's settings
+// (see Server settings), takes its tables' share locks, prepares every
+// statement (under names starting with runlimit_) and runs the lock
+// function and the reads of the batch path and of the optimistic protocol
+// once, in a transaction it rolls back, so that the server compiles and
+// plans them.
 // What a connection has prepared is kept with it (in its PgConn's
 // CustomData), not in pgx's statement cache.
 //
@@ -104,8 +106,10 @@
 // cleanup of the key, and the check starts again; after a second conflict
 // it takes the locked protocol, which queues instead of retrying. (Under a
 // default_transaction_isolation stricter than read committed, the server
-// aborts such a write with a serialization failure instead, which counts
-// as the same conflict; the locked protocol sets read committed itself.) Every
+// aborts such a write with a serialization failure instead, and under
+// serializable it may abort the read, or the write at its implicit COMMIT,
+// before anything is committed: each counts as the same conflict. The
+// locked protocol sets read committed itself.) Every
 // write applies to exactly the state that was evaluated, so admissions of
 // a key still form one chain: nothing is lost or counted twice, and the
 // bound is checked on the latest, locked ledger row. A denial stands on
@@ -174,6 +178,11 @@
 // statement). A new connection is prepared and warmed under the store's
 // budget too, even when the caller that asked for it has gone, so deadlines
 // shorter than a connection takes to get ready cannot keep the pool cold.
+// Only its wait for a table that another session holds locked (an ALTER
+// TABLE, a migration) ends by the caller's deadline, as an admission's
+// would: the warm-up then fails as a timeout before it has prepared
+// anything, and the connection stays in the pool, cold, for the next
+// caller to warm.
 //
 // Errors fail closed. A [*AdmissionError] says whether the batch may
 // nevertheless have been committed: only when the failure struck once COMMIT
@@ -209,7 +218,7 @@
 // public) searches first, cannot stand in for any of them. Operators are
 // built-ins taking exactly typed values, found in pg_catalog, which every
 // session searches first unless its search_path names pg_catalog later:
-// do not configure one that does.
+// the store refuses a session whose search_path does (see Server settings).
 //
 // The service role needs exactly:
 //
@@ -241,6 +250,79 @@
 // to it until their operation timeout. Give Runlimit a trusted or dedicated
 // database, or revoke EXECUTE on the advisory-lock functions from PUBLIC and
 // grant it to the roles that need it.
+//
+// # Server settings
+//
+// Settings given to the service's role or to the database (ALTER ROLE ...
+// SET, ALTER DATABASE ... SET), or in a connection's startup parameters
+// (the options of a database URL, PGOPTIONS, pgx's RuntimeParams), apply
+// to the store's sessions too. The store sets what it depends on for its
+// own transactions only, never for the session, since the pool may serve
+// the host's own queries too:
+//
+//   - the isolation level of every explicit transaction (read committed);
+//   - statement_timeout and lock_timeout (from the caller's deadline) and
+//     idle_in_transaction_session_timeout (from the budget), first thing in
+//     every transaction: admissions, the warm-up of a new connection
+//     (whose statements, not its lock waits, have the whole budget), Ready,
+//     the stats reads and cleanup;
+//   - enable_seqscan and plan_cache_mode for the statements of batches.
+//
+// The one statement of a round trip that sets the timeouts runs under the
+// session's own statement_timeout. In the locked protocol (and in the
+// optimistic insert of a new key) that statement also waits for the
+// advisory locks: a statement_timeout below the callers' deadlines ends
+// such a wait early, as a timeout that consumed nothing. Give the service's
+// role none, or one above its callers' deadlines.
+//
+// It checks, once per connection when it makes it ready (and in Ready and
+// every cleanup), the settings it cannot set, and refuses a session under
+// which it cannot keep its counters exact: the admission, Ready or cleanup
+// fails closed with a [*SettingError] ([ErrUnsafeSetting]), consuming and
+// removing nothing:
+//
+//   - session_replication_role other than origin: the ledger's triggers
+//     would not fire, so new counters would take no slot and the bound per
+//     shard would be gone. Only a superuser may set it, for any role;
+//   - a search_path that searches another schema before pg_catalog: that
+//     schema's operators and types would stand in for the built-ins the
+//     store's statements use.
+//
+// A connection is checked when it is made ready, which is when the role's,
+// the database's and the startup parameters' settings are in force. Host
+// code that changes these two on a pooled connection afterwards (a SET
+// outside a transaction) is not caught: do not. A pool that serves the
+// store alone can pin search_path as a startup parameter, which overrides
+// the role's and the database's (pgxpool.Config's
+// ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"); the
+// pool the app wiring opens from a database URL and the runlimit commands
+// do.
+//
+// Whatever else a session says, the store's answers are the same: every
+// value travels in binary format (bytea_output, DateStyle, IntervalStyle,
+// TimeZone, extra_float_digits, client_encoding and
+// standard_conforming_strings change nothing), and the planner's settings
+// (the enable_* switches, plan_cache_mode, jit, work_mem,
+// force_parallel_mode, default_transaction_deferrable) change only how
+// fast it runs. Under a default_transaction_isolation of repeatable read or
+// serializable, the optimistic protocol's implicit transactions take that
+// level and count its serialization failures as conflicts.
+//
+// An operator must not set, for the service's role or its database:
+//
+//   - default_transaction_read_only (or point the store at a standby):
+//     every admission and cleanup then fails closed, and Ready says so;
+//   - idle_session_timeout below the pool's idle time (pgxpool's
+//     MaxConnIdleTime): the server ends idle pooled connections, and the
+//     operation that next takes one fails, without consuming, before the
+//     pool replaces it;
+//   - exit_on_error: every error, a lock timeout included, then costs a
+//     connection;
+//   - synchronous_commit off, unless losing the last acknowledged
+//     admissions to a server crash is acceptable: they would count again;
+//   - transaction_timeout (PostgreSQL 17) at or below OperationTimeout: it
+//     ends the session of a slow transaction, and one that ends during
+//     COMMIT leaves its outcome unknown.
 //
 // # Schema compatibility
 //

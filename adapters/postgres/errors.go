@@ -60,6 +60,30 @@ var (
 	errCallerLeft = ownError("runlimit: the caller gave up")
 )
 
+// ErrUnsafeSetting is matched by every [SettingError].
+var ErrUnsafeSetting = ownError("runlimit: postgres session runs under a setting the store cannot serve")
+
+// SettingError reports a server setting of a connection's session under
+// which the store cannot keep its counters exact, found when the
+// connection is made ready (by an admission or [Store.Ready]): set for the
+// service's role or the database (ALTER ROLE ... SET, ALTER DATABASE ...
+// SET) or in the connection's startup parameters. The store does not serve
+// such a connection; it fails closed, consuming nothing, until the setting
+// is removed. It unwraps to [ErrUnsafeSetting]. Setting values are not
+// secret: Value is the session's.
+type SettingError struct {
+	Name  string // the setting, such as "session_replication_role"
+	Value string // its value in the session
+	Want  string // what the store needs
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("runlimit: postgres session has %s = %q, the store needs %s", e.Name, e.Value, e.Want)
+}
+
+// Unwrap returns [ErrUnsafeSetting].
+func (e *SettingError) Unwrap() error { return ErrUnsafeSetting }
+
 // malformed reports an answer of the server the store cannot read.
 func malformed(what string) error { return ownError("runlimit: " + what) }
 

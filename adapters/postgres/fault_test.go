@@ -442,11 +442,11 @@ func TestAdmitFailsClosedWhenSchemaIsMissing(t *testing.T) {
 
 		_, err = e.admit(context.Background(), store, e.checks(f, policy(t, "schema", 1, time.Hour), "c"))
 		// The connection cannot be made ready: its statements name objects
-		// that do not exist, the lock function first.
+		// that do not exist, the tables, which it locks first.
 		requireAdmissionError(t, err, postgres.OpAcquire, false)
 		var dbErr *postgres.DatabaseError
 		require.ErrorAs(t, err, &dbErr)
-		require.Equal(t, "42883", dbErr.Code) // undefined_function
+		require.Equal(t, "42P01", dbErr.Code) // undefined_table
 		_, err = store.Stats(context.Background())
 		var me *postgres.MaintenanceError
 		require.ErrorAs(t, err, &me)

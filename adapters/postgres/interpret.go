@@ -58,14 +58,30 @@ func mayHaveCommitted(st stage, err error) bool {
 	return false
 }
 
-// lostRace reports whether err, met at stage st, is a statement the server
-// aborted, before any COMMIT could run, because a concurrent transaction
-// changed a row it meant to lock or write (a serialization failure, under
-// a stricter isolation than read committed): nothing was committed, and
-// the operation may start again as after a conflict it detects itself.
-func lostRace(st stage, err error) bool {
+// lostRace reports whether err, met in an optimistic round trip
+// (which runs in implicit transactions, at the session's default isolation),
+// is a serialization failure: under a stricter isolation than read
+// committed, the server aborted the transaction because a concurrent one
+// changed what it read or meant to write. Nothing was committed, and the
+// check may start again as after a conflict it detects itself.
+//
+// That holds at every stage, COMMIT's included, for a failure the server
+// reported as an ERROR: a statement's (the read's, or the write's, after
+// which the server skips everything until the Sync), or the implicit
+// COMMIT's own, which under serializable isolation is the pre-commit check
+// that runs before the commit record is written, and whose ERROR aborts the
+// transaction. A FATAL, whatever its code, ends the session at a point the
+// client cannot see, and is no proof.
+func lostRace(err error) bool {
 	var pgErr *pgconn.PgError
-	return st == stageBeforeCommit && errors.As(err, &pgErr) && pgErr.Code == sqlstateSerializationFailure
+	if !errors.As(err, &pgErr) || pgErr.Code != sqlstateSerializationFailure {
+		return false
+	}
+	severity := pgErr.SeverityUnlocalized
+	if severity == "" {
+		severity = pgErr.Severity
+	}
+	return severity == "ERROR"
 }
 
 // isTimeout reports whether err, sanitized or a context's, is a client-side
@@ -83,7 +99,8 @@ func isTimeout(err error) bool {
 // pass through.
 func sanitize(err error) error {
 	var own *storeError
-	if err == nil || errors.As(err, &own) {
+	var setting *SettingError
+	if err == nil || errors.As(err, &own) || errors.As(err, &setting) {
 		return err
 	}
 	return pgerror.Sanitize(err)

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,4 +62,73 @@ func TestStricterDefaultIsolation(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Under a role whose default isolation is serializable, the optimistic
+// protocol's implicit transactions take that level, and the server's
+// serialization checks abort some of its reads and writes, a write's even
+// at its COMMIT, when concurrent checks touch neighbouring rows. Each such
+// abort committed nothing and is a conflict like any other: the check
+// starts again, then falls back to the locked protocol. Concurrent checks
+// of one hot key and of many new keys therefore all get decisions, none an
+// error claiming that quota may have been consumed, and the table holds
+// exactly what was allowed.
+func TestSerializableDefaultIsolationUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, postgres.Config{})
+	svc := f.db.NewServiceRole(t, "public")
+	f.db.SetRoleSetting(t, svc, "default_transaction_isolation", "serializable")
+	pool := svc.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	store, err := postgres.New(pool, postgres.Config{Protocol: postgres.Optimistic})
+	require.NoError(t, err)
+	var got string
+	require.NoError(t, pool.QueryRow(ctx, "SHOW default_transaction_isolation").Scan(&got))
+	require.Equal(t, "serializable", got)
+
+	const (
+		callers  = 8
+		each     = 90
+		hotLimit = 40
+	)
+	hot := f.check(policy(t, "serializable.hot", hotLimit, time.Hour), "hot")
+	cold := policy(t, "serializable.cold", 1000, time.Hour)
+	type result struct {
+		hot, allowed bool
+		err          error
+	}
+	results := make(chan result, callers*each)
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				c, isHot := f.check(cold, fmt.Sprintf("cold-%d-%d", g, i)), i%3 == 0
+				if isHot {
+					c = hot
+				}
+				d, err := store.AdmitCheck(ctx, c)
+				results <- result{hot: isHot, allowed: err == nil && d.PermitsRequest(), err: err}
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	var hotAllowed, coldAllowed int64
+	for r := range results {
+		require.NoError(t, r.err)
+		switch {
+		case r.hot && r.allowed:
+			hotAllowed++
+		case r.allowed:
+			coldAllowed++
+		}
+	}
+	require.Equal(t, int64(hotLimit), hotAllowed)
+	require.Equal(t, int64(callers*each*2/3), coldAllowed)
+	f.requireUsed(t, []domain.Check{hot}, hotLimit)
+	var stored int64
+	require.NoError(t, f.db.Pool.QueryRow(ctx, "SELECT sum(used) FROM runlimit_fixed_windows").Scan(&stored))
+	require.Equal(t, hotAllowed+coldAllowed, stored)
 }

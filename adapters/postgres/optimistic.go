@@ -20,7 +20,10 @@ const optimisticAttempts = 2
 // and, for an allowed check, the conditional write. It reports done when
 // the admission is over: the check's decision is then in the caller's
 // batch, replayed from the observation that stood, or err says why not. Not
-// done, the write met a concurrent admission and changed nothing.
+// done, the write met a concurrent admission and changed nothing, or the
+// server aborted the read or the write for a serialization failure (under a
+// stricter default isolation than read committed), which committed nothing
+// either.
 //
 // A denial stands on the read alone, with no write to confirm it. The read
 // is one statement: one snapshot, taken after the call began, and a clock
@@ -34,9 +37,9 @@ const optimisticAttempts = 2
 // lowered after the snapshot: the check is then denied for storage as it
 // would have been a moment earlier.
 func (a *admission) optimistic(ss *session, st *connState, rowsPerShard int) (done bool, err error) {
-	now, err := a.readOptimistic(ss, st)
-	if err != nil {
-		return true, err
+	now, race, err := a.readOptimistic(ss, st)
+	if race || err != nil {
+		return !race, err
 	}
 	var obs domain.Observation
 	if a.present[0] {
@@ -110,8 +113,9 @@ func (a *admission) replay(obs domain.Observation, now domain.Instant, committed
 }
 
 // readOptimistic is round trip 1 of the optimistic protocol: the counter or
-// the ledger count, and the database time.
-func (a *admission) readOptimistic(ss *session, st *connState) (domain.Instant, error) {
+// the ledger count, and the database time. race reports a read the server
+// aborted for a serialization failure (see lostRace).
+func (a *admission) readOptimistic(ss *session, st *connState) (now domain.Instant, race bool, err error) {
 	p := &a.params
 	var q pgconn.Batch
 	p.reset()
@@ -124,16 +128,14 @@ func (a *admission) readOptimistic(ss *session, st *connState) (domain.Instant, 
 	p.addInt2(a.shards, true)
 	q.ExecStatement(st.stmts[stmtOptRead], p.slice(), binaryFormat, binaryFormat)
 	if !ss.send(false) {
-		return 0, errCallerLeft
+		return 0, false, errCallerLeft
 	}
 	mrr := ss.pc.ExecBatch(ss.ctx, &q)
 	a.present[0], a.counters[0], a.ledger = false, domain.Counter{}, a.ledger[:0]
 	var (
-		now     domain.Instant
 		sampled bool
 		rows    int
 		bad     error
-		err     error
 	)
 	// The timeouts' answer, then the read's row.
 	for i := 0; i < 2 && err == nil; i++ {
@@ -155,17 +157,19 @@ func (a *admission) readOptimistic(ss *session, st *connState) (domain.Instant, 
 	}
 	ss.received()
 	switch {
+	case lostRace(err):
+		return 0, true, nil
 	case err != nil:
 		ss.forget(err)
-		return 0, interpretError(OpLock, stageOpen, err)
+		return 0, false, interpretError(OpLock, stageOpen, err)
 	case bad != nil:
-		return 0, interpretError(OpLock, stageOpen, bad)
+		return 0, false, interpretError(OpLock, stageOpen, bad)
 	case rows != 1:
-		return 0, interpretError(OpLock, stageOpen, malformed("the read returned no single row"))
+		return 0, false, interpretError(OpLock, stageOpen, malformed("the read returned no single row"))
 	case !sampled:
-		return 0, interpretError(OpLock, stageOpen, malformed("the read returned no clock sample"))
+		return 0, false, interpretError(OpLock, stageOpen, malformed("the read returned no clock sample"))
 	}
-	return now, nil
+	return now, false, nil
 }
 
 // decodeOptimistic decodes sqlOptRead's row, five columns in binary format
@@ -219,8 +223,9 @@ func (a *admission) writeConditional(ss *session, st *connState, rowsPerShard in
 	tag, stage, err := readConditional(mrr, locks)
 	// A stricter default isolation than read committed makes the server
 	// abort a write that meets a concurrent change, where read committed
-	// would have re-read it and applied nothing: the same conflict.
-	race := lostRace(stage, err)
+	// would have re-read it and applied nothing, and serializable
+	// isolation may abort it at its COMMIT: the same conflict.
+	race := lostRace(err)
 	if race || err == nil && tag.RowsAffected() == 0 {
 		ss.nothingCommitted()
 	}

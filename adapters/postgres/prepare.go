@@ -30,8 +30,14 @@ func (s *Store) stateOf(pc *pgconn.PgConn) *connState {
 // the all-zero counter key, which no real counter has.
 var warmLockID = AdvisoryLockID(domain.CounterKey{})
 
-// warmQueries is how many statements warm runs after preparing them all.
-const warmQueries = 6
+// warmQueries is how many statements warm runs besides its preparations:
+// BEGIN, the settings, the table locks, the four warming queries and
+// ROLLBACK.
+const warmQueries = 8
+
+// warmSettings is the index of sqlSettings' result among warm's results,
+// which follows BEGIN's.
+const warmSettings = 1
 
 // warm makes a cold connection ready in one round trip: it prepares every
 // statement and runs the ones whose first run costs most (the lock function,
@@ -42,17 +48,30 @@ const warmQueries = 6
 // without a counter, so it locks no row; its advisory lock is the zero
 // key's.
 //
-// When some statements were prepared before one failed, the connection holds
-// statements its state does not record, and cannot be warmed again: lost
-// reports that.
-func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time) (st *connState, lost bool, err error) {
+// Before it prepares anything, the transaction sets its own statement
+// timeout, from budget, and lock timeout, from wait (the caller's deadline,
+// or the budget if that ends first), overriding whatever the role or the
+// database set, reads the settings the store cannot set for itself (see
+// checkSettings), and takes its tables' ACCESS SHARE locks, which every
+// preparation naming a table takes too. A table that another session holds
+// locked (an ALTER TABLE, a LOCK TABLE) therefore holds the warm-up no
+// longer than it would hold an admission on a warm connection, and the
+// server's lock timeout, not the end of the budget, ends the wait: the
+// connection, which has prepared nothing, stays in the pool, cold.
+//
+// When some statements were prepared before one failed, or the settings
+// are unsafe, the connection holds statements its state does not record,
+// and cannot be warmed again until unprepare takes them back; lost reports
+// that it could not.
+func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.Time) (st *connState, lost bool, err error) {
 	var zero [32]byte
 	var lockID [8]byte
 	binary.BigEndian.PutUint64(lockID[:], uint64(warmLockID))
 	shard := []byte{0xff, 0xff} // -1
 	var timeouts params
-	timeouts.addTimeouts(deadline, deadline)
-	t := timeouts.slice()
+	timeouts.addTimeouts(budget, budget)
+	timeouts.addLockTimeout(wait)
+	t := timeouts.slice() // statements, idle gaps (budget); lock waits (wait)
 	emptyBytea := appendEmptyArray(nil, oidBytea)
 	emptyInt8 := appendEmptyArray(nil, oidInt8)
 	emptyInt2 := appendEmptyArray(nil, oidInt2)
@@ -65,6 +84,8 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	// fail every warm-up. Statements prepared in a transaction outlive its
 	// rollback.
 	p.SendQueryParams(sqlBegin, nil, nil, nil, nil)
+	p.SendQueryParams(sqlSettings, [][]byte{t[0], t[2], t[1]}, nil, nil, binaryFormat)
+	p.SendQueryParams(s.sql.warmLock, nil, nil, nil, nil)
 	for _, st := range s.sql.prepared {
 		p.SendPrepare(st.name, st.sql, nil)
 	}
@@ -83,6 +104,7 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	st = new(connState)
 	prepared, queries := 0, 0
 	var firstErr error
+	unsafe := malformed("warming a connection read no settings")
 	for {
 		res, err := p.GetResults()
 		if err != nil {
@@ -105,6 +127,11 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 			st.stmts[prepared] = r
 			prepared++
 		case *pgconn.ResultReader:
+			if queries == warmSettings {
+				for r.NextRow() {
+					unsafe = checkSettingValues(r.Values())
+				}
+			}
 			if _, err := r.Close(); err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -113,8 +140,11 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 			if err := p.Close(); err != nil && firstErr == nil {
 				firstErr = err
 			}
+			if firstErr == nil {
+				firstErr = unsafe
+			}
 			if firstErr != nil {
-				return nil, prepared > 0, firstErr
+				return nil, prepared > 0 && !s.unprepare(ctx, pc, prepared), firstErr
 			}
 			if prepared != stmtCount || queries != warmQueries {
 				return nil, true, fmt.Errorf("runlimit: warming a connection got %d of %d statements and %d of %d results",
@@ -128,6 +158,49 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, deadline time.Time)
 	}
 }
 
+// unprepare takes back the first n of the statements a failed warm-up
+// prepared on pc, rolling back its transaction first, in one round trip, so
+// that the connection is cold again and stays in the pool: a setting or a
+// privilege that fails every warm-up (a read-only default, an unsafe
+// setting, a missing function) then costs each caller a round trip, not a
+// new connection. It reports false when that failed, and pc's state is
+// unknown.
+func (s *Store) unprepare(ctx context.Context, pc *pgconn.PgConn, n int) bool {
+	if pc.IsClosed() || pc.IsBusy() {
+		return false
+	}
+	p := pc.StartPipeline(ctx)
+	if pc.TxStatus() != 'I' {
+		p.SendQueryParams(sqlRollback, nil, nil, nil, nil)
+	}
+	for _, st := range s.sql.prepared[:n] {
+		p.SendDeallocate(st.name)
+	}
+	if err := p.Sync(); err != nil {
+		_ = p.Close()
+		return false
+	}
+	for {
+		res, err := p.GetResults()
+		if err != nil {
+			_ = p.Close()
+			return false
+		}
+		switch r := res.(type) {
+		case *pgconn.ResultReader:
+			if _, err := r.Close(); err != nil {
+				_ = p.Close()
+				return false
+			}
+		case *pgconn.PipelineSync:
+			return p.Close() == nil && pc.TxStatus() == 'I'
+		case nil:
+			_ = p.Close()
+			return false
+		}
+	}
+}
+
 // ready makes the session's connection ready for an admission, warming it
 // under a budget of its own when it is cold; the operation's budget starts
 // afterwards. It returns nil and the error to report when the connection
@@ -137,7 +210,7 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 		return st, nil
 	}
 	ss.warming()
-	st, lost, err := s.warm(ss.ctx, ss.pc, ss.budget)
+	st, lost, err := s.warm(ss.ctx, ss.pc, ss.wait, ss.budget)
 	stay := ss.warmed()
 	if err != nil {
 		if lost {
@@ -188,7 +261,7 @@ func (s *Store) warmIdle(wait bool) {
 		budget := time.Now().Add(s.cfg.OperationTimeout)
 		ctx, cancel := context.WithDeadline(context.Background(), budget)
 		pc := conn.Conn().PgConn()
-		st, _, err := s.warm(ctx, pc, budget)
+		st, _, err := s.warm(ctx, pc, budget, budget)
 		cancel()
 		if err != nil || pc.TxStatus() != 'I' {
 			discard(conn)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -54,23 +56,28 @@ var requiredVersion = sync.OnceValues(func() (int32, error) {
 var ErrUntrustedSchema = migrations.ErrUntrustedSchema
 
 // Ready reports whether the store can serve admissions now, for a readiness
-// probe ([ports.ReadinessChecker]). On one pooled connection it first
-// refuses a schema holding an object under Runlimit's names that another
-// role planted ([ErrUntrustedSchema], see
-// [migrations.CheckOwners]; one catalog query), then checks the
-// schema's recorded version (at least the latest migration's; a schema
-// vendored into the host's migrations records none and is judged by what
-// follows), makes the connection ready exactly as an admission does
-// (preparing every statement and warming the lock function and the reads in
-// a transaction it rolls back, when the connection is cold), and reads the
-// capacity ledger. Stats alone can succeed where every admission fails.
+// probe ([ports.ReadinessChecker]). On one pooled connection, in a
+// read-only transaction whose statement and lock timeouts are the store's
+// own, it first refuses a session whose settings the store cannot serve
+// ([*SettingError]: session_replication_role other than origin, a
+// search_path that searches another schema before pg_catalog), then a
+// schema holding an object under Runlimit's names that another role
+// planted ([ErrUntrustedSchema], see [migrations.CheckOwners]; one catalog
+// query), then checks the schema's recorded version (at least the latest
+// migration's; a schema vendored into the host's migrations records none
+// and is judged by what follows) and reads the capacity ledger. Then it
+// makes the connection ready exactly as an admission does (preparing every
+// statement and warming the lock function and the reads in a transaction
+// it rolls back, when the connection is cold). Stats alone can succeed
+// where every admission fails.
 //
 // It consumes no quota and removes nothing. It waits at most
 // AcquireTimeout for a connection and OperationTimeout for the work, or
 // less if ctx ends sooner. An error is a [*MaintenanceError] with Op
 // "ready", wrapping a [*SchemaError] when the schema is not the version
-// this build needs; its text holds no password. A nil ctx is
-// [ports.ErrNilContext]; a closed, nil or zero store [ErrClosed].
+// this build needs, or a [*SettingError]; its text holds no password. A
+// nil ctx is [ports.ErrNilContext]; a closed, nil or zero store
+// [ErrClosed].
 func (s *Store) Ready(ctx context.Context) error {
 	switch {
 	case ctx == nil:
@@ -83,30 +90,94 @@ func (s *Store) Ready(ctx context.Context) error {
 		return &MaintenanceError{Op: opReady, Err: err}
 	}
 	return s.maintain(ctx, opReady, func(ss *session) error {
+		// The checks read in a transaction of their own, bounded by the
+		// store's timeouts rather than the role's or the database's.
+		unsafe, err := s.bound(ss)
+		if err != nil {
+			return interpretMaintenanceError(opReady, stageOpen, err)
+		}
+		if unsafe != nil {
+			return &MaintenanceError{Op: opReady, Err: unsafe}
+		}
 		if err := s.checkOwners(ss); err != nil {
 			return err
 		}
 		if err := s.checkVersion(ss, want); err != nil {
 			return err
 		}
-		st, err := s.ready(ss, ctx)
-		if err != nil {
-			// The warm-up's error, as an admission would have met it.
-			var ae *AdmissionError
-			if errors.As(err, &ae) {
-				return &MaintenanceError{Op: opReady, Timeout: ae.Timeout, Err: ae.Err}
-			}
-			return interpretMaintenanceError(opReady, stageOpen, err)
-		}
-		if st == nil {
-			return errCallerLeft
-		}
 		var ledger [ShardCount]int64
 		if err := s.readLedger(ss, &ledger); err != nil {
 			return interpretMaintenanceError(opReady, stageOpen, err)
 		}
+		if err := s.unbind(ss); err != nil {
+			return interpretMaintenanceError(opReady, stageOpen, err)
+		}
+		return s.readyFor(opReady, ss, ctx)
+	})
+}
+
+// readyFor makes the session's connection ready for admissions, as an
+// admission does, for maintenance operation op (Ready): a connection the
+// store has not used before is warmed, and its settings checked. Its error
+// is a [*MaintenanceError].
+func (s *Store) readyFor(op string, ss *session, caller context.Context) error {
+	st, err := s.ready(ss, caller)
+	if err != nil {
+		// The warm-up's error, as an admission would have met it.
+		var ae *AdmissionError
+		if errors.As(err, &ae) {
+			return &MaintenanceError{Op: op, Timeout: ae.Timeout, Err: ae.Err}
+		}
+		return interpretMaintenanceError(op, stageOpen, err)
+	}
+	if st == nil {
+		return errCallerLeft
+	}
+	return nil
+}
+
+// bound starts a read-only transaction on the session's connection whose
+// statements and lock waits end by the caller's deadline (or the budget),
+// whatever statement_timeout and lock_timeout the role or the database
+// set, in one round trip. It returns the session's unsafe settings (see
+// checkSettings) as a *SettingError, which only Ready reports: stats read
+// correctly under them. The session's finish rolls the transaction back,
+// or unbind.
+func (s *Store) bound(ss *session) (unsafe, err error) {
+	var timeouts params
+	ss.addTimeouts(&timeouts)
+	ss.addLockTimeout(&timeouts)
+	t := timeouts.slice()
+	var q pgx.Batch
+	q.Queue(sqlBeginReadOnly)
+	q.Queue(sqlSettings, string(t[0]), string(t[2]), string(t[1])).QueryRow(func(row pgx.Row) error {
+		var ignored [3]string
+		var replication string
+		var schemas []string
+		if err := row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &schemas); err != nil {
+			return err
+		}
+		unsafe = checkSettings(replication, schemas)
 		return nil
 	})
+	if !ss.send(false) {
+		return nil, errCallerLeft
+	}
+	defer ss.received()
+	if err := ss.conn.SendBatch(ss.ctx, &q).Close(); err != nil {
+		return nil, err
+	}
+	return unsafe, nil
+}
+
+// unbind ends the transaction bound started.
+func (s *Store) unbind(ss *session) error {
+	if !ss.send(false) {
+		return errCallerLeft
+	}
+	defer ss.received()
+	_, err := ss.conn.Exec(ss.ctx, sqlRollback)
+	return err
 }
 
 // checkOwners returns a [*MaintenanceError] matching [ErrUntrustedSchema]

@@ -27,7 +27,9 @@ type statements struct {
 
 	cleanup string
 	ledger  string
-	sizes   string
+	// warmLock takes the tables' ACCESS SHARE locks for the warm-up.
+	warmLock string
+	sizes    string
 	// versionTable is the quoted, qualified name of the migrations'
 	// version table; version reads it once it is known to exist.
 	versionTable string
@@ -67,6 +69,7 @@ func newStatements(schema string) *statements {
 	st := &statements{
 		stateKey:     "github.com/runlimit/runlimit/adapters/postgres:" + schema,
 		cleanup:      q(sqlCleanup),
+		warmLock:     q(sqlWarmLock),
 		ledger:       q(sqlLedger),
 		sizes:        q(sqlSizes),
 		versionTable: q("{version_table}"),
@@ -119,6 +122,9 @@ const (
 	sqlBegin    = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	sqlCommit   = "COMMIT"
 	sqlRollback = "ROLLBACK"
+	// sqlBeginReadOnly starts the transactions of Ready and of the stats
+	// reads.
+	sqlBeginReadOnly = "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY"
 )
 
 // The statements of a batch of one check, whether it came through Admit
@@ -359,14 +365,29 @@ SELECT * FROM ROWS FROM (pg_catalog.unnest($1::bytea[]), pg_catalog.unnest($2::b
                          pg_catalog.unnest($7::text[]))`
 )
 
+// The statements that ready a connection and a cleanup (prepare.go,
+// cleanup.go), sent before anything else.
+const (
+	// sqlSettings sets the timeouts of the transaction it runs in ($1 for
+	// statements, $2 for lock waits, $3 for idle gaps), overriding the
+	// role's and the database's settings, and reads the settings the store
+	// cannot set for itself (settings.go checks them). Every name in it is
+	// qualified and it calls no operator, so it reads them truthfully
+	// whatever the search_path. The warm-up and cleanup run it first.
+	sqlSettings = `SELECT pg_catalog.set_config('statement_timeout', $1::pg_catalog.text, true),
+       pg_catalog.set_config('lock_timeout', $2::pg_catalog.text, true),
+       pg_catalog.set_config('idle_in_transaction_session_timeout', $3::pg_catalog.text, true),
+       pg_catalog.current_setting('session_replication_role'),
+       pg_catalog.current_schemas(true)`
+
+	// sqlWarmLock takes, under the lock timeout just set, the locks that
+	// preparing the statements would take one by one: a table locked
+	// elsewhere then fails the warm-up before it has prepared anything.
+	sqlWarmLock = `LOCK TABLE {windows}, {ledger} IN ACCESS SHARE MODE`
+)
+
 // Maintenance (cleanup.go, stats.go).
 const (
-	// sqlTimeouts bounds every statement and lock wait of a cleanup
-	// transaction by $1 and its idle gaps by $2, as admissions do.
-	sqlTimeouts = `SELECT pg_catalog.set_config('statement_timeout', $1::text, true),
-       pg_catalog.set_config('lock_timeout', $1::text, true),
-       pg_catalog.set_config('idle_in_transaction_session_timeout', $2::text, true)`
-
 	// sqlCleanup deletes at most $1 expired rows, oldest expiry first,
 	// walking the expiry index from its start. The scalar subquery samples
 	// the database clock once for the whole statement. Rows locked by an

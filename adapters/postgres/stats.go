@@ -100,13 +100,17 @@ func (s *Store) TableStats(ctx context.Context) (TableStats, error) {
 func (s *Store) headroom(rows int64) int64 { return max(int64(s.cfg.RowsPerShard)-rows, 0) }
 
 // read runs a read-only query function on a connection held within the
-// store's timeouts.
+// store's timeouts, in a transaction bounded by them (see bound).
 func (s *Store) read(ctx context.Context, f func(*session) error) error {
 	if err := s.refuseRead(ctx); err != nil {
 		return err
 	}
 	return s.maintain(ctx, opStats, func(ss *session) error {
-		if err := f(ss); err != nil {
+		_, err := s.bound(ss)
+		if err == nil {
+			err = f(ss)
+		}
+		if err != nil {
 			return interpretMaintenanceError(opStats, stageOpen, err)
 		}
 		return nil

@@ -67,7 +67,9 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection string of [BackendPostgres],
 	// used when Pool is nil: NewSecret(os.Getenv("DATABASE_URL")). It is a
 	// [Secret], so printing or logging the Config never shows its password.
-	// The Runtime opens a pool from it and closes that pool on Close. A
+	// The Runtime opens a pool from it, for the store alone, with its
+	// sessions' search_path pinned to pg_catalog, pg_temp (see the postgres
+	// package's Server settings), and closes that pool on Close. A
 	// config error never repeats it; a connection error at start may name
 	// its host, user and database, never its password. Default: empty.
 	DatabaseURL Secret

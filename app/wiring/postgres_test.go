@@ -84,3 +84,40 @@ func TestOpenWithOnlyADatabaseURLUsesPostgres(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM public.runlimit_fixed_windows").Scan(&rows))
 	require.Equal(t, 1, rows, "the check was counted in the database")
 }
+
+// The pool a Runtime opens from a database URL serves the store alone, so
+// it pins its search_path: a role whose search_path searches a schema
+// before pg_catalog, which the store refuses (see
+// postgres.ErrUnsafeSetting), runs the store all the same, and the
+// look-alike operator waiting there changes nothing.
+func TestOpenFromURLPinsTheSearchPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	_, err := db.Pool.Exec(ctx, `
+		CREATE SCHEMA lookalike;
+		CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
+			LANGUAGE sql IMMUTABLE AS 'SELECT true';
+		CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
+		GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
+	require.NoError(t, err)
+	svc := db.NewServiceRole(t, "public")
+	db.SetRoleSetting(t, svc, "search_path", "lookalike", "pg_catalog", "public")
+
+	r, err := wiring.Open(ctx, wiring.Config{
+		DatabaseURL: wiring.NewSecret(svc.URL), SecretEnv: setEnv(t, testSecret), CleanupInterval: -1,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	require.NoError(t, r.Ready(ctx))
+	p := loginPolicy(t, "auth.pinned")
+	for _, subject := range []string{"a", "b", "a"} {
+		d, err := r.Limiter().Check(ctx, domain.NewCheck(p, r.KeyHasher().KeyString(p, subject)))
+		require.NoError(t, err)
+		require.True(t, d.PermitsRequest())
+	}
+	var rows, used int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*), sum(used) FROM public.runlimit_fixed_windows").Scan(&rows, &used))
+	require.Equal(t, 2, rows)
+	require.Equal(t, 3, used)
+}

@@ -230,6 +230,12 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
+			// The pool serves the store alone, whose statements name their
+			// objects in full: its search_path is pinned (a startup
+			// parameter, which overrides the role's and the database's), so
+			// one that searched another schema before pg_catalog, which the
+			// store refuses, cannot stop it.
+			pc.ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
 			// The pool, and the store over it, are opened by Start (see
 			// pendingStore); the store's config is checked now.
 			pgCfg, err := checkPostgresConfig(cfg.Postgres)

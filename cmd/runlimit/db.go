@@ -120,6 +120,12 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 	// The password may also come from PGPASSWORD or a passfile.
 	secrets = secrets.with(cfg.ConnConfig.Password)
 	cfg.MaxConns = 2
+	// Every statement the commands send names its objects in full, but a
+	// search_path set for the role or the database that searched another
+	// schema before pg_catalog would let that schema's operators stand in
+	// for the built-ins, in the ownership checks too, and the store refuses
+	// such a session. A startup parameter overrides both settings.
+	cfg.ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "runlimit"
 	}

@@ -103,3 +103,39 @@ func TestStatusAndCleanupRefuseAPlantedObject(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM public.runlimit_fixed_windows").Scan(&rows))
 	require.Equal(t, 2, rows, "cleanup deleted rows from a schema it refused")
 }
+
+// A search_path set for the service's role that searches a schema before
+// pg_catalog, where an always-true = on bytea waits, neither subverts
+// status and cleanup nor stops them: the commands pin their sessions'
+// search_path (a startup parameter, which overrides the role's setting),
+// so the store, which refuses a session searching another schema first,
+// serves them, and cleanup removes exactly the expired counters.
+func TestStatusAndCleanupPinTheirSearchPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	addCounters(t, db.Pool, "pinned", 3)
+	expireAll(t, db.Pool)
+	_, err := db.Pool.Exec(ctx, `
+		CREATE SCHEMA lookalike;
+		CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
+			LANGUAGE sql IMMUTABLE AS 'SELECT true';
+		CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
+		GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
+	require.NoError(t, err)
+	svc := db.NewServiceRole(t, "public")
+	db.SetRoleSetting(t, svc, "search_path", "lookalike", "pg_catalog", "public")
+	var same bool
+	require.NoError(t, svc.NewPool(t, nil).QueryRow(ctx, `SELECT '\x00'::bytea = '\x01'::bytea`).Scan(&same))
+	require.True(t, same, "the trap is set for the role's own sessions")
+
+	r := execute(t, noEnv, "status", "--json", "--database-url", svc.URL)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var report statusReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	require.EqualValues(t, 3, report.Rows)
+
+	r = execute(t, noEnv, "cleanup", "--database-url", svc.URL)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Zero(t, rowCount(t, db.Pool))
+}

@@ -351,6 +351,7 @@ func postgresCases(t *testing.T, f fixture) []leakcheck.Case {
 	_, negativeErr := store.CleanupExpired(ctx, -1)
 	timeoutErr := &postgres.AdmissionError{Op: postgres.OpAcquire, Timeout: true, Err: context.DeadlineExceeded}
 	schemaErr := &postgres.SchemaError{Version: 2, Want: 5}
+	settingErr := &postgres.SettingError{Name: "session_replication_role", Value: "replica", Want: "origin"}
 	return []leakcheck.Case{
 		leakcheck.Value("postgres.Store", store),
 		leakcheck.Value[ports.ReadinessChecker]("ports.ReadinessChecker", store),
@@ -376,6 +377,8 @@ func postgresCases(t *testing.T, f fixture) []leakcheck.Case {
 		leakcheck.Value("postgres.ErrLedger", postgres.ErrLedger),
 		leakcheck.Value("postgres.ErrCommitOutcome", postgres.ErrCommitOutcome),
 		leakcheck.Value("postgres.ErrUntrustedSchema", postgres.ErrUntrustedSchema),
+		leakcheck.Value("postgres.SettingError", settingErr),
+		leakcheck.Value("postgres.ErrUnsafeSetting", error(settingErr)),
 	}
 }
 

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,4 +169,30 @@ func (d *Database) PlantVersionView(t testing.TB, schema string) (calls func() i
 		t.Fatalf("pgtest: plant the version views: %v", err)
 	}
 	return calls
+}
+
+// SetRoleSetting makes role start every session on d with the server
+// setting name set to values (a list, for a list setting such as
+// search_path), as an operator's ALTER ROLE ... IN DATABASE ... SET does
+// (a superuser's, for settings only superusers may change). It lasts as
+// long as the role: dropping the role drops the setting.
+func (d *Database) SetRoleSetting(t testing.TB, role *Role, name string, values ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// SET takes no parameters, so each value is quoted as a literal.
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = quoteLiteral(v)
+	}
+	sql := "ALTER ROLE " + pgx.Identifier{role.Name}.Sanitize() + " IN DATABASE " + pgx.Identifier{d.Name}.Sanitize() +
+		" SET " + pgx.Identifier{name}.Sanitize() + " = " + strings.Join(quoted, ", ")
+	if _, err := mustServer(t).admin.Exec(ctx, sql); err != nil {
+		t.Fatalf("pgtest: set %s for role %s: %v", name, role.Name, err)
+	}
+}
+
+// quoteLiteral quotes s as a standard SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }

@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// maintenanceOps are the store's maintenance entry points: cleanup, Ready
+// and TableStats (what the runlimit status command reads). Each waits, in
+// the test below, for the counters table that the test holds locked:
+// cleanup's deletion, Ready's warm-up of a connection the store has not
+// used, and TableStats' size of the table.
+var maintenanceOps = []struct {
+	name string
+	run  func(ctx context.Context, s *postgres.Store) error
+}{
+	{"cleanup", func(ctx context.Context, s *postgres.Store) error {
+		_, err := s.CleanupExpired(ctx, 10)
+		return err
+	}},
+	{"ready", func(ctx context.Context, s *postgres.Store) error { return s.Ready(ctx) }},
+	{"table stats", func(ctx context.Context, s *postgres.Store) error {
+		_, err := s.TableStats(ctx)
+		return err
+	}},
+}
+
+// requireMaintenanceFailed requires err to be a *MaintenanceError that
+// consumed nothing and says whether rows may have been removed.
+func requireMaintenanceFailed(t *testing.T, err error, mayHaveRemoved bool) *postgres.MaintenanceError {
+	t.Helper()
+	var me *postgres.MaintenanceError
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, mayHaveRemoved, me.MayHaveRemoved)
+	require.False(t, ports.MayHaveConsumedQuota(err))
+	return me
+}
+
+// Cleanup, Ready and TableStats, waiting for a table lock, answer a caller
+// whose deadline is a few milliseconds at that deadline with a timeout,
+// and stop waiting then too, keeping their connection rather than holding
+// it until their budget ends and then closing it. The
+// cleanup's caller left while its deletion and COMMIT were on their way,
+// so it is told that rows may have been removed; none were. A backend
+// killed while one of them waits ends it with an error that removed
+// nothing (the server said so before it went), never a hang; the pool
+// replaces the connection, and the next call succeeds.
+func TestMaintenanceUnderTightDeadlinesAndKilledBackends(t *testing.T) {
+	t.Parallel()
+	for _, op := range maintenanceOps {
+		t.Run(op.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			f := setup(t, postgres.Config{})
+			const app = "maintenance"
+			c := f.check(policy(t, "maintenance", 5, time.Minute), "c")
+			requireAllowed(t, admit(t, f.store, c))
+			shift(t, f.db.Pool, time.Hour)
+			// A fresh pool for each call: Ready's connection is cold then. The
+			// budget is long: a wait that ends must have ended by the
+			// caller's deadline, the server's timeout set from it, or the
+			// cancel request sent when the caller left.
+			fresh := func() *postgres.Store {
+				store, pool := f.newStore(t, postgres.Config{OperationTimeout: 30 * time.Second}, named(app))
+				require.NoError(t, pool.Ping(ctx))
+				return store
+			}
+
+			// A deadline of a few milliseconds.
+			store := fresh()
+			before := f.appBackends(t, app)
+			tx := f.hold(t)
+			lockTable(t, tx)
+			short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+			err := op.run(short, store)
+			cancel()
+			me := requireMaintenanceFailed(t, err, op.name == "cleanup")
+			require.True(t, me.Timeout)
+			require.ErrorIs(t, err, postgres.ErrTimeout)
+			require.Eventually(t, func() bool { return !f.waitsForLock(app) }, 10*time.Second, time.Millisecond)
+			require.Equal(t, before, f.appBackends(t, app), "the connection was replaced")
+			require.NoError(t, tx.Rollback(ctx))
+			_, ok := f.stored(t, c)
+			require.True(t, ok, "a cleanup that timed out removed the row")
+
+			// A backend killed mid-call.
+			store = fresh()
+			tx = f.hold(t)
+			lockTable(t, tx)
+			answer := make(chan error, 1)
+			go func() { answer <- op.run(ctx, store) }()
+			f.waitForLockWait(t, app)
+			var killed bool
+			require.NoError(t, f.db.Pool.QueryRow(ctx, `SELECT bool_and(pg_catalog.pg_terminate_backend(pid))
+				FROM pg_catalog.pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&killed))
+			require.True(t, killed)
+			err = <-answer
+			requireMaintenanceFailed(t, err, false)
+			require.False(t, errors.Is(err, postgres.ErrTimeout), "the call ended when its backend did, not by a timeout")
+			require.NoError(t, tx.Rollback(ctx))
+			_, ok = f.stored(t, c)
+			require.True(t, ok, "a cleanup whose backend was killed removed the row")
+			require.NoError(t, op.run(ctx, store))
+		})
+	}
+}
+
+// appBackends returns the server process ids of the sessions of
+// application app, in order.
+func (f *fixture) appBackends(t *testing.T, app string) []int32 {
+	t.Helper()
+	var pids []int32
+	require.NoError(t, f.db.Pool.QueryRow(context.Background(), `SELECT coalesce(array_agg(pid ORDER BY pid), '{}')
+		FROM pg_catalog.pg_stat_activity WHERE datname = current_database() AND application_name = $1`, app).Scan(&pids))
+	return pids
+}
