@@ -114,8 +114,11 @@
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
 //     cleanup answers a negative or zero maximum, a nil or done context
 //     and a closed store in the order ports.Cleaner documents; a closed
-//     store still reports a nil context, a nil batch or an invalid single
-//     check as the caller's mistake;
+//     store answers every call with an error matching [ports.ErrClosed]
+//     that says nothing was consumed and holds no key, Admit, AdmitCheck
+//     and CleanupExpired even when their context is done as well (as
+//     ports.Closer documents), and still reports a nil context, a nil
+//     batch or an invalid single check as the caller's mistake;
 //   - context: Admit, AdmitCheck and CleanupExpired, called directly with
 //     a nil context, return an error matching [domain.ErrInvalidInput]
 //     ([ports.ErrNilContext]), consume nothing and never panic (nor does

@@ -46,9 +46,12 @@
 // The subject of a request is bytes the application chooses: a
 // [KeyFunc] appends them to a buffer. The hasher turns the subject into a
 // 32-byte HMAC key per policy, so the limiter, the store, logs and
-// responses never hold it. An empty subject is refused like a key
-// function's error, as every request it was returned for would share one
-// bucket; so is one longer than [MaxSubjectLength].
+// responses never hold it. An empty subject, from a key function or given
+// to [Guard.Admit], is refused like a key function's error (a
+// [*SubjectError] matching [ErrInvalidSubject], 503 by default), as every
+// request it was returned for would share one bucket; so is one longer
+// than [MaxSubjectLength]. A limit that counts every request together
+// needs a fixed subject.
 //
 // [RemoteNetwork] counts the connection's peer: an IPv4 address alone, an
 // IPv6 address by its /64 (one host usually has a whole /64), and an IPv6

@@ -100,6 +100,11 @@
 // With the default single shard that is the whole store. Alert on it
 // ([Store.PoisonedShards] suits a readiness check) and recover explicitly
 // with [Store.RecoverPoisoned], which empties only the poisoned shards.
+// After [Store.Close], admissions, cleanups and stats fail with an error
+// matching [ErrClosed], even when their context is done as well, so that
+// a caller shutting down hears that the store is closed (as
+// [ports.Closer] documents); a nil context, invalid input or a negative
+// cleanup maximum is still reported as the caller's mistake.
 //
 // [Store.Stats] reports entries, capacity and each shard's free slots.
 // Nothing the store prints or reports (errors, stats, the store itself)

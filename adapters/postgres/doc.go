@@ -126,9 +126,10 @@
 // transaction; a denial costs one round trip instead of two. The timeout
 // statements cost a Bind and an Execute each, of a prepared statement
 // that reads no table, in a round trip that was sent anyway. In
-// benchmarks/cmd/pgload on a 2-vCPU machine shared by client and server it
-// ran at 1.09 to 1.29 times the locked protocol's rate at 8 and 32
-// callers over three runs. What
+// benchmarks/cmd/pgload on 2-vCPU machines shared by client and server it
+// ran at 1.05 to 1.29 times the locked protocol's rate at 8 and 32
+// callers across the runs benchmarks/README.md records (1.12 and 1.06 in
+// the run committed in benchmarks/results). What
 // it costs: under contention on one key the conflicting writes are wasted
 // work (two conflicts hand the check to the locked protocol); and the lock
 // waits move to round trip 2, whose COMMIT is implicit, so a caller whose

@@ -21,9 +21,14 @@
 //	)
 //
 // or provide [wiring.ConfigFromEnv] to read RUNLIMIT_* variables. The
-// application's lifecycle runs the Runtime: OnStart applies the schema when
-// Config.Migrate is set, checks that the stores answer and starts the
-// cleanup loop; OnStop stops the loop and closes what the Runtime opened.
+// application's lifecycle runs the Runtime. The constructor builds it
+// ([wiring.New]) and opens nothing, so an application whose start fails
+// before the module's OnStart hook runs (fx then runs no OnStop for it)
+// leaves no pool behind. OnStart opens the pool of Config.DatabaseURL,
+// applies the schema when Config.Migrate is set, checks that the stores
+// are ready and starts the cleanup loop; if it finishes after its context
+// is done, it closes the Runtime and fails, since fx has already given up
+// on the start. OnStop stops the loop and closes what the Runtime opened.
 //
 // # What the graph can add
 //

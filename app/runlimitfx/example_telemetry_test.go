@@ -25,7 +25,7 @@ import (
 // their latency and each store's headroom.
 func ExampleModule_openTelemetry() {
 	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	meterProvider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	var (
 		limiter *app.Limiter
 		hasher  domain.KeyHasher
@@ -37,7 +37,7 @@ func ExampleModule_openTelemetry() {
 			Memory:    memory.Config{MaxKeys: 1_000},
 			KeySecret: wiring.NewSecret("example-only-secret-of-32-bytes!"),
 		}),
-		fx.Supply(fx.Annotate(provider, fx.As(new(metric.MeterProvider)))),
+		fx.Supply(fx.Annotate(meterProvider, fx.As(new(metric.MeterProvider)))),
 		fx.Populate(&limiter, &hasher),
 	)
 	ctx := context.Background()

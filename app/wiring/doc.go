@@ -22,9 +22,22 @@
 //	key := runtime.KeyHasher().KeyString(policy, subject)
 //	decision, err := runtime.Limiter().Check(ctx, domain.NewCheck(policy, key))
 //
-// Starting applies the schema if asked, checks that every store answers and
-// starts the cleanup loop. [Runtime.Close] stops the loop and closes only
-// what the Runtime opened. Configuration problems are a [*ConfigError]
+// New checks the config and builds everything (calling KeySecretFunc and
+// NewStoreFunc), but opens no pool and starts no goroutine, so that an fx
+// application whose start fails before the module's OnStart hook runs
+// leaves nothing open. Starting
+// opens the pool of Config.DatabaseURL, applies the schema if asked,
+// checks that every store is ready and starts the cleanup loop; until
+// then, checks on a store whose pool is not open yet fail closed with an
+// error matching [ErrNotStarted], consuming nothing. A Start that fails
+// closes the Runtime.
+//
+// [Runtime.Close] stops the cleanup loop, cancelling a pass in progress,
+// then closes the stores and, last, the pool it opened from
+// Config.DatabaseURL; it closes nothing the host gave it. Its context
+// bounds only how long it waits: the shutdown goes on to its end, so a
+// context that is done already still closes a Runtime whose loop is
+// between passes. Configuration problems are a [*ConfigError]
 // naming the field, matching [ErrInvalidConfig]. No error or log record
 // contains the key secret; a connection error at start may name the
 // database's host, user and name, never its password.
@@ -35,16 +48,18 @@
 //
 //   - [BackendMemory]: a [memory.Store] sized by Config.Memory;
 //   - [BackendPostgres]: a [postgres.Store] on a pool opened from
-//     Config.DatabaseURL (closed on Close) or on Config.Pool (borrowed,
-//     never closed);
+//     Config.DatabaseURL at Start, for the store alone, with its sessions'
+//     search_path pinned to pg_catalog, pg_temp (see the postgres
+//     package's Server settings), and closed on Close; or on Config.Pool
+//     ([BorrowPool], borrowed, never closed);
 //   - [BackendStore]: any [ports.Store] of the host's, such as a Redis
 //     adapter: Config.Store (borrowed, never closed) or the store
 //     Config.NewStoreFunc opens (closed on Close if it is a
 //     [ports.Closer]).
 //
 // Every store gets the same care: the cleanup loop if it is a
-// [ports.Cleaner], readiness checks if it is a [ports.StatsReporter], and
-// the observers. Config.Gate puts a hard-bounded memory store in front of a
+// [ports.Cleaner], readiness checks if it is a [ports.ReadinessChecker]
+// or a [ports.StatsReporter], and the observers. Config.Gate puts a hard-bounded memory store in front of a
 // shared one; see [Runtime.Gate].
 //
 // # The key secret
@@ -59,15 +74,19 @@
 //
 // [ConfigFromEnv] fills a Config from RUNLIMIT_* variables (the Env
 // constants list them: backend, database URL, migrate, memory and gate
-// sizing, PostgreSQL rows per shard and schema, cleanup interval and batch, key
+// sizing, PostgreSQL rows per shard, schema and protocol, cleanup interval
+// (at least [MinCleanupInterval], or negative for none) and batch, key
 // secret). Its errors are [*EnvError] values naming each unusable
 // variable, never its value.
 //
 // # Readiness and logs
 //
 // [Runtime.Ready] answers a readiness probe: nil while the Runtime runs and
-// every store that reports stats answers (for PostgreSQL, the database
-// answers and the schema is there). Config.Logger (default
+// every store proves itself ready, through its own readiness check (a
+// [ports.ReadinessChecker]) or else its Stats. For PostgreSQL that is
+// [postgres.Store.Ready]: the database answers, the session's settings
+// are safe, the schema is the version this build needs and an admission's
+// statements prepare. Config.Logger (default
 // [slog.Default]) receives start and stop and the schema migrated (info),
 // each cleanup pass (debug) and its failures (warning, unless
 // Config.CleanupErrorFunc takes them), a failed start, an observer's panic
