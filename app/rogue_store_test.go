@@ -50,7 +50,9 @@ func allowedDecision(c domain.Check) domain.Decision {
 // nilStoreError is an error type whose methods dereference their receiver.
 type nilStoreError struct{ consumed bool }
 
-func (e *nilStoreError) Error() string              { return "store error" + map[bool]string{true: " (consumed)"}[e.consumed] }
+func (e *nilStoreError) Error() string {
+	return "store error" + map[bool]string{true: " (consumed)"}[e.consumed]
+}
 func (e *nilStoreError) MayHaveConsumedQuota() bool { return e.consumed }
 
 func rogueLimiters(t *testing.T, s rogueStore) map[string]*app.Limiter {
