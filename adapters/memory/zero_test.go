@@ -117,4 +117,10 @@ func TestZeroCoarseClock(t *testing.T) {
 		(&memory.CoarseClock{}).Stop()
 		(*memory.CoarseClock)(nil).Stop()
 	})
+	// Its Now, which panicked with a nil dereference, reads a clock that
+	// never started.
+	require.NotPanics(t, func() {
+		require.Zero(t, (&memory.CoarseClock{}).Now())
+		require.Zero(t, (*memory.CoarseClock)(nil).Now())
+	})
 }
