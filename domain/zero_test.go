@@ -116,3 +116,28 @@ func TestZeroValuesPrint(t *testing.T) {
 	leakcheck.CheckPrintable(t, "zero PolicyError", &domain.PolicyError{})
 	leakcheck.CheckPrintable(t, "zero IdentifierError", &domain.IdentifierError{})
 }
+
+// TestZeroCounterKeyHasNoSubjectKey: the subject key of a zero CounterKey,
+// or of one joined from the zero SubjectKey, used to be a set key (whose
+// bytes were the process's key mask), from which NewCheck built a valid
+// check of a key no hasher derived. It is the zero SubjectKey, and the
+// check it builds is invalid.
+func TestZeroCounterKeyHasNoSubjectKey(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for name, ck := range map[string]domain.CounterKey{
+		"zero":             {},
+		"zero subject key": domain.NewCounterKey(f.policy.Fingerprint(), domain.SubjectKey{}),
+	} {
+		require.True(t, ck.SubjectKey().IsZero(), name)
+		err := domain.NewCheck(f.policy, ck.SubjectKey()).Validate()
+		var ce *domain.CheckError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, domain.CheckZeroKey, ce.Problem, name)
+	}
+	// A real key's keeps its bytes.
+	k := f.key("subject")
+	ck := domain.NewCounterKey(f.policy.Fingerprint(), k)
+	require.Equal(t, k, ck.SubjectKey())
+	require.Equal(t, k.Bytes(), ck.SubjectKey().Bytes())
+}
