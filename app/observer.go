@@ -303,7 +303,10 @@ func (s *observedStore) startOne(ctx context.Context, co ContextObserver, e *Eve
 			s.logPanic(ctx, e, v)
 		}
 	}()
-	if c := co.StartAdmission(ctx, *e); c != nil {
+	// A nil pointer in the interface is a nil context too: the store
+	// would call its methods and panic, an observer's bug that only
+	// a panic in the observer itself is kept from the caller otherwise.
+	if c := co.StartAdmission(ctx, *e); c != nil && !nilcheck.IsNil(c) {
 		next = c
 	}
 	*out = next
