@@ -141,3 +141,36 @@ func TestZeroCounterKeyHasNoSubjectKey(t *testing.T) {
 	require.Equal(t, k, ck.SubjectKey())
 	require.Equal(t, k.Bytes(), ck.SubjectKey().Bytes())
 }
+
+// TestDecisionOfOutOfRange: DecisionOf of an allowed batch panicked with
+// an index out of range for an i outside the batch (of a batch of one,
+// for any i but 0), where BatchDecision.Decision answers ok false. It
+// answers ok false too.
+func TestDecisionOfOutOfRange(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	single := new(domain.Batch)
+	c := f.check("single")
+	require.NoError(t, single.ResetSingle(&c))
+	for name, b := range map[string]*domain.Batch{
+		"batch":        newBatch(t, f.check("a"), f.check("b")),
+		"batch of one": single,
+	} {
+		obs := make([]domain.Observation, b.Len())
+		commit, err := observeAndEvaluate(t, b, ms(1), obs...)
+		require.NoError(t, err)
+		require.True(t, commit)
+		for _, i := range []int{-1, b.Len(), 1 << 20} {
+			require.NotPanics(t, func() {
+				d, ok, err := b.DecisionOf(i)
+				require.NoError(t, err)
+				require.False(t, ok, "%s: %d", name, i)
+				require.Equal(t, domain.Decision{}, d)
+			}, "%s: %d", name, i)
+		}
+		d, ok, err := b.DecisionOf(0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, domain.Allowed, d.Outcome())
+	}
+}
