@@ -231,9 +231,16 @@ func (b *Batch) Mode() Mode {
 	return checks[0].mode
 }
 
-// Observe records what the store read for check i under its locks.
+// Observe records what the store read for check i under its locks. An i
+// outside the batch is the store's mistake: rather than panic with the
+// store's locks held, it spoils the batch, whose Evaluate then reports
+// [ErrBatchProtocol].
 func (b *Batch) Observe(i int, o Observation) {
 	if b == nil || b.phase != phaseObserving {
+		return
+	}
+	if i < 0 || i >= b.Len() {
+		b.phase = phaseInvalid
 		return
 	}
 	it := b.itemAt(i)

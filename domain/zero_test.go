@@ -174,3 +174,34 @@ func TestDecisionOfOutOfRange(t *testing.T) {
 		require.Equal(t, domain.Allowed, d.Outcome())
 	}
 }
+
+// TestObserveOutOfRange: a store that observed an index outside its batch
+// made Observe panic, with the store's locks held. The batch is spoiled
+// instead: Evaluate reports ErrBatchProtocol and nothing is committed,
+// even once every real index has been observed.
+func TestObserveOutOfRange(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for _, i := range []int{-1, 1, 2, 1 << 20} {
+		single := new(domain.Batch)
+		c := f.check("single")
+		require.NoError(t, single.ResetSingle(&c))
+		for name, b := range map[string]*domain.Batch{
+			"batch of two": newBatch(t, f.check("a"), f.check("b")),
+			"batch of one": single,
+		} {
+			if i == 1 && b.Len() == 2 {
+				continue // in range
+			}
+			require.NotPanics(t, func() { b.Observe(i, domain.Observation{}) }, "%s: %d", name, i)
+			for j := range b.Len() {
+				b.Observe(j, domain.Observation{})
+			}
+			commit, err := b.Evaluate(ms(1))
+			require.ErrorIs(t, err, domain.ErrBatchProtocol, "%s: %d", name, i)
+			require.False(t, commit)
+			_, err = b.Decision()
+			require.ErrorIs(t, err, domain.ErrBatchProtocol)
+		}
+	}
+}
