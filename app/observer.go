@@ -203,7 +203,7 @@ type eventJSON struct {
 // and the duration in nanoseconds. Never the checks, their keys, nor the
 // fields of the error, which the default encoding would walk.
 func (e Event) MarshalJSON() ([]byte, error) {
-	j := eventJSON{Limiter: e.Limiter, Size: e.Size, Policies: make([]string, e.Size), Duration: e.Duration}
+	j := eventJSON{Limiter: e.Limiter, Size: e.Size, Policies: make([]string, max(e.Size, 0)), Duration: e.Duration}
 	for i := range j.Policies {
 		p, _ := e.Policy(i)
 		j.Policies[i] = p.ID().String() + "/" + p.Scope().String()
