@@ -1,8 +1,10 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -203,4 +205,29 @@ func TestObserversHearOfAStorePanic(t *testing.T) {
 		require.Equal(t, []error{app.ErrStorePanicked, app.ErrStorePanicked}, plain.errs, name)
 		require.True(t, ports.MayHaveConsumedQuota(app.ErrStorePanicked))
 	}
+}
+
+// TestObserverPanicDuringAStorePanic: an observer that panics while it
+// hears of a store's panic is recovered and logged as any observer panic;
+// the next observer still gets the event, and the store's panic, not the
+// observer's, reaches the caller.
+func TestObserverPanicDuringAStorePanic(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	s := rogueStore{
+		single: func(context.Context, domain.Check) (domain.Decision, error) { panic("store bug") },
+		admit:  func(context.Context, *domain.Batch) error { panic("store bug") },
+	}
+	var logs bytes.Buffer
+	spans := new(spanObserver)
+	l, err := app.NewLimiter(rogueSingle{s}, app.LimiterConfig{
+		Observer: app.JoinObservers(app.ObserverFunc(func(app.Event) { panic("observer bug") }), spans),
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	require.PanicsWithValue(t, "store bug", func() { _, _ = l.Check(t.Context(), f.check("s")) })
+	require.PanicsWithValue(t, "store bug", func() { _, _ = l.CheckAll(t.Context(), f.checks(2)) })
+	require.Equal(t, 2, spans.ended)
+	require.Equal(t, 2, bytes.Count(logs.Bytes(), []byte("observer panicked")), logs.String())
+	require.Equal(t, 2, bytes.Count(logs.Bytes(), []byte("outcome=error")), logs.String())
 }
