@@ -12,8 +12,8 @@ import "context"
 // StartAdmission on the caller's goroutine before the store, with the
 // caller's context and an [Event] that holds what is known then: Limiter,
 // Size, CheckAll and the policies ([Event.Policy]), Index -1, and no
-// outcome, error or duration. The context it returns (nil means ctx
-// unchanged) is the one the next context observer, and then the store,
+// outcome, error or duration. The context it returns (nil, or a nil
+// pointer in the interface, means ctx unchanged) is the one the next context observer, and then the store,
 // receive. Once the store has answered, the limiter calls EndAdmission
 // with the context StartAdmission returned and the full Event, instead of
 // ObserveAdmission.

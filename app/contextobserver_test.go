@@ -295,3 +295,41 @@ func TestEventsTellCheckFromCheckAll(t *testing.T) {
 		require.Equal(t, []bool{false, true}, checkAll, name)
 	}
 }
+
+// nilPointerContext is a context.Context whose methods panic on a nil
+// receiver.
+type nilPointerContext struct{ context.Context }
+
+// returnsNilPointer is a context observer whose StartAdmission returns a
+// nil *nilPointerContext.
+type returnsNilPointer struct{}
+
+func (returnsNilPointer) ObserveAdmission(app.Event) {}
+func (returnsNilPointer) StartAdmission(context.Context, app.Event) context.Context {
+	return (*nilPointerContext)(nil)
+}
+func (returnsNilPointer) EndAdmission(context.Context, app.Event) {}
+
+// TestContextObserverReturningANilPointer: a StartAdmission that returned
+// a nil pointer in the context interface used to hand it to the store,
+// whose first ctx.Err() panicked in the caller's Check. It means ctx
+// unchanged, as nil does.
+func TestContextObserverReturningANilPointer(t *testing.T) {
+	t.Parallel()
+	c := newCtxSetup(t)
+	p := newPolicy(t, "auth.login", "identity", 5, time.Minute)
+	for name, store := range map[string]ports.Store{
+		"single-check path": newMemoryStore(t), "batches only": batchOnly{newMemoryStore(t)},
+	} {
+		l, err := app.NewLimiter(store, app.LimiterConfig{Observer: returnsNilPointer{}})
+		require.NoError(t, err)
+		require.NotPanics(t, func() {
+			d, err := l.Check(t.Context(), c.check(p, "alice"))
+			require.NoError(t, err)
+			require.Equal(t, domain.Allowed, d.Outcome())
+			bd, err := l.CheckAll(t.Context(), []domain.Check{c.check(p, "bob")})
+			require.NoError(t, err)
+			require.Equal(t, domain.Allowed, bd.Outcome())
+		}, name)
+	}
+}

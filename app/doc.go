@@ -35,7 +35,15 @@
 // observer a limiter runs exactly the unobserved path; with one, an
 // admission allocates nothing more. An observer that panics cannot change
 // an admission: the panic is recovered, the caller gets the store's
-// answer, and LimiterConfig.Logger records it without key material.
+// answer, and LimiterConfig.Logger records it without key material. A
+// store that panics is not recovered: the panic reaches the caller, but
+// only after every observer has had the admission's event, with
+// [ErrStorePanicked].
+//
+// A store that answers what it cannot have meant (a decision beside an
+// error, a decision without an outcome, a batch it reset to another
+// number of checks, a nil pointer as its error) fails the admission
+// closed with an error matching [domain.ErrBatchProtocol].
 //
 // An observer that needs the request's context, such as a tracer whose
 // span the store's database calls should nest under, implements

@@ -118,10 +118,7 @@ func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decisio
 	if e == nil {
 		return domain.Decision{}, ports.ErrNotBuilt
 	}
-	if e.single != nil {
-		return e.single.AdmitCheck(ctx, check)
-	}
-	return e.checkBatch(ctx, check)
+	return e.admitCheck(ctx, &check)
 }
 
 // CheckAll applies checks as one atomic batch: all are consumed or none is.

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -14,6 +15,13 @@ import (
 	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
+
+// ErrStorePanicked is the error of the [Event] of an admission whose store
+// panicked. Observers receive that event (a [ContextObserver] through
+// EndAdmission) before the panic goes on to the caller of Check or
+// CheckAll, which never gets a decision. [ports.MayHaveConsumedQuota]
+// answers true for it: what the store did before it panicked is unknown.
+var ErrStorePanicked = errors.New("runlimit: store panicked")
 
 // Observer receives an [Event] for every admission a [Limiter] makes: the
 // hook for metrics, logs and traces of decisions. An admission is a Check
@@ -105,10 +113,12 @@ type Event struct {
 }
 
 // Policy returns the policy of check i in caller order, or false when i is
-// out of range.
+// out of range. (A broken store can change the checks of the batch it was
+// given: the event then reports an error, and Policy only what the batch
+// still holds.)
 func (e Event) Policy(i int) (domain.Policy, bool) {
 	switch {
-	case i < 0 || i >= e.Size:
+	case i < 0 || i >= e.Size || (e.batch != nil && i >= e.batch.Len()):
 		return domain.Policy{}, false
 	case e.batch == nil:
 		return e.check.Policy(), true
@@ -193,7 +203,7 @@ type eventJSON struct {
 // and the duration in nanoseconds. Never the checks, their keys, nor the
 // fields of the error, which the default encoding would walk.
 func (e Event) MarshalJSON() ([]byte, error) {
-	j := eventJSON{Limiter: e.Limiter, Size: e.Size, Policies: make([]string, e.Size), Duration: e.Duration}
+	j := eventJSON{Limiter: e.Limiter, Size: e.Size, Policies: make([]string, max(e.Size, 0)), Duration: e.Duration}
 	for i := range j.Policies {
 		p, _ := e.Policy(i)
 		j.Policies[i] = p.ID().String() + "/" + p.Scope().String()
@@ -293,7 +303,10 @@ func (s *observedStore) startOne(ctx context.Context, co ContextObserver, e *Eve
 			s.logPanic(ctx, e, v)
 		}
 	}()
-	if c := co.StartAdmission(ctx, *e); c != nil {
+	// A nil pointer in the interface is a nil context too: the store
+	// would call its methods and panic, an observer's bug that only
+	// a panic in the observer itself is kept from the caller otherwise.
+	if c := co.StartAdmission(ctx, *e); c != nil && !nilcheck.IsNil(c) {
 		next = c
 	}
 	*out = next
@@ -391,6 +404,20 @@ func runtimeErrorText(v any) (string, bool) {
 	return re.Error(), true
 }
 
+// unanswered reports an admission whose store never answered, because it
+// panicked (or called runtime.Goexit), with the error [ErrStorePanicked],
+// so that every observer hears of it, and a context observer's
+// EndAdmission closes what its StartAdmission opened. The panic then goes
+// on to the caller: a limiter does not recover a store's panic. Deferred
+// by Admit and AdmitCheck, it does nothing once the store has answered.
+func (s *observedStore) unanswered(ctx context.Context, e *Event, ctxs []context.Context, start time.Time, answered *bool) {
+	if *answered {
+		return
+	}
+	e.Duration, e.Err = time.Since(start), ErrStorePanicked
+	s.notify(ctx, e, ctxs)
+}
+
 // Admit applies a CheckAll's batch and reports it.
 func (s *observedStore) Admit(ctx context.Context, b *domain.Batch) error {
 	e := Event{Limiter: s.name, Size: b.Len(), Index: -1, CheckAll: true, batch: b}
@@ -405,7 +432,10 @@ func (s *observedStore) Admit(ctx context.Context, b *domain.Batch) error {
 		ctx = s.begin(ctx, &e, ctxs)
 	}
 	start := time.Now()
-	err := s.raw.store.Admit(ctx, b)
+	answered := false
+	defer s.unanswered(caller, &e, ctxs, start, &answered)
+	err := s.raw.admit(ctx, b, e.Size)
+	answered = true
 	e.Duration, e.Err = time.Since(start), err
 	if err == nil {
 		// A store that answered without error left a decided batch; should
@@ -438,15 +468,10 @@ func (s *observedStore) AdmitCheck(ctx context.Context, check domain.Check) (dom
 		ctx = s.begin(ctx, &e, ctxs)
 	}
 	start := time.Now()
-	var (
-		d   domain.Decision
-		err error
-	)
-	if s.raw.single != nil {
-		d, err = s.raw.single.AdmitCheck(ctx, check)
-	} else {
-		d, err = s.raw.checkBatch(ctx, check)
-	}
+	answered := false
+	defer s.unanswered(caller, &e, ctxs, start, &answered)
+	d, err := s.raw.admitCheck(ctx, &check)
+	answered = true
 	e.Duration, e.Err, e.decision = time.Since(start), err, d
 	if err == nil {
 		e.Outcome = d.Outcome()

@@ -231,9 +231,16 @@ func (b *Batch) Mode() Mode {
 	return checks[0].mode
 }
 
-// Observe records what the store read for check i under its locks.
+// Observe records what the store read for check i under its locks. An i
+// outside the batch is the store's mistake: rather than panic with the
+// store's locks held, it spoils the batch, whose Evaluate then reports
+// [ErrBatchProtocol].
 func (b *Batch) Observe(i int, o Observation) {
 	if b == nil || b.phase != phaseObserving {
+		return
+	}
+	if i < 0 || i >= b.Len() {
+		b.phase = phaseInvalid
 		return
 	}
 	it := b.itemAt(i)
@@ -292,11 +299,14 @@ func (b *Batch) evaluateAt(i int, c *Check, it *item, now Instant) (bool, error)
 // when the batch was allowed, its denial when it is the failing check, and
 // ok false for the other checks of a batch that was not allowed. It is
 // [Batch.Decision] followed by [BatchDecision.Decision] without building the
-// batch's result, for callers that check one key.
+// batch's result, for callers that check one key. An i out of range is ok
+// false, as [BatchDecision.Decision] answers it.
 func (b *Batch) DecisionOf(i int) (d Decision, ok bool, err error) {
 	switch {
 	case b == nil || b.phase != phaseEvaluated:
 		return Decision{}, false, ErrBatchProtocol
+	case i < 0 || i >= b.Len():
+		return Decision{}, false, nil
 	case b.outcome == Allowed || i == b.failed:
 		return b.itemAt(i).d, true, nil
 	}

@@ -108,8 +108,13 @@ func (c *CounterKey) join(f *Fingerprint, k *SubjectKey) {
 // Fingerprint returns the first 32 bytes of the key.
 func (c CounterKey) Fingerprint() Fingerprint { return c.fp }
 
-// SubjectKey returns the last 32 bytes of the key.
-func (c CounterKey) SubjectKey() SubjectKey { return SubjectKey{masked: c.sub, set: true} }
+// SubjectKey returns the last 32 bytes of the key: the zero SubjectKey for
+// a zero CounterKey, or one joined from the zero SubjectKey, so that a
+// check built from it is invalid ([CheckZeroKey]) rather than a check of
+// a key no hasher derived.
+func (c CounterKey) SubjectKey() SubjectKey {
+	return SubjectKey{masked: c.sub, set: c.sub != [32]byte{}}
+}
 
 // Hash64 returns a well-mixed 64-bit digest of the key for in-memory hash
 // tables and shard selection: a word of the fingerprint XOR a word of the

@@ -116,3 +116,92 @@ func TestZeroValuesPrint(t *testing.T) {
 	leakcheck.CheckPrintable(t, "zero PolicyError", &domain.PolicyError{})
 	leakcheck.CheckPrintable(t, "zero IdentifierError", &domain.IdentifierError{})
 }
+
+// TestZeroCounterKeyHasNoSubjectKey: the subject key of a zero CounterKey,
+// or of one joined from the zero SubjectKey, used to be a set key (whose
+// bytes were the process's key mask), from which NewCheck built a valid
+// check of a key no hasher derived. It is the zero SubjectKey, and the
+// check it builds is invalid.
+func TestZeroCounterKeyHasNoSubjectKey(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for name, ck := range map[string]domain.CounterKey{
+		"zero":             {},
+		"zero subject key": domain.NewCounterKey(f.policy.Fingerprint(), domain.SubjectKey{}),
+	} {
+		require.True(t, ck.SubjectKey().IsZero(), name)
+		err := domain.NewCheck(f.policy, ck.SubjectKey()).Validate()
+		var ce *domain.CheckError
+		require.ErrorAs(t, err, &ce, name)
+		require.Equal(t, domain.CheckZeroKey, ce.Problem, name)
+	}
+	// A real key's keeps its bytes.
+	k := f.key("subject")
+	ck := domain.NewCounterKey(f.policy.Fingerprint(), k)
+	require.Equal(t, k, ck.SubjectKey())
+	require.Equal(t, k.Bytes(), ck.SubjectKey().Bytes())
+}
+
+// TestDecisionOfOutOfRange: DecisionOf of an allowed batch panicked with
+// an index out of range for an i outside the batch (of a batch of one,
+// for any i but 0), where BatchDecision.Decision answers ok false. It
+// answers ok false too.
+func TestDecisionOfOutOfRange(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	single := new(domain.Batch)
+	c := f.check("single")
+	require.NoError(t, single.ResetSingle(&c))
+	for name, b := range map[string]*domain.Batch{
+		"batch":        newBatch(t, f.check("a"), f.check("b")),
+		"batch of one": single,
+	} {
+		obs := make([]domain.Observation, b.Len())
+		commit, err := observeAndEvaluate(t, b, ms(1), obs...)
+		require.NoError(t, err)
+		require.True(t, commit)
+		for _, i := range []int{-1, b.Len(), 1 << 20} {
+			require.NotPanics(t, func() {
+				d, ok, err := b.DecisionOf(i)
+				require.NoError(t, err)
+				require.False(t, ok, "%s: %d", name, i)
+				require.Equal(t, domain.Decision{}, d)
+			}, "%s: %d", name, i)
+		}
+		d, ok, err := b.DecisionOf(0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, domain.Allowed, d.Outcome())
+	}
+}
+
+// TestObserveOutOfRange: a store that observed an index outside its batch
+// made Observe panic, with the store's locks held. The batch is spoiled
+// instead: Evaluate reports ErrBatchProtocol and nothing is committed,
+// even once every real index has been observed.
+func TestObserveOutOfRange(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for _, i := range []int{-1, 1, 2, 1 << 20} {
+		single := new(domain.Batch)
+		c := f.check("single")
+		require.NoError(t, single.ResetSingle(&c))
+		for name, b := range map[string]*domain.Batch{
+			"batch of two": newBatch(t, f.check("a"), f.check("b")),
+			"batch of one": single,
+		} {
+			if i == 1 && b.Len() == 2 {
+				continue // in range
+			}
+			require.NotPanics(t, func() { b.Observe(i, domain.Observation{}) }, "%s: %d", name, i)
+			for j := range b.Len() {
+				b.Observe(j, domain.Observation{})
+			}
+			commit, err := b.Evaluate(ms(1))
+			require.ErrorIs(t, err, domain.ErrBatchProtocol, "%s: %d", name, i)
+			require.False(t, commit)
+			_, err = b.Decision()
+			require.ErrorIs(t, err, domain.ErrBatchProtocol)
+		}
+	}
+}

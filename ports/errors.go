@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 )
 
 // ErrNilContext is returned by limiters and stores called with a nil
@@ -53,13 +54,23 @@ type QuotaConsumer interface {
 // answer when it implements [QuotaConsumer]; false for a closed store
 // ([ErrClosed], which consumed nothing) that makes no claim; and true for
 // any other error: an unknown failure is assumed to have consumed.
+//
+// An error that is a nil pointer in the interface, or wraps one that would
+// answer, counts as an unknown failure (true): its methods would
+// dereference nil.
 func MayHaveConsumedQuota(err error) bool {
-	if err == nil || errors.Is(err, domain.ErrInvalidInput) || errors.Is(err, ErrInvalidConfig) {
+	if err == nil {
+		return false
+	}
+	if nilcheck.IsNil(err) {
+		return true
+	}
+	if errors.Is(err, domain.ErrInvalidInput) || errors.Is(err, ErrInvalidConfig) {
 		return false
 	}
 	var qc QuotaConsumer
 	if errors.As(err, &qc) {
-		return qc.MayHaveConsumedQuota()
+		return nilcheck.IsNil(qc) || qc.MayHaveConsumedQuota()
 	}
 	return !errors.Is(err, ErrClosed)
 }

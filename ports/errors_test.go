@@ -102,3 +102,23 @@ func TestErrNotBuilt(t *testing.T) {
 	require.False(t, ports.MayHaveConsumedQuota(ports.ErrNotBuilt))
 	require.False(t, ports.MayHaveConsumedQuota(fmt.Errorf("wrapped: %w", ports.ErrNotBuilt)))
 }
+
+// ptrConsumer is a store error whose methods dereference their receiver.
+type ptrConsumer struct{ consumed bool }
+
+func (e *ptrConsumer) Error() string              { return fmt.Sprint("store failed: ", e.consumed) }
+func (e *ptrConsumer) MayHaveConsumedQuota() bool { return e.consumed }
+
+// TestMayHaveConsumedQuotaOfANilPointer: an error that is a nil pointer in
+// the interface, alone or wrapped, used to panic in its own
+// MayHaveConsumedQuota. It is an unknown failure.
+func TestMayHaveConsumedQuotaOfANilPointer(t *testing.T) {
+	t.Parallel()
+	for name, err := range map[string]error{
+		"nil pointer": (*ptrConsumer)(nil),
+		"wrapped":     fmt.Errorf("admit: %w", (*ptrConsumer)(nil)),
+	} {
+		require.NotPanics(t, func() { require.True(t, ports.MayHaveConsumedQuota(err), name) }, name)
+	}
+	require.False(t, ports.MayHaveConsumedQuota(&ptrConsumer{}), "a real one still answers")
+}

@@ -38,8 +38,8 @@ import (
 // clock still starts windows at the exact time, but counts every check of
 // an active window in it until a denial is decided again. A CoarseClock
 // that becomes unreachable stops itself. Only [NewCoarseClock] makes a
-// working one: [New] rejects a zero CoarseClock, and Stop of a nil or zero
-// one does nothing.
+// working one: [New] rejects a zero CoarseClock, Stop of a nil or zero
+// one does nothing, and its Now returns 0.
 type CoarseClock struct {
 	*coarseTicker
 }
@@ -88,8 +88,14 @@ func newCoarseClock(ticks <-chan time.Time, read func() time.Duration, release f
 	return &CoarseClock{t}
 }
 
-// Now returns the latest stored reading.
-func (c *CoarseClock) Now() time.Duration { return time.Duration(c.now.Load()) }
+// Now returns the latest stored reading: 0 for a nil or zero CoarseClock,
+// which [NewCoarseClock] did not start and which never advances.
+func (c *CoarseClock) Now() time.Duration {
+	if c == nil || c.coarseTicker == nil {
+		return 0
+	}
+	return time.Duration(c.now.Load())
+}
 
 // Stop ends the clock's goroutine and waits for it. Now keeps returning the
 // last reading. Stop is idempotent.

@@ -3,9 +3,9 @@ package memory
 import (
 	"fmt"
 	"math"
-	"reflect"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -48,9 +48,9 @@ type Config struct {
 	// ([domain.DefaultMaxBatchSize]).
 	MaxBatchSize int
 	// Clock is the store's time source. Default: the process's monotonic
-	// clock, measured from the moment New is called. A nil pointer in the
-	// interface, such as a nil *ManualClock, or a zero CoarseClock is a
-	// [*ConfigError].
+	// clock, measured from the moment New is called. A nil pointer or func
+	// in the interface, such as a nil *ManualClock, or a zero CoarseClock
+	// is a [*ConfigError].
 	Clock Clock
 }
 
@@ -108,7 +108,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	// A nil *ManualClock in the interface, or a CoarseClock that
 	// NewCoarseClock did not start, would panic on the first check.
 	if cfg.Clock != nil {
-		if v := reflect.ValueOf(cfg.Clock); v.Kind() == reflect.Pointer && v.IsNil() {
+		if nilcheck.IsNil(cfg.Clock) {
 			return cfg, &ConfigError{Field: "Clock", Want: "a clock, not a nil pointer (nil Clock means the default)"}
 		}
 		if c, ok := cfg.Clock.(*CoarseClock); ok && c.coarseTicker == nil {

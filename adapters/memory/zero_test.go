@@ -72,13 +72,20 @@ func TestZeroStoreFailsClosed(t *testing.T) {
 	}
 }
 
+// funcClock is a Clock that is a func, as a host may write one.
+type funcClock func() time.Duration
+
+func (f funcClock) Now() time.Duration { return f() }
+
 // TestNilPointerClockIsAConfigError: a nil *ManualClock in Config.Clock
-// used to be accepted and panic on the first check.
+// used to be accepted and panic on the first check, and so did a nil func
+// (which also poisoned the shard it held).
 func TestNilPointerClockIsAConfigError(t *testing.T) {
 	t.Parallel()
 	var manual *memory.ManualClock
 	var coarse *memory.CoarseClock
-	for _, c := range []memory.Clock{manual, coarse} {
+	var fn funcClock
+	for _, c := range []memory.Clock{manual, coarse, fn} {
 		_, err := memory.New(memory.Config{MaxKeys: 1, Clock: c})
 		require.ErrorIs(t, err, memory.ErrInvalidConfig)
 		var ce *memory.ConfigError
@@ -116,5 +123,11 @@ func TestZeroCoarseClock(t *testing.T) {
 	require.NotPanics(t, func() {
 		(&memory.CoarseClock{}).Stop()
 		(*memory.CoarseClock)(nil).Stop()
+	})
+	// Its Now, which panicked with a nil dereference, reads a clock that
+	// never started.
+	require.NotPanics(t, func() {
+		require.Zero(t, (&memory.CoarseClock{}).Now())
+		require.Zero(t, (*memory.CoarseClock)(nil).Now())
 	})
 }

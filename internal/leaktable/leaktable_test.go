@@ -570,6 +570,7 @@ func appCases(t *testing.T, f fixture) []leakcheck.Case {
 		leakcheck.Value("app.ObserverFunc", record),
 		leakcheck.Value("app.Event", events),
 		leakcheck.Value("app.ErrInvalidConfig", limiterErr),
+		leakcheck.Value("app.ErrStorePanicked", app.ErrStorePanicked),
 		leakcheck.Value("otelrunlimit.Config", telCfg),
 		leakcheck.Value("otelrunlimit.Telemetry", tel),
 		leakcheck.Value("wiring.Config", cfg),
