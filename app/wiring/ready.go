@@ -10,7 +10,9 @@ import (
 )
 
 var (
-	// ErrNotStarted is [Runtime.Ready]'s answer before [Runtime.Start].
+	// ErrNotStarted is [Runtime.Ready]'s answer before [Runtime.Start], and
+	// matches the error of a check on a PostgreSQL store opened from
+	// Config.DatabaseURL before Start opened its pool (nothing consumed).
 	ErrNotStarted = errors.New("runlimit: runtime is not started")
 	// ErrClosed is the answer of [Runtime.Ready] and [Runtime.Start] once
 	// [Runtime.Close] has begun. It matches [ports.ErrClosed], as the

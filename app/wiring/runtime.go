@@ -128,8 +128,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// Start applies the schema when Config.Migrate is set, checks that the
-// store answers and starts the cleanup loop. Starting twice is harmless. If
+// Start opens the pool of Config.DatabaseURL (a pool the host lent is
+// already open), applies the schema when Config.Migrate is set, checks
+// that the store answers and starts the cleanup loop. Starting twice is harmless. If
 // it cannot start, it closes the Runtime, since a host that saw the start
 // fail has no reason to call Close (fx runs no OnStop for a hook whose
 // OnStart failed). A nil ctx is [ports.ErrNilContext], returned before any
