@@ -32,7 +32,11 @@ func TestAdmitTimesOutOnAHeldTableLock(t *testing.T) {
 	eachEntry(t, func(t *testing.T, e entry) {
 		for _, deadline := range []time.Duration{0, 5 * time.Millisecond} {
 			f := setup(t, e.cfg(postgres.Config{}))
-			store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: time.Second}), named("table-lock"))
+			// A budget of 3 s: the server's timeout ends the wait 250 ms
+			// before it (appendServerTimeout's largest margin), which a
+			// loaded machine's scheduling delays stay under; with 1 s the
+			// margin was 100 ms, and a busy run saw the budget end first.
+			store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: 3 * time.Second}), named("table-lock"))
 			checks := e.checks(f, policy(t, "table.lock", 5, time.Hour), "held")
 			e.allow(t, store, checks)
 			before := backends(t, pool)
@@ -70,7 +74,8 @@ func TestOptimisticWriteTimesOutOnATableLockTakenAfterTheRead(t *testing.T) {
 	t.Parallel()
 	f := setup(t, postgres.Config{})
 	const app = "opt-table-lock"
-	store, pool, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic, OperationTimeout: time.Second}, app)
+	// 3 s, for a margin of 250 ms: see TestAdmitTimesOutOnAHeldTableLock.
+	store, pool, w := f.newNamedWiredStore(t, postgres.Config{Protocol: postgres.Optimistic, OperationTimeout: 3 * time.Second}, app)
 	c := f.check(policy(t, "opt.table.lock", 5, time.Hour), "c")
 	requireAllowed(t, admit(t, store, c))
 	before := backends(t, pool)
