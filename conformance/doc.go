@@ -133,7 +133,10 @@
 //     deadlock nor miscount; a large batch never waits on a lock it holds
 //     (two keys on one stripe of a striped lock); cleanup racing
 //     admissions of its partition, on each path, neither deadlocks nor
-//     removes a renewed counter;
+//     removes a renewed counter; an optimistic admission held while
+//     cleanup removes its counter and another check creates it anew
+//     still finds it changed (a version that restarts on insert does
+//     not);
 //   - time: the store's clock never moves a window backwards;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, in its message or in the exported fields of any
@@ -255,6 +258,7 @@
 // writes, cleanup and stats that lie, deadlock or answer a done context
 // out of order, a careless or panicking Close, a panic on a nil context
 // or a nil batch, a done context admitted or a late cancellation reported
-// as unconsumed, a single-check path that skips rules. Each must fail, in one default run, the case written
-// for it.
+// as unconsumed, a single-check path that skips rules, an optimistic
+// write conditioned on a version that restarts when a counter is created
+// anew. Each must fail, in one default run, the case written for it.
 package conformance

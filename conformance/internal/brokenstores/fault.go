@@ -154,6 +154,13 @@ const (
 	// was read, back at the count it had, passes the condition, and a
 	// second renewal of one expired window overwrites the first.
 	OptimisticCountOnly
+	// OptimisticVersionRestarts is an optimistic store whose write
+	// condition compares a row version that starts again at 1 when a
+	// counter is created, as an item or row whose version is set on insert
+	// does: a counter that cleanup removed and another check created anew
+	// since it was read is back at the version read, so the held write
+	// lands on it and the other check's unit is lost (ABA).
+	OptimisticVersionRestarts
 	// ReleasesLockBeforeDeciding reads under its locks, releases them to
 	// read the clock and decide, and takes them again to write.
 	ReleasesLockBeforeDeciding
@@ -494,6 +501,7 @@ var faultNames = [faultCount]string{
 	CleanupStaleExpiryIndex:          "CleanupStaleExpiryIndex",
 	StatsEntriesNeverShrink:          "StatsEntriesNeverShrink",
 	OptimisticCountOnly:              "OptimisticCountOnly",
+	OptimisticVersionRestarts:        "OptimisticVersionRestarts",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -280,6 +280,7 @@ func (s *Store) cleanupInTwoSteps(max int) int {
 		if ok && (s.cfg.Fault == CleanupDeletesWithoutRecheck || !e.Active(now)) {
 			delete(s.entries, c.k)
 			delete(s.firstExpiry, c.k)
+			delete(s.versions, c.k)
 			s.stored[s.PartitionOf(c.k)]--
 			removed++
 		}
@@ -303,6 +304,7 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 	}
 	delete(s.entries, k)
 	delete(s.firstExpiry, k)
+	delete(s.versions, k)
 	switch f := s.cfg.Fault; {
 	case f == CleanupKeepsSlots, f == PerCheckCleanupKeepsSlots && perCheck:
 	case f == CleanupFreesTwice:
