@@ -140,8 +140,11 @@
 //   - time: the store's clock never moves a window backwards;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, in its message or in the exported fields of any
-//     error in its chain (as raw bytes, hex, base64, or a byte array that
-//     fmt or encoding/json prints).
+//     error in its chain (as raw bytes, bare or in a Go-quoted string; hex,
+//     contiguous or split by spaces, colons or dashes; base64; base32; a
+//     byte array that fmt or encoding/json prints; or 8 of its bytes read
+//     as a 64-bit integer), and none is a typed nil (a nil *T returned as
+//     an error, which is not a nil error).
 //
 // Cases that make single checks run twice, as subtests named AdmitCheck
 // (through [ports.CheckAdmitter], the path limiters take for every single
@@ -260,5 +263,7 @@
 // or a nil batch, a done context admitted or a late cancellation reported
 // as unconsumed, a single-check path that skips rules, an optimistic
 // write conditioned on a version that restarts when a counter is created
-// anew. Each must fail, in one default run, the case written for it.
+// anew, errors that show a key in base32, quoted, spaced hex or as a
+// lock id, a typed nil error. Each must fail, in one default run, the case
+// written for it.
 package conformance
