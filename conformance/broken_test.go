@@ -127,6 +127,13 @@ var targets = map[bs.Fault]string{
 	bs.CleanupStaleExpiryIndex:          "capacity/renewals_leave_the_freed_slots_usable",
 	bs.StatsEntriesNeverShrink:          "cleanup/removes_only_expired_counters",
 	bs.OptimisticCountOnly:              "concurrency/overlapping_renewals_of_an_expired_window_lose_no_update",
+	bs.OptimisticVersionRestarts:        "concurrency/counter_removed_and_created_anew_under_a_held_renewal_loses_no_update",
+	bs.DoneContextErrorKeyBase32:        "context/done_context_admits_nothing",
+	bs.DoneContextErrorKeyQuoted:        "context/done_context_admits_nothing",
+	bs.DoneContextErrorKeySpacedHex:     "context/done_context_admits_nothing",
+	bs.DoneContextErrorLockID:           "context/done_context_admits_nothing",
+	bs.DoneContextErrorKeyString:        "context/done_context_admits_nothing",
+	bs.CleanupTypedNilError:             "cleanup/removes_only_expired_counters",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -39,6 +39,7 @@ func concurrencyScenario() scenario {
 		{name: "clock_is_read_with_the_locks_held", single: true, run: testClockReadWithLocksHeld},
 		{name: "large_batches_never_wait_on_their_own_locks", opts: largeBatchOptions, run: testLargeBatchesOwnLocks},
 		{name: "cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock", single: true, run: testCleanupRacingAdmissions},
+		{name: "counter_removed_and_created_anew_under_a_held_renewal_loses_no_update", single: true, run: testRecreatedUnderHeldRenewal},
 	}}
 }
 
@@ -483,6 +484,40 @@ func testCleanupRacingAdmissions(t *testing.T, f *fixture) {
 	f.requireRaceDone(results, g)
 	rem := f.admitAllowed(batch, g+" (the batch counted once)")
 	require.Equal(t, []int64{limit - 2, limit - 2}, rem, g)
+}
+
+// testRecreatedUnderHeldRenewal pins the renewal of an expired key h in its
+// clock read while CleanupExpired removes h and a second check of h
+// creates it anew. A locking store keeps cleanup and the second check
+// waiting on h's lock until the renewal has written. An optimistic store
+// must find, when its held renewal writes, that h has changed since it
+// read it, however h came back: a store whose write condition compares a
+// version that starts again at 1 when a removed counter is created anew
+// (an item or row whose version column is set on insert) finds the version
+// it read, writes its renewal over the second check's, and loses that
+// check's unit (the ABA problem).
+func testRecreatedUnderHeldRenewal(t *testing.T, f *fixture) {
+	const g = "concurrency: a renewal that read a counter which cleanup then removed and another check created anew " +
+		"counts beside that check, never over it"
+	f.requireCleaner()
+	const limit = 3
+	p := f.policy(limit, window)
+	h := f.keyIn(p, f.somePart(p))
+	c := f.check(p, h)
+	f.allow(c, limit-1, g)
+	f.advance(window)
+	results := f.race(g, true, []worker{
+		{name: "renewal of h", pinned: true, ops: []raceOp{f.checkOp(c, f.path)}},
+		{name: "cleanup", wave: 1, watched: true, ops: []raceOp{f.cleanupOp(10)}},
+		// Its clock reads are not held either: on an optimistic store it
+		// runs to its end before the renewal is released.
+		{name: "new check of h", wave: 2, watched: true, ops: []raceOp{f.checkOp(c, f.path)}},
+	})
+	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) and then another check of h run",
+		f.log.check(c)), true, results)
+	f.requireRaceDone(results, g)
+	f.allow(f.checkCost(p, h, limit-2), 0, g+" (both checks counted in h's new window: a write conditioned on a "+
+		"version that restarts when a counter is created anew overwrote the other check's unit)")
 }
 
 // requireRaceDone checks that every operation of a race finished without

@@ -136,12 +136,18 @@
 //     deadlock nor miscount; a large batch never waits on a lock it holds
 //     (two keys on one stripe of a striped lock); cleanup racing
 //     admissions of its partition, on each path, neither deadlocks nor
-//     removes a renewed counter;
+//     removes a renewed counter; an optimistic admission held while
+//     cleanup removes its counter and another check creates it anew
+//     still finds it changed (a version that restarts on insert does
+//     not);
 //   - time: the store's clock never moves a window backwards;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, in its message or in the exported fields of any
-//     error in its chain (as raw bytes, hex, base64, or a byte array that
-//     fmt or encoding/json prints).
+//     error in its chain (as raw bytes, bare or in a Go-quoted string; hex,
+//     contiguous or split by spaces, colons or dashes; base64; base32; a
+//     byte array that fmt or encoding/json prints; or 8 of its bytes read
+//     as a 64-bit integer), and none is a typed nil (a nil *T returned as
+//     an error, which is not a nil error).
 //
 // Cases that make single checks run twice, as subtests named AdmitCheck
 // (through [ports.CheckAdmitter], the path limiters take for every single
@@ -258,6 +264,9 @@
 // writes, cleanup and stats that lie, deadlock or answer a done context
 // out of order, a careless or panicking Close, a panic on a nil context
 // or a nil batch, a done context admitted or a late cancellation reported
-// as unconsumed, a single-check path that skips rules. Each must fail, in one default run, the case written
-// for it.
+// as unconsumed, a single-check path that skips rules, an optimistic
+// write conditioned on a version that restarts when a counter is created
+// anew, errors that show a key in base32, quoted, spaced hex or as a
+// lock id, a typed nil error. Each must fail, in one default run, the case
+// written for it.
 package conformance

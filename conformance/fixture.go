@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -421,13 +422,31 @@ func (f *fixture) requireNoKeyInErrors() {
 // guard calls op and turns a panic in the store into a [*panicError], so
 // that a case fails naming its guarantee, with its operation log, instead
 // of crashing the test binary.
+//
+// It also turns a typed nil (a nil *T returned as an error, which is not
+// a nil error) into a [*typedNilError]: the caller sees a failure, as the
+// store's own caller would, and the suite reports it rather than panicking
+// when it prints the error.
 func guard(op func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &panicError{value: r}
 		}
 	}()
-	return op()
+	err = op()
+	if err != nil {
+		if v := reflect.ValueOf(err); v.Kind() == reflect.Pointer && v.IsNil() {
+			return &typedNilError{typ: fmt.Sprintf("%T", err)}
+		}
+	}
+	return err
+}
+
+// typedNilError is a nil pointer the store returned as a non-nil error.
+type typedNilError struct{ typ string }
+
+func (e *typedNilError) Error() string {
+	return fmt.Sprintf("the store returned a nil %s as a non-nil error (a typed nil: return a literal nil instead)", e.typ)
 }
 
 // panicError is a panic that escaped the store.

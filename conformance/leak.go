@@ -1,10 +1,14 @@
 package conformance
 
 import (
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/runlimit/runlimit/domain"
@@ -54,17 +58,27 @@ func errorRenderings(err error) []rendering {
 }
 
 // keyShown reports how text shows part of key k, or "" when it does not:
-// as raw bytes, hex, base64, or a byte array printed by fmt or
-// encoding/json.
+// as raw bytes (bare or in a Go-quoted string, as %q and %#v print a
+// string of them), hex (contiguous or split by spaces, colons or dashes, as
+// "% x" and fingerprint notation print it), base64, base32, a byte array
+// printed by fmt or encoding/json, or 8 of its bytes read as a 64-bit
+// integer (a lock id taken from the key itself).
 func keyShown(text string, k domain.SubjectKey) string {
 	b := k.Bytes()
 	lower := strings.ToLower(text)
+	bareHex := hexSeparators.Replace(lower)
+	unquoted := unquotedStrings(text)
 	for i := 0; i+keyLeakWindow <= len(b); i++ {
 		w := b[i : i+keyLeakWindow]
 		if strings.Contains(text, string(w)) {
 			return "its bytes"
 		}
-		if strings.Contains(lower, hex.EncodeToString(w)) {
+		for _, u := range unquoted {
+			if strings.Contains(u, string(w)) {
+				return "its bytes in a quoted string"
+			}
+		}
+		if h := hex.EncodeToString(w); strings.Contains(lower, h) || strings.Contains(bareHex, h) {
 			return "its bytes in hex"
 		}
 		dec := make([]string, len(w))
@@ -76,6 +90,15 @@ func keyShown(text string, k domain.SubjectKey) string {
 		for _, s := range []string{strings.Join(dec, ","), strings.Join(dec, " "), strings.Join(gox, ", ")} {
 			if strings.Contains(lower, s) {
 				return "its bytes as numbers (a byte array printed by fmt or encoding/json)"
+			}
+		}
+		for _, n := range []uint64{binary.BigEndian.Uint64(w), binary.LittleEndian.Uint64(w)} {
+			for _, d := range []string{strconv.FormatUint(n, 10), strconv.FormatInt(int64(n), 10)} {
+				// A short number (a window of mostly zero bytes) could
+				// be anything; a long one is the key.
+				if len(d) >= 15 && strings.Contains(text, d) {
+					return "8 of its bytes as a 64-bit integer"
+				}
 			}
 		}
 	}
@@ -90,7 +113,38 @@ func keyShown(text string, k domain.SubjectKey) string {
 			}
 		}
 	}
+	// Base32 groups five bytes into eight characters: five alignments, in
+	// either alphabet and either case.
+	for off := range 5 {
+		chunk := b[off : off+25]
+		for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.HexEncoding} {
+			if strings.Contains(lower, strings.ToLower(enc.EncodeToString(chunk))) {
+				return "its bytes in base32"
+			}
+		}
+	}
 	return ""
+}
+
+// hexSeparators removes what "% x", hex.Dump and fingerprint notation put
+// between hex digits.
+var hexSeparators = strings.NewReplacer(" ", "", ":", "", "-", "")
+
+// quotedString matches a double-quoted Go string literal, as %q and %#v
+// print a string or a []byte.
+var quotedString = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
+
+// unquotedStrings returns the contents of every Go string literal in text,
+// escapes resolved, so that raw key bytes printed as "\x9a\x1b..." are
+// found as bytes.
+func unquotedStrings(text string) []string {
+	var out []string
+	for _, q := range quotedString.FindAllString(text, -1) {
+		if u, err := strconv.Unquote(q); err == nil && u != q[1:len(q)-1] {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // keyLeak describes, without printing them, the first key of ks that err

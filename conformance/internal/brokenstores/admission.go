@@ -36,7 +36,8 @@ type admission struct {
 	fromMemory bool
 	before     []domain.Counter
 	present    []bool
-	stored     []int // the partitions' counts, as read
+	versions   []uint64 // the versions read (OptimisticVersionRestarts)
+	stored     []int    // the partitions' counts, as read
 
 	held    []*sync.Mutex
 	stripes []int // the stripes held (StripeLockedTwice)
@@ -50,8 +51,9 @@ func (a *admission) run() error {
 	a.obs = make([]domain.Observation, a.n)
 	a.claimed = make([]int, a.n)
 	a.before = make([]domain.Counter, a.n)
+	a.versions = make([]uint64, a.n)
 	a.present = make([]bool, a.n)
-	if s.cfg.Fault == OptimisticCountOnly ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -130,10 +132,11 @@ func (a *admission) run() error {
 }
 
 // runOptimistic applies the admission optimistically (OptimisticSingleChecks,
-// OptimisticCountOnly, SingleCheckOrphanedRenewal): it reads every key
-// without locks, reads the clock, and then, under the locks that stand for
-// the backend's atomic conditional write, goes on only if each key is as it
-// read it, deciding on what it read; otherwise it starts again.
+// OptimisticCountOnly, OptimisticVersionRestarts, SingleCheckOrphanedRenewal):
+// it reads every key without locks, reads the clock, and then, under the
+// locks that stand for the backend's atomic conditional write, goes on only
+// if each key is as it read it, deciding on what it read; otherwise it
+// starts again.
 func (a *admission) runOptimistic() error {
 	s := a.s
 	for {
@@ -154,6 +157,12 @@ func (a *admission) runOptimistic() error {
 				// The defect: the condition compares the count alone, not
 				// the window it counts in.
 				if e.Used != a.before[i].Used {
+					same = false
+				}
+			case s.cfg.Fault == OptimisticVersionRestarts:
+				// The defect: the condition compares a version that a
+				// counter created anew starts again from.
+				if s.versions[k] != a.versions[i] {
 					same = false
 				}
 			case s.cfg.Fault == SingleCheckOrphanedRenewal && a.present[i] && !ok:
@@ -373,12 +382,13 @@ func (a *admission) read(at domain.Instant) {
 		if s.cfg.Fault == BatchReadsBySubject && !a.single {
 			// The defect: the reads are looked up by subject key alone.
 			if j, ok := bySubject[k.SubjectKey()]; ok {
-				a.before[i], a.present[i] = a.before[j], a.present[j]
+				a.before[i], a.present[i], a.versions[i] = a.before[j], a.present[j], a.versions[j]
 				continue
 			}
 			bySubject[k.SubjectKey()] = i
 		}
 		a.before[i], a.present[i] = s.read(a, k, at)
+		a.versions[i] = s.versions[k]
 	}
 }
 
@@ -545,6 +555,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		s.inserted++
 	}
 	s.entries[k] = c
+	s.versions[k]++
 	s.wrote(a, k, c)
 }
 

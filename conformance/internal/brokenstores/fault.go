@@ -154,6 +154,13 @@ const (
 	// was read, back at the count it had, passes the condition, and a
 	// second renewal of one expired window overwrites the first.
 	OptimisticCountOnly
+	// OptimisticVersionRestarts is an optimistic store whose write
+	// condition compares a row version that starts again at 1 when a
+	// counter is created, as an item or row whose version is set on insert
+	// does: a counter that cleanup removed and another check created anew
+	// since it was read is back at the version read, so the held write
+	// lands on it and the other check's unit is lost (ABA).
+	OptimisticVersionRestarts
 	// ReleasesLockBeforeDeciding reads under its locks, releases them to
 	// read the clock and decide, and takes them again to write.
 	ReleasesLockBeforeDeciding
@@ -291,6 +298,9 @@ const (
 	// CleanupKeepsCounterAtEnd leaves a counter at exactly its window's end
 	// (expires < now instead of expires <= now).
 	CleanupKeepsCounterAtEnd
+	// CleanupTypedNilError returns a nil *Error as its error when it
+	// removed nothing: a typed nil, which is not a nil error.
+	CleanupTypedNilError
 	// CleanupContextBeforeZero checks whether its context is done before it
 	// answers a zero maximum, so a done context turns a no-op into an
 	// error.
@@ -389,6 +399,25 @@ const (
 	// whose message is clean but whose exported field holds the counter
 	// key, for json.Marshal or spew to print.
 	DoneContextErrorKeyField
+	// DoneContextErrorKeyBase32 refuses a done context with an error whose
+	// message names the counter key in base32, as a store that keys its
+	// backend by base32 text does.
+	DoneContextErrorKeyBase32
+	// DoneContextErrorKeyQuoted refuses a done context with an error whose
+	// message quotes the subject key's raw bytes with %q, escaped as
+	// "\x9a\x1b...".
+	DoneContextErrorKeyQuoted
+	// DoneContextErrorKeySpacedHex refuses a done context with an error
+	// whose message names the subject key in hex split by spaces (% x).
+	DoneContextErrorKeySpacedHex
+	// DoneContextErrorLockID refuses a done context with an error naming
+	// a lock id made of 8 bytes of the subject key read as an int64, in
+	// decimal, where a lock id should hash the key.
+	DoneContextErrorLockID
+	// DoneContextErrorKeyString refuses a done context with a
+	// [KeyStringError], whose message is clean but whose exported string
+	// field holds the counter key's raw bytes, for %#v to print quoted.
+	DoneContextErrorKeyString
 	// LateCancelUnconsumed looks at its context again after it has written
 	// an admission's counters and, when it is done by then, reports the
 	// context's error as one that consumed nothing.
@@ -494,6 +523,13 @@ var faultNames = [faultCount]string{
 	CleanupStaleExpiryIndex:          "CleanupStaleExpiryIndex",
 	StatsEntriesNeverShrink:          "StatsEntriesNeverShrink",
 	OptimisticCountOnly:              "OptimisticCountOnly",
+	OptimisticVersionRestarts:        "OptimisticVersionRestarts",
+	DoneContextErrorKeyBase32:        "DoneContextErrorKeyBase32",
+	DoneContextErrorKeyQuoted:        "DoneContextErrorKeyQuoted",
+	DoneContextErrorKeySpacedHex:     "DoneContextErrorKeySpacedHex",
+	DoneContextErrorLockID:           "DoneContextErrorLockID",
+	DoneContextErrorKeyString:        "DoneContextErrorKeyString",
+	CleanupTypedNilError:             "CleanupTypedNilError",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -2,6 +2,8 @@ package brokenstores
 
 import (
 	"context"
+	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -45,6 +47,22 @@ func (e *KeyError) Unwrap() error { return e.Err }
 
 // MayHaveConsumedQuota returns false: nothing was admitted.
 func (e *KeyError) MayHaveConsumedQuota() bool { return false }
+
+// KeyStringError is the error of DoneContextErrorKeyString: its message
+// is clean, but its exported Key field holds the counter key's raw bytes
+// as a string.
+type KeyStringError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyStringError) Error() string { return "brokenstores: admit: " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *KeyStringError) Unwrap() error { return e.Err }
+
+// MayHaveConsumedQuota returns false: nothing was admitted.
+func (e *KeyStringError) MayHaveConsumedQuota() bool { return false }
 
 // cleansPerCheck reports whether each check removes expired counters from
 // its partition before it reads.
@@ -90,6 +108,21 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 		return &Error{Op: "admit", Err: fmt.Errorf("counter %x: %w", b[:], err)}
 	case s.cfg.Fault == DoneContextErrorKeyField:
 		return &KeyError{Key: k.Bytes(), Err: err}
+	case s.cfg.Fault == DoneContextErrorKeyBase32:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("counter %s: %w", base32.StdEncoding.EncodeToString(b[:]), err)}
+	case s.cfg.Fault == DoneContextErrorKeyQuoted:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("subject %q: %w", b[32:], err)}
+	case s.cfg.Fault == DoneContextErrorKeySpacedHex:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("subject % x: %w", b[32:], err)}
+	case s.cfg.Fault == DoneContextErrorLockID:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("lock %d: %w", int64(binary.BigEndian.Uint64(b[32:40])), err)}
+	case s.cfg.Fault == DoneContextErrorKeyString:
+		b := k.Bytes()
+		return &KeyStringError{Key: string(b[:]), Err: err}
 	default:
 		return &Error{Op: "admit", Err: err}
 	}
@@ -190,7 +223,12 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 		}
 		return removed, nil
 	}
-	return s.removeExpired(-1, now, max, nil), nil
+	removed := s.removeExpired(-1, now, max, nil)
+	if removed == 0 && s.cfg.Fault == CleanupTypedNilError {
+		var none *Error
+		return 0, none
+	}
+	return removed, nil
 }
 
 // removeExpired removes up to max expired counters of partition p (of every
@@ -280,6 +318,7 @@ func (s *Store) cleanupInTwoSteps(max int) int {
 		if ok && (s.cfg.Fault == CleanupDeletesWithoutRecheck || !e.Active(now)) {
 			delete(s.entries, c.k)
 			delete(s.firstExpiry, c.k)
+			delete(s.versions, c.k)
 			s.stored[s.PartitionOf(c.k)]--
 			removed++
 		}
@@ -303,6 +342,7 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 	}
 	delete(s.entries, k)
 	delete(s.firstExpiry, k)
+	delete(s.versions, k)
 	switch f := s.cfg.Fault; {
 	case f == CleanupKeepsSlots, f == PerCheckCleanupKeepsSlots && perCheck:
 	case f == CleanupFreesTwice:

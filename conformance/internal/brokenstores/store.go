@@ -63,6 +63,9 @@ type Store struct {
 	// firstExpiry is the expiry each stored key had when it was stored
 	// (CapacityRetryFirstWindow).
 	firstExpiry map[domain.CounterKey]domain.Instant
+	// versions counts the writes of each stored counter since it was
+	// created, 1 for its first (OptimisticVersionRestarts).
+	versions map[domain.CounterKey]uint64
 	// inserted counts the counters ever inserted (StatsEntriesNeverShrink).
 	inserted int
 	caches
@@ -89,6 +92,7 @@ func New(cfg Config) *Store {
 		entries:     make(map[domain.CounterKey]domain.Counter),
 		stored:      make([]int, cfg.Partitions),
 		firstExpiry: make(map[domain.CounterKey]domain.Instant),
+		versions:    make(map[domain.CounterKey]uint64),
 		caches:      newCaches(),
 	}
 	if cfg.Fault == StripeLockedTwice {
