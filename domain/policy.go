@@ -110,7 +110,11 @@ func NewPolicy(id PolicyID, scope ScopeID, limit int64, window time.Duration) (P
 }
 
 // WithMode returns a copy of p in the given mode. The mode is not part of the
-// fingerprint: switching modes keeps the counters.
+// fingerprint: switching modes keeps the counters. Its only error is a
+// *PolicyError (ModeUnknown) for a mode other than Enforce and Shadow, so a
+// policy built by MustPolicy can be switched in the same expression:
+//
+//	signup, err := domain.MustPolicy("auth.signup", "client", 3, time.Hour).WithMode(domain.Shadow)
 func (p Policy) WithMode(mode Mode) (Policy, error) {
 	if mode != Enforce && mode != Shadow {
 		return Policy{}, &PolicyError{Problem: ModeUnknown, Mode: mode}

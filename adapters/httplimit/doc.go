@@ -30,7 +30,10 @@
 // ([RejectFunc]); [Rejection] says what happened. Your answer cannot be a
 // success either: a RejectFunc that writes a body without a status, or
 // nothing, or a status below 300 or 304 Not Modified, sends the
-// rejection's 429 or 503.
+// rejection's 429 or 503. Nothing logs a failure by default: a RejectFunc
+// that logs [Rejection].Err (Runlimit's errors never hold a subject or a
+// key; a KeyFunc's must not either) and then calls [DefaultReject] keeps
+// the answer and leaves a record.
 //
 // An admitted request reaches the handler with the rate-limit fields set
 // and its [Result] in the context ([FromContext]): allowed, or

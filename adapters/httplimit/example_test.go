@@ -75,6 +75,68 @@ func ExampleMiddleware() {
 	//   Retry-After: 45
 }
 
+// A new signup limit watched in shadow mode before it is enforced: three a
+// client an hour. The fourth signup is over the limit, but the limit only
+// watches, so it reaches the handler, which finds the shadow denial in the
+// context. The fields show r=0, and there is no Retry-After.
+func ExampleMiddleware_shadow() {
+	clock := memory.NewManualClock() // frozen for a reproducible example; omit it in a service
+	store, err := memory.New(memory.Config{MaxKeys: 10_000, Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
+	if err != nil {
+		panic(err)
+	}
+	hasher, err := domain.NewKeyHasher([]byte("example-only-secret-of-32-bytes!"))
+	if err != nil {
+		panic(err)
+	}
+
+	// WithMode fails only for a mode other than Enforce and Shadow.
+	signup, err := domain.MustPolicy("auth.signup", "client", 3, time.Hour).WithMode(domain.Shadow)
+	if err != nil {
+		panic(err)
+	}
+	m, err := httplimit.NewMiddleware(httplimit.Config{
+		Limiter: limiter,
+		Hasher:  hasher,
+		Limits:  []httplimit.Limit{{Policy: signup}},
+		Key:     httplimit.RemoteNetwork,
+	})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /signup", m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if res, ok := httplimit.FromContext(r.Context()); ok {
+			if i, _, shadowed := res.ShadowDenied(); shadowed {
+				fmt.Println("  would have been refused by", res.Name(i)) // log or count it
+			}
+		}
+		w.WriteHeader(http.StatusCreated)
+	})))
+
+	for range 4 {
+		r := httptest.NewRequest("POST", "/signup", nil)
+		r.RemoteAddr = "192.0.2.10:50000"
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("RateLimit"))
+		if ra := w.Header().Get("Retry-After"); ra != "" {
+			fmt.Println("  Retry-After:", ra)
+		}
+	}
+	// Output:
+	// 201 "auth.signup/client";r=2;t=3600
+	// 201 "auth.signup/client";r=1;t=3600
+	// 201 "auth.signup/client";r=0;t=3600
+	//   would have been refused by auth.signup/client
+	// 201 "auth.signup/client";r=0;t=3600
+}
+
 // A login: the middleware counts the client network before the body is
 // read; the handler parses the form and checks the client and the
 // normalized identity as one batch. Three spellings of one identity share
