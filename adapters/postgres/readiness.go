@@ -66,10 +66,12 @@ var ErrUntrustedSchema = migrations.ErrUntrustedSchema
 // query), then checks the schema's recorded version (at least the latest
 // migration's; a schema vendored into the host's migrations records none
 // and is judged by what follows) and reads the capacity ledger. Then it
-// makes the connection ready exactly as an admission does (preparing every
-// statement and warming the lock function and the reads in a transaction
-// it rolls back, when the connection is cold). Stats alone can succeed
-// where every admission fails.
+// makes the connection ready exactly as an admission does: it prepares
+// every statement and warms the lock function and the reads in a
+// transaction it rolls back, on a connection that admissions have already
+// warmed too (its statements taken back first), so that a table dropped or
+// a privilege revoked since is found. Stats alone can succeed where every
+// admission fails.
 //
 // It consumes no quota and removes nothing. It waits at most
 // AcquireTimeout for a connection and OperationTimeout for the work, or
@@ -112,8 +114,31 @@ func (s *Store) Ready(ctx context.Context) error {
 		if err := s.unbind(ss); err != nil {
 			return interpretMaintenanceError(opReady, stageOpen, err)
 		}
+		if err := s.cool(ss); err != nil {
+			return err
+		}
 		return s.readyFor(opReady, ss, ctx)
 	})
+}
+
+// cool takes back the statements a warm connection prepared, so that
+// readyFor warms it again as a cold one. What a connection proved when it
+// warmed may no longer hold: a table dropped, a function replaced or a
+// privilege revoked since fails every admission on it (a prepared
+// statement is planned again, and fails, once its objects change), while
+// the checks before the warm-up, which never read the counters' table or
+// call the lock function, still pass. A warm-up that then fails leaves the
+// connection cold, as a cold one's does.
+func (s *Store) cool(ss *session) error {
+	if s.stateOf(ss.pc) == nil {
+		return nil
+	}
+	if !s.unprepare(ss.ctx, ss.pc, stmtCount) {
+		ss.setLost()
+		return interpretMaintenanceError(opReady, stageOpen, errIncomplete)
+	}
+	delete(ss.pc.CustomData(), s.sql.stateKey)
+	return nil
 }
 
 // readyFor makes the session's connection ready for admissions, as an

@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +160,57 @@ func TestReadyWarmsAsAdmissionsDo(t *testing.T) {
 	var dbErr *postgres.DatabaseError
 	require.ErrorAs(t, err, &dbErr)
 	require.Equal(t, "42883", dbErr.Code, "undefined_function, from preparing the admission's statements")
+}
+
+// A connection that admissions warmed proves nothing about the schema as it
+// is now: with the counters' table or the lock function gone since, every
+// admission fails, and Ready must fail too, on the same warm connection
+// (it reported ready while logins failed). Once the schema is back, Ready
+// and admissions work again on that connection.
+func TestReadyOnAWarmConnectionFindsWhatChangedSince(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, drop, code string }{
+		{"counters table dropped", "DROP TABLE runlimit_fixed_windows CASCADE", "42P01"},
+		{"lock function dropped", "DROP FUNCTION runlimit_lock_counter", "42883"},
+		{"select revoked", "REVOKE SELECT ON runlimit_fixed_windows FROM %s", "42501"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := pgtest.New(t)
+			svc := db.NewServiceRole(t, "public")
+			pool := svc.NewPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+			store, err := postgres.New(pool, postgres.Config{})
+			require.NoError(t, err)
+			hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
+			require.NoError(t, err)
+			p := policy(t, "warm.ready", 5, time.Hour)
+			check := domain.NewCheck(p, hasher.KeyString(p, "subject"))
+			_, err = store.AdmitCheck(ctx, check)
+			require.NoError(t, err)
+			require.NoError(t, store.Ready(ctx), "the pool's one connection is warm")
+			before := backends(t, pool)
+
+			drop := tc.drop
+			if strings.Contains(drop, "%s") {
+				drop = fmt.Sprintf(drop, pgx.Identifier{svc.Name}.Sanitize())
+			}
+			_, err = db.Pool.Exec(ctx, drop)
+			require.NoError(t, err)
+			_, err = store.AdmitCheck(ctx, check)
+			require.Error(t, err, "admissions fail on the warm connection")
+
+			err = store.Ready(ctx)
+			var me *postgres.MaintenanceError
+			require.ErrorAs(t, err, &me, "Ready must not say ready while admissions fail")
+			require.Equal(t, "ready", me.Op)
+			var dbErr *postgres.DatabaseError
+			require.ErrorAs(t, err, &dbErr)
+			require.Equal(t, tc.code, dbErr.Code)
+			require.False(t, ports.MayHaveConsumedQuota(err))
+			require.Equal(t, before, backends(t, pool), "the connection stays in the pool, cold")
+		})
+	}
 }
 
 // Ready is bounded by the store's own timeouts, refuses a nil context and
