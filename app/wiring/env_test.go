@@ -129,7 +129,7 @@ func TestConfigFromEnvLeavesAnUnsetSecretToTheHost(t *testing.T) {
 	_, err = wiring.Open(ctx, none)
 	var ce *wiring.ConfigError
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET_SECRET, which is not set", err.Error())
+	require.Equal(t, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET_SECRET, which is not set (set it to a secret of at least 32 bytes, or give Config.KeySecret or KeySecretFunc)", err.Error())
 }
 
 // TestConfigFromEnvRejectsAShortSecret: a secret that is set is the

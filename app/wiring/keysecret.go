@@ -44,7 +44,10 @@ func keyHasher(ctx context.Context, cfg Config) (domain.KeyHasher, error) {
 func secretHasher(env string) (domain.KeyHasher, error) {
 	secret, ok := os.LookupEnv(env)
 	if !ok || secret == "" {
-		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, "is not set")}
+		// SecretEnv may be the default, which the host never set: say
+		// what else provides a secret.
+		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, "is not set") +
+			" (set it to a secret of at least " + strconv.Itoa(domain.MinSecretLength) + " bytes, or give Config.KeySecret or KeySecretFunc)"}
 	}
 	hasher, err := domain.NewKeyHasher([]byte(secret))
 	if err != nil {

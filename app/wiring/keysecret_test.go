@@ -103,5 +103,5 @@ func TestSecretEnvHoldingASecretIsNotRepeated(t *testing.T) {
 	}
 	// A short, portable name is a name, and the error says which.
 	_, err := wiring.New(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: "RUNLIMIT_APP_TEST_UNSET"})
-	require.EqualError(t, err, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET, which is not set")
+	require.EqualError(t, err, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET, which is not set (set it to a secret of at least 32 bytes, or give Config.KeySecret or KeySecretFunc)")
 }
