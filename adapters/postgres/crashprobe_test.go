@@ -32,6 +32,8 @@ import (
 //	RUNLIMIT_CRASH_PIDFILE  its postmaster.pid
 //	RUNLIMIT_CRASH_START    a shell command that starts it and waits
 //	RUNLIMIT_CRASH_STOP     a shell command that stops it (fast mode)
+//	RUNLIMIT_CRASH_TINY     optional: a small tmpfs directory the server
+//	                        and this process may write, for disk-full
 //
 // and run go test ./adapters/postgres -run TestCrashProbe -v. The script
 // adapters/postgres/testdata/crashprobe.sh sets up such a cluster and runs
@@ -514,6 +516,69 @@ func TestCrashProbe(t *testing.T) {
 		}
 	})
 
+	t.Run("disk-full", func(t *testing.T) {
+		// The probe's database lives in a tablespace on a small tmpfs
+		// (RUNLIMIT_CRASH_TINY, writable by the server and by this
+		// process), which the probe fills: tables and indexes cannot
+		// grow, the WAL (in the cluster's own directory) still can.
+		tiny := os.Getenv("RUNLIMIT_CRASH_TINY")
+		if tiny == "" {
+			t.Skip("RUNLIMIT_CRASH_TINY names no tmpfs directory for a tablespace")
+		}
+		admin, err := pgx.Connect(ctx, env.url)
+		require.NoError(t, err)
+		ts := fmt.Sprintf("crashtiny_%d", time.Now().UnixNano())
+		require.NoError(t, os.MkdirAll(tiny+"/"+ts, 0o700))
+		require.NoError(t, exec.Command("chown", "postgres", tiny+"/"+ts).Run())
+		_, err = admin.Exec(ctx, "CREATE TABLESPACE "+ts+" LOCATION '"+tiny+"/"+ts+"'")
+		require.NoError(t, err)
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+ts+" TABLESPACE "+ts)
+		require.NoError(t, err)
+		_ = admin.Close(ctx)
+		fullURL := replaceDatabase(t, env.url, ts)
+		require.NoError(t, migrations.Migrate(ctx, mustConnConfig(t, fullURL), ""))
+		fullCtl := openPool(t, fullURL, "crashctl", 2)
+
+		groups := func() []*probeGroup {
+			var groups []*probeGroup
+			for _, proto := range []postgres.Protocol{postgres.Locked, postgres.Optimistic} {
+				pool := openPool(t, fullURL, "crashstore", 8)
+				store, err := postgres.New(pool, postgres.Config{Protocol: proto})
+				require.NoError(t, err)
+				for _, batch := range []int{1, 2} {
+					for _, dl := range []time.Duration{50 * time.Millisecond, 0} {
+						groups = append(groups, &probeGroup{name: fmt.Sprintf("%s/batch%d/deadline=%v", proto, batch, dl),
+							store: store, pool: pool, batch: batch, deadline: dl})
+					}
+				}
+			}
+			return groups
+		}()
+		free := fill(t, tiny)
+		r := newProbeRun(t, hasher, groups, "full")
+		r.start()
+		time.Sleep(2 * time.Second)
+		free()
+		up := time.Now()
+		time.Sleep(2 * time.Second)
+		attempts := r.finish()
+		full := 0
+		for _, a := range attempts {
+			var dbErr *postgres.DatabaseError
+			if errors.As(a.err, &dbErr) && dbErr.Code == "53100" {
+				full++
+			}
+		}
+		t.Logf("disk-full: %d attempts met disk_full (53100)", full)
+		if full == 0 {
+			t.Error("no attempt met a full disk: the probe tested nothing")
+		}
+		ctlSave := ctl
+		ctl = fullCtl
+		report(t, "disk-full", r, attempts, up)
+		ctl = ctlSave
+	})
+
 	t.Run("restart-mid-warmup", func(t *testing.T) {
 		groups := newGroups(t) // fresh pools: cold connections
 		for _, g := range groups {
@@ -661,6 +726,29 @@ func (c *cleanupLoad) finish(name string) {
 		t.Errorf("%s cleanup: removed %d rows, reported %d with %d calls that may have removed up to %d each",
 			name, deleted, c.removed, c.mayRemoved, cleanupMax)
 	}
+}
+
+// fill writes a file in dir until the file system is full, and returns
+// how to remove it.
+func fill(t *testing.T, dir string) func() {
+	path := dir + "/filler"
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	// Fill the last partial chunk's room too.
+	for {
+		if _, err := f.Write(chunk[:512]); err != nil {
+			break
+		}
+	}
+	_ = f.Close()
+	return func() { require.NoError(t, os.Remove(path)) }
 }
 
 func poolNewConns(groups []*probeGroup) int64 {

@@ -54,8 +54,8 @@ func TestCrashProbeRuntime(t *testing.T) {
 	secretURL := strings.Replace(dbURL, "postgres://postgres@", "postgres://postgres:"+password+"@", 1)
 	require.Contains(t, secretURL, password)
 
-	cfg := func(migrate bool) wiring.Config {
-		return wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(secretURL),
+	cfg := func(migrate bool, query string) wiring.Config {
+		return wiring.Config{Backend: wiring.BackendPostgres, DatabaseURL: wiring.NewSecret(secretURL + query),
 			KeySecret: wiring.NewSecret(testSecret), Migrate: migrate,
 			Postgres: postgres.Config{AcquireTimeout: time.Second, OperationTimeout: time.Second}}
 	}
@@ -74,9 +74,14 @@ func TestCrashProbeRuntime(t *testing.T) {
 	}
 
 	run(stop)
-	for _, migrate := range []bool{false, true} {
+	// pool_min_conns makes the pool connect in the background as it opens.
+	for _, c := range []struct {
+		migrate bool
+		query   string
+	}{{false, ""}, {true, ""}, {false, "?pool_min_conns=2"}, {true, "?pool_min_conns=2"}} {
+		migrate := c.migrate
 		before := goleak.IgnoreCurrent()
-		r, err := wiring.New(ctx, cfg(migrate))
+		r, err := wiring.New(ctx, cfg(migrate, c.query))
 		require.NoError(t, err)
 		_, err = r.Limiter().Check(ctx, domain.NewCheck(loginPolicy(t, "crash.login"), r.KeyHasher().KeyString(loginPolicy(t, "crash.login"), "s")))
 		require.ErrorIs(t, err, wiring.ErrNotStarted)
@@ -86,7 +91,7 @@ func TestCrashProbeRuntime(t *testing.T) {
 		require.Error(t, err)
 		var notReady *wiring.NotReadyError
 		var dbErr *postgres.DatabaseError
-		t.Logf("Start while down (migrate=%v) took %v: %T: %v", migrate, took, err, err)
+		t.Logf("Start while down (migrate=%v%s) took %v: %T: %v", migrate, c.query, took, err, err)
 		if !migrate {
 			require.ErrorAs(t, err, &notReady)
 		}
@@ -103,7 +108,7 @@ func TestCrashProbeRuntime(t *testing.T) {
 	run(start)
 	up := waitUp()
 	before := goleak.IgnoreCurrent()
-	r, err := wiring.Open(ctx, cfg(true))
+	r, err := wiring.Open(ctx, cfg(true, ""))
 	require.NoError(t, err)
 	t.Logf("Open after up: %v after the first connection", time.Since(up))
 	p := loginPolicy(t, "crash.login")

@@ -20,8 +20,18 @@ export RUNLIMIT_CRASH_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 export RUNLIMIT_CRASH_PIDFILE="$DIR/data/postmaster.pid"
 export RUNLIMIT_CRASH_START="$AS $BIN/pg_ctl -D $DIR/data -w -o '$OPTS' -l $DIR/log start"
 export RUNLIMIT_CRASH_STOP="$AS $BIN/pg_ctl -D $DIR/data -w -m fast stop"
+if [ "$(id -u)" = 0 ]; then
+	# The disk-full scenario fills a small tmpfs holding a tablespace.
+	mkdir "$DIR/tiny"
+	mount -t tmpfs -o size=40m,mode=0755 tmpfs "$DIR/tiny"
+	chown postgres "$DIR/tiny"
+	export RUNLIMIT_CRASH_TINY="$DIR/tiny"
+fi
 cleanup() {
 	$AS "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
+	if [ -n "${RUNLIMIT_CRASH_TINY:-}" ]; then
+		umount "$RUNLIMIT_CRASH_TINY" || true
+	fi
 	rm -rf "$DIR"
 }
 trap cleanup EXIT
