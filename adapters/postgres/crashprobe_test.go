@@ -240,6 +240,11 @@ func (r *probeRun) finish() []probeAttempt {
 type groupStats struct {
 	attempts, allowed, denied, errs, mayConsumed, untyped int
 	timeouts                                              int
+	// Summed over the group's keys: admissions acknowledged, admissions
+	// that may have been consumed, the stored used; and the keys whose
+	// stored used is their limit.
+	keysAcked, keysMaybe, keysStored int64
+	atLimit                          int
 }
 
 // verify checks the run's accounting against the table and reports per
@@ -297,6 +302,12 @@ func (r *probeRun) verify(ctl *pgxpool.Pool, attempts []probeAttempt) []groupSta
 				used = 0
 			} else {
 				require.NoError(t, err)
+			}
+			stats[gi].keysAcked += acked[gi][k]
+			stats[gi].keysMaybe += maybe[gi][k]
+			stats[gi].keysStored += used
+			if used == r.limits[gi][k] {
+				stats[gi].atLimit++
 			}
 			if used < acked[gi][k] {
 				t.Errorf("%s key %d: LOST acknowledged admissions: stored %d, acknowledged %d (may-have-consumed %d)",
@@ -447,6 +458,8 @@ func TestCrashProbe(t *testing.T) {
 			s := stats[i]
 			t.Logf("%s %-36s attempts %5d allowed %5d denied %5d errors %4d (timeouts %4d, may-have-consumed %3d, untyped %d) first answer %v after up; from 1s after up: %d attempts, %d timeouts, %d other errors",
 				name, g.name, s.attempts, s.allowed, s.denied, s.errs, s.timeouts, s.mayConsumed, s.untyped, first[i].Round(time.Microsecond), late[i], lateTimeouts[i], lateErrs[i])
+			t.Logf("%s %-36s per key, summed: acknowledged %d, may-have-consumed %d, stored %d; keys at their limit %d of %d",
+				name, g.name, s.keysAcked, s.keysMaybe, s.keysStored, s.atLimit, probeKeys)
 			if first[i] < 0 {
 				t.Errorf("%s %s: never served again after the server was up", name, g.name)
 			}
@@ -579,41 +592,64 @@ func TestCrashProbe(t *testing.T) {
 		ctl = ctlSave
 	})
 
-	t.Run("restart-mid-warmup", func(t *testing.T) {
-		groups := newGroups(t) // fresh pools: cold connections
-		for _, g := range groups {
-			g.deadline = 0
-		}
-		// Half the deadline groups get a short deadline, the other the
-		// default budget: the warm-ups wait on the table lock either way.
-		for i, g := range groups {
-			if i%2 == 0 {
-				g.deadline = 200 * time.Millisecond
+	// Connections are cold (fresh pools) and their warm-ups wait on a
+	// table lock when the server stops (fast shutdown), dies (kill -9) or
+	// has every store backend terminated.
+	for _, mode := range []string{"fast", "kill9", "terminate"} {
+		t.Run("mid-warmup-"+mode, func(t *testing.T) {
+			groups := newGroups(t)
+			// The deadline groups' callers wait 200 ms, the others the
+			// store's budget: the warm-ups wait on the lock either way.
+			for _, g := range groups {
+				if g.deadline > 0 {
+					g.deadline = 200 * time.Millisecond
+				}
 			}
-		}
-		lock, err := pgx.Connect(ctx, dbURL)
-		require.NoError(t, err)
-		_, err = lock.Exec(ctx, "BEGIN; LOCK TABLE runlimit_fixed_windows IN ACCESS EXCLUSIVE MODE")
-		require.NoError(t, err)
-		r := newProbeRun(t, hasher, groups, "warmup")
-		r.start()
-		time.Sleep(400 * time.Millisecond)
-		var waiting int64
-		require.NoError(t, ctl.QueryRow(ctx,
-			`SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE application_name = 'crashstore' AND wait_event_type = 'Lock'`).Scan(&waiting))
-		t.Logf("restart-mid-warmup: %d store backends waiting on a lock when the server stops", waiting)
-		stopped := time.Now()
-		env.stopServer(t)
-		down := time.Now()
-		env.startServer(t)
-		up := firstConnect(down, env.waitUp(t, dbURL))
-		_ = lock.Close(context.Background())
-		newBefore := poolNewConns(groups)
-		time.Sleep(3 * time.Second)
-		attempts := r.finish()
-		t.Logf("restart-mid-warmup: server down for %v; new connections in the 3 s after up: %d", up.Sub(stopped), poolNewConns(groups)-newBefore)
-		report(t, "warmup", r, attempts, up)
-	})
+			lock, err := pgx.Connect(ctx, dbURL)
+			require.NoError(t, err)
+			_, err = lock.Exec(ctx, "BEGIN; LOCK TABLE runlimit_fixed_windows IN ACCESS EXCLUSIVE MODE")
+			require.NoError(t, err)
+			r := newProbeRun(t, hasher, groups, "warmup-"+mode)
+			r.start()
+			time.Sleep(400 * time.Millisecond)
+			var waiting int64
+			require.NoError(t, ctl.QueryRow(ctx,
+				`SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE application_name = 'crashstore' AND wait_event_type = 'Lock'`).Scan(&waiting))
+			t.Logf("mid-warmup-%s: %d store backends waiting on a lock at the fault", mode, waiting)
+			if waiting == 0 {
+				t.Error("no warm-up was waiting: the probe tested nothing")
+			}
+			faulted := time.Now()
+			var up time.Time
+			switch mode {
+			case "fast":
+				env.stopServer(t)
+				down := time.Now()
+				env.startServer(t)
+				up = firstConnect(down, env.waitUp(t, dbURL))
+			case "kill9":
+				env.killPostmaster(t)
+				time.Sleep(300 * time.Millisecond)
+				env.startServer(t)
+				up = firstConnect(faulted.Add(300*time.Millisecond), env.waitUp(t, dbURL))
+			case "terminate":
+				_, err := ctl.Exec(ctx,
+					`SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE application_name = 'crashstore'`)
+				require.NoError(t, err)
+				// The lock goes with them: the server was never down.
+				_, err = lock.Exec(ctx, "ROLLBACK")
+				require.NoError(t, err)
+				up = time.Now()
+			}
+			_ = lock.Close(context.Background())
+			newBefore := poolNewConns(groups)
+			time.Sleep(3 * time.Second)
+			attempts := r.finish()
+			t.Logf("mid-warmup-%s: server unavailable for %v; new connections in the 3 s after up: %d",
+				mode, up.Sub(faulted), poolNewConns(groups)-newBefore)
+			report(t, "warmup-"+mode, r, attempts, up)
+		})
+	}
 }
 
 // checkLedger checks that the capacity ledger matches the table.

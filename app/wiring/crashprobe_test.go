@@ -99,6 +99,9 @@ func TestCrashProbeRuntime(t *testing.T) {
 		require.NotContains(t, err.Error(), password)
 		require.NotContains(t, fmt.Sprintf("%+v %#v", err, err), password)
 		require.ErrorIs(t, r.Ready(ctx), wiring.ErrClosed)
+		// A failed Start closed the Runtime: starting it again, even once
+		// the server is back, is refused; a new one is built.
+		require.ErrorIs(t, r.Start(ctx), wiring.ErrClosed)
 		_, err = r.Limiter().Check(ctx, domain.NewCheck(loginPolicy(t, "crash.login"), r.KeyHasher().KeyString(loginPolicy(t, "crash.login"), "s")))
 		require.Error(t, err)
 		t.Logf("a check after the failed Start: %v", err)

@@ -1,11 +1,13 @@
 #!/bin/sh
 # Runs the crash probes (TestCrashProbe in adapters/postgres,
 # TestCrashProbeRuntime in app/wiring) against a throwaway cluster that
-# this script creates in a temporary directory, on port ${PORT:-55433},
+# this script creates in a temporary directory, on port ${PORT:-25433},
 # and removes afterwards. It never touches any other server. Run from the
 # module root: sh adapters/postgres/testdata/crashprobe.sh
 set -eu
-PORT=${PORT:-55433}
+# Below the usual ephemeral range (32768-60999), where a client socket of
+# an earlier run can hold the port for a minute.
+PORT=${PORT:-25433}
 BIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
 DIR=$(mktemp -d /tmp/runlimit-crash.XXXXXX)
 AS=""
@@ -35,7 +37,17 @@ cleanup() {
 	rm -rf "$DIR"
 }
 trap cleanup EXIT
-sh -c "$RUNLIMIT_CRASH_START" >/dev/null
+# A client socket may hold the port for a moment, as the probes'
+# restarts also allow for.
+tries=0
+until sh -c "$RUNLIMIT_CRASH_START" >/dev/null; do
+	tries=$((tries + 1))
+	if [ $tries -ge 20 ]; then
+		cat "$DIR/log"
+		exit 1
+	fi
+	sleep 0.5
+done
 status=0
 go test ./adapters/postgres -run '^TestCrashProbe$' -count=1 -v "$@" || status=1
 go test ./app/wiring -run '^TestCrashProbeRuntime$' -count=1 -v "$@" || status=1
