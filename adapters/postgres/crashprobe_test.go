@@ -359,9 +359,10 @@ func recovery(groups []*probeGroup, attempts []probeAttempt, up time.Time) (firs
 	return first, lateErrs, lateTimeouts, late
 }
 
-// errorKinds counts the errors of attempts by step and cause.
-func errorKinds(attempts []probeAttempt) map[string]int {
-	kinds := map[string]int{}
+// errorKinds counts the errors of attempts by step and cause, and keeps
+// one message of each kind.
+func errorKinds(attempts []probeAttempt) (map[string]int, map[string]string) {
+	kinds, samples := map[string]int{}, map[string]string{}
 	for _, a := range attempts {
 		var ae *postgres.AdmissionError
 		if a.err == nil || !errors.As(a.err, &ae) {
@@ -372,9 +373,11 @@ func errorKinds(attempts []probeAttempt) map[string]int {
 		if errors.As(ae.Err, &dbErr) {
 			cause = "db:" + dbErr.Code
 		}
-		kinds[fmt.Sprintf("%s/may=%v/timeout=%v/%s", ae.Op, ae.MayHaveConsumed, ae.Timeout, cause)]++
+		kind := fmt.Sprintf("%s/may=%v/timeout=%v/%s", ae.Op, ae.MayHaveConsumed, ae.Timeout, cause)
+		kinds[kind]++
+		samples[kind] = ae.Error()
 	}
-	return kinds
+	return kinds, samples
 }
 
 // medians returns each group's median latency of answered attempts.
@@ -464,10 +467,10 @@ func TestCrashProbe(t *testing.T) {
 				t.Errorf("%s %s: never served again after the server was up", name, g.name)
 			}
 		}
-		kinds := errorKinds(attempts)
+		kinds, samples := errorKinds(attempts)
 		keys := slices.Sorted(maps.Keys(kinds))
 		for _, k := range keys {
-			t.Logf("%s error kind %-60s %d", name, k, kinds[k])
+			t.Logf("%s error kind %-60s %5d, such as %q", name, k, kinds[k], samples[k])
 		}
 		checkLedger(t, ctl)
 	}
@@ -483,29 +486,40 @@ func TestCrashProbe(t *testing.T) {
 		report(t, "steady", r, r.finish(), up)
 	})
 
-	t.Run("terminate", func(t *testing.T) {
-		groups := newGroups(t)
-		calibrate(t, groups, "terminate-cal")
-		cl := startCleanup(t, groups[0].store, ctl, hasher, "terminate", 2000)
-		r := newProbeRun(t, hasher, groups, "terminate")
-		r.start()
-		time.Sleep(500 * time.Millisecond)
-		var killed int64
-		for range 10 {
-			var n int64
-			require.NoError(t, ctl.QueryRow(ctx,
-				`SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE application_name = 'crashstore'`).Scan(&n))
-			killed += n
-			time.Sleep(300 * time.Millisecond)
-		}
-		up := time.Now()
-		newBefore := poolNewConns(groups)
-		time.Sleep(2 * time.Second)
-		attempts := r.finish()
-		cl.finish("terminate")
-		t.Logf("terminate: %d backends terminated in 10 rounds; new connections in the 2 s after: %d", killed, poolNewConns(groups)-newBefore)
-		report(t, "terminate", r, attempts, up)
-	})
+	// Every store backend terminated: 10 times, 300 ms apart, then a
+	// storm of 300 rounds 5 ms apart, which also strikes round trips 2
+	// and COMMITs in flight and churns the pools' connections.
+	for _, c := range []struct {
+		name     string
+		rounds   int
+		interval time.Duration
+	}{{"terminate", 10, 300 * time.Millisecond}, {"terminate-storm", 300, 5 * time.Millisecond}} {
+		t.Run(c.name, func(t *testing.T) {
+			groups := newGroups(t)
+			calibrate(t, groups, c.name+"-cal")
+			cl := startCleanup(t, groups[0].store, ctl, hasher, c.name, 2000)
+			r := newProbeRun(t, hasher, groups, c.name)
+			r.start()
+			time.Sleep(500 * time.Millisecond)
+			var killed int64
+			began := time.Now()
+			for range c.rounds {
+				var n int64
+				require.NoError(t, ctl.QueryRow(ctx,
+					`SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_catalog.pg_stat_activity WHERE application_name = 'crashstore'`).Scan(&n))
+				killed += n
+				time.Sleep(c.interval)
+			}
+			up := time.Now()
+			newBefore := poolNewConns(groups)
+			time.Sleep(2 * time.Second)
+			attempts := r.finish()
+			cl.finish(c.name)
+			t.Logf("%s: %d backends terminated in %d rounds over %v; new connections in the 2 s after: %d",
+				c.name, killed, c.rounds, up.Sub(began), poolNewConns(groups)-newBefore)
+			report(t, c.name, r, attempts, up)
+		})
+	}
 
 	t.Run("kill9", func(t *testing.T) {
 		groups := newGroups(t)
