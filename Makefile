@@ -64,6 +64,10 @@ test-race: pgprobe ## run every test under the race detector
 	@$(call alone_last,$(GO) test -count=1 -race)
 	@$(call in_example_modules,$(GO) test -count=1 -race ./...)
 
+.PHONY: crash-probe
+crash-probe: ## kill, restart, terminate and fill the disk of a throwaway PostgreSQL cluster under load (initdb on PORT, default 25433)
+	sh adapters/postgres/testdata/crashprobe.sh
+
 .PHONY: bench
 bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./domain/... ./adapters/memory/... ./adapters/httplimit/...
