@@ -110,8 +110,14 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) {
-				// The connection is broken; Close says so too.
+				// The connection is broken; Close says so too. A server
+				// that ends the session (a terminated backend, a
+				// shutdown) says why first: that is the cause to report,
+				// not the closed connection it leaves.
 				_ = p.Close()
+				if firstErr != nil {
+					err = firstErr
+				}
 				return nil, true, err
 			}
 			// The server skips the rest until the Sync.
@@ -153,6 +159,9 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 			return st, false, nil
 		case nil:
 			_ = p.Close()
+			if firstErr != nil {
+				return nil, true, firstErr
+			}
 			return nil, true, errIncomplete
 		}
 	}

@@ -95,3 +95,37 @@ func TestOptimisticWriteTimesOutOnATableLockTakenAfterTheRead(t *testing.T) {
 	require.Equal(t, domain.Allowed, d.Outcome())
 	f.requireUsed(t, []domain.Check{c}, 2)
 }
+
+// A backend terminated while its warm-up waits (here for a table's lock)
+// fails the admission with the server's own reason, 57P01, as nothing
+// consumed: not with the closed connection the termination leaves behind,
+// which said nothing of why.
+func TestWarmUpTerminatedReportsTheServersReason(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	const app = "warm-terminated"
+	store, _ := f.newStore(t, postgres.Config{OperationTimeout: 30 * time.Second}, named(app))
+	c := f.check(policy(t, "warm.terminated", 5, time.Hour), "c")
+
+	tx := f.hold(t)
+	lockTable(t, tx)
+	answer := make(chan error, 1)
+	go func() {
+		_, err := store.AdmitCheck(context.Background(), c)
+		answer <- err
+	}()
+	require.Eventually(t, func() bool { return f.waitsForLock(app) }, 10*time.Second, time.Millisecond)
+	_, err := f.db.Pool.Exec(context.Background(), `SELECT pg_catalog.pg_terminate_backend(pid)
+		FROM pg_catalog.pg_stat_activity WHERE datname = current_database() AND application_name = $1`, app)
+	require.NoError(t, err)
+	err = <-answer
+	require.NoError(t, tx.Rollback(context.Background()))
+
+	requireAdmissionError(t, err, postgres.OpAcquire, false)
+	var dbErr *postgres.DatabaseError
+	require.ErrorAs(t, err, &dbErr, "the server's reason, not a closed connection: %v", err)
+	require.Equal(t, "57P01", dbErr.Code)
+	f.requireAbsent(t, []domain.Check{c})
+	_, err = store.AdmitCheck(context.Background(), c)
+	require.NoError(t, err, "a new connection serves once the lock is gone")
+}
