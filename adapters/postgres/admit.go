@@ -98,6 +98,12 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 	}
 	a.batch, a.caller = b, ctx
 	a.sess.open(ctx, conn, s.cfg.OperationTimeout)
+	if s.stateOf(a.sess.pc) == nil {
+		// A cold connection warms up first: a caller who leaves before
+		// the work has begun leaves at that step, as one who leaves
+		// during the warm-up does, not at the lock that was never sent.
+		a.sess.step = OpAcquire
+	}
 	o := a.sess.drive(ctx, a.work)
 	if o.detached {
 		// a belongs to the work now.

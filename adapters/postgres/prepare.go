@@ -220,7 +220,7 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 	}
 	ss.warming()
 	st, lost, err := s.warm(ss.ctx, ss.pc, ss.wait, ss.budget)
-	stay := ss.warmed()
+	stay := ss.warmed(err == nil)
 	if err != nil {
 		if lost {
 			ss.setLost()

@@ -240,11 +240,16 @@ func (ss *session) warming() {
 	ss.mu.Unlock()
 }
 
-// warmed ends warming; it reports false when the caller has left meanwhile.
-func (ss *session) warmed() bool {
+// warmed ends warming, which ok says succeeded; it reports false when the
+// caller has left meanwhile. A failed warm-up stays the session's step, so
+// that a caller who leaves as the work returns its error leaves at it.
+func (ss *session) warmed(ok bool) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.step, ss.inFlight = OpLock, false
+	ss.inFlight = false
+	if ok {
+		ss.step = OpLock
+	}
 	return !ss.left
 }
 
