@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,9 +47,11 @@ func requireMaintenanceFailed(t *testing.T, err error, mayHaveRemoved bool) *pos
 // Cleanup, Ready and TableStats, waiting for a table lock, answer a caller
 // whose deadline is a few milliseconds at that deadline with a timeout,
 // and stop waiting then too, keeping their connection rather than holding
-// it until their budget ends and then closing it. The
-// cleanup's caller left while its deletion and COMMIT were on their way,
-// so it is told that rows may have been removed; none were. A backend
+// it until their budget ends and then closing it. None removed a row.
+// (Whether a cleanup's caller is told that rows may have been removed
+// depends on whether its deletion and COMMIT had been sent when the
+// deadline struck, which on a loaded machine they may not have been: see
+// TestCleanupDeadlineWhileTheDeletionWaitsMayHaveRemoved.) A backend
 // killed while one of them waits ends it with an error that removed
 // nothing (the server said so before it went), never a hang; the pool
 // replaces the connection, and the next call succeeds.
@@ -81,7 +84,12 @@ func TestMaintenanceUnderTightDeadlinesAndKilledBackends(t *testing.T) {
 			short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
 			err := op.run(short, store)
 			cancel()
-			me := requireMaintenanceFailed(t, err, op.name == "cleanup")
+			var me *postgres.MaintenanceError
+			require.ErrorAs(t, err, &me)
+			if op.name != "cleanup" {
+				require.False(t, me.MayHaveRemoved)
+			}
+			require.False(t, ports.MayHaveConsumedQuota(err))
 			require.True(t, me.Timeout)
 			require.ErrorIs(t, err, postgres.ErrTimeout)
 			require.Eventually(t, func() bool { return !f.waitsForLock(app) }, 10*time.Second, time.Millisecond)
@@ -111,6 +119,81 @@ func TestMaintenanceUnderTightDeadlinesAndKilledBackends(t *testing.T) {
 		})
 	}
 }
+
+// A cleanup whose caller's deadline strikes while its deletion waits for a
+// table lock, COMMIT sent behind it, cannot know whether the deletion will
+// commit, and says that rows may have been removed; none were, and the
+// connection is kept. The deadline strikes once the wait is seen, not
+// after a fixed time, so that the deletion has been sent whatever the
+// machine's speed; it is far away until then, so that the server's lock
+// timeout, set from it, does not end the wait first.
+func TestCleanupDeadlineWhileTheDeletionWaitsMayHaveRemoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, postgres.Config{})
+	const app = "cleanup-deadline"
+	c := f.check(policy(t, "cleanup.deadline", 5, time.Minute), "c")
+	requireAllowed(t, admit(t, f.store, c))
+	shift(t, f.db.Pool, time.Hour)
+	store, pool := f.newStore(t, postgres.Config{OperationTimeout: 30 * time.Second}, named(app))
+	require.NoError(t, pool.Ping(ctx))
+	before := f.appBackends(t, app)
+
+	tx := f.hold(t)
+	lockTable(t, tx)
+	deadline := newStrikingDeadline(time.Hour)
+	answer := make(chan error, 1)
+	go func() {
+		_, err := store.CleanupExpired(deadline, 10)
+		answer <- err
+	}()
+	f.waitForLockWait(t, app)
+	deadline.strike()
+	err := <-answer
+	me := requireMaintenanceFailed(t, err, true)
+	require.True(t, me.Timeout)
+	require.ErrorIs(t, err, postgres.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// The store cancelled the deletion on the server.
+	require.Eventually(t, func() bool { return !f.waitsForLock(app) }, 10*time.Second, time.Millisecond)
+	require.Equal(t, before, f.appBackends(t, app), "the connection was replaced")
+	require.NoError(t, tx.Rollback(ctx))
+	_, ok := f.stored(t, c)
+	require.True(t, ok, "the cancelled deletion removed the row")
+	removed, err := store.CleanupExpired(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, removed)
+}
+
+// strikingDeadline is a context whose deadline strikes when the test says
+// so: until then its Deadline is far away; once strike is called it is
+// done with context.DeadlineExceeded, as a context whose deadline has
+// passed is.
+type strikingDeadline struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+	once     sync.Once
+}
+
+func newStrikingDeadline(far time.Duration) *strikingDeadline {
+	return &strikingDeadline{Context: context.Background(), deadline: time.Now().Add(far), done: make(chan struct{})}
+}
+
+func (c *strikingDeadline) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *strikingDeadline) Done() <-chan struct{}       { return c.done }
+
+func (c *strikingDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// strike makes the deadline pass.
+func (c *strikingDeadline) strike() { c.once.Do(func() { close(c.done) }) }
 
 // appBackends returns the server process ids of the sessions of
 // application app, in order.

@@ -73,3 +73,30 @@ func TestAdmitRoundTrips(t *testing.T) {
 	require.Equal(t, domain.Denied, outcome)
 	require.Equal(t, int64(2), n, "round trip 1, then ROLLBACK")
 }
+
+// A connection new to the store is made ready (its settings checked, every
+// statement prepared, the costly first runs done) in one pipelined round
+// trip before it serves its first admission, on every entry point: a cold
+// connection costs a caller one round trip more than a warm one, not one
+// per statement. The connection is opened first, so that only the store's
+// own round trips are counted, not the server's startup and
+// authentication, which are pgx's.
+func TestNewConnectionIsReadyInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	eachEntry(t, func(t *testing.T, e entry) {
+		f := setup(t, e.cfg(postgres.Config{}))
+		store, pool, w := f.newWiredStore(t, e.cfg(postgres.Config{}))
+		conn, err := pool.Acquire(context.Background())
+		require.NoError(t, err)
+		conn.Release()
+		p := policy(t, "trips.cold", 3, time.Hour)
+
+		before := w.trips.Load()
+		e.allow(t, store, e.checks(f, p, "first"))
+		require.Equal(t, int64(1+2), w.trips.Load()-before, "the warm-up, then the admission's two")
+		before = w.trips.Load()
+		e.allow(t, store, e.checks(f, p, "second"))
+		require.Equal(t, int64(2), w.trips.Load()-before, "a warm connection")
+		require.Equal(t, int32(1), pool.Stat().TotalConns(), "the first admission kept the connection it warmed")
+	})
+}
