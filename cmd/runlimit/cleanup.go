@@ -56,9 +56,11 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	case *timeout <= 0 || *timeout > postgres.MaxTimeout:
 		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, postgres.MaxTimeout)
 	}
-	if err := checkSchema(*schema); err != nil {
+	s, err := schemaOf(fs, *schema, getenv)
+	if err != nil {
 		return err
 	}
+	*schema = s
 	db, err := connect(ctx, fs, getenv)
 	if err != nil {
 		return err

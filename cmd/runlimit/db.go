@@ -64,6 +64,26 @@ func databaseURL(fs *flag.FlagSet, getenv func(string) string) (string, error) {
 	return "", errNoDatabaseURL
 }
 
+// envSchema is the variable app/wiring reads the service's schema from
+// (wiring.EnvPostgresSchema), so that a command sharing the service's
+// environment (a migration or cleanup job) works on the service's schema.
+const envSchema = "RUNLIMIT_POSTGRES_SCHEMA"
+
+// schemaOf returns the schema a database command works on: --schema when
+// given, else $RUNLIMIT_POSTGRES_SCHEMA when set, else the flag's default.
+// A value Runlimit cannot use is a usage error naming where it came from.
+func schemaOf(fs *flag.FlagSet, flagValue string, getenv func(string) string) (string, error) {
+	if !isSet(fs, schemaFlagName) {
+		if v := getenv(envSchema); v != "" {
+			if err := migrations.CheckSchema(v); err != nil {
+				return "", fmt.Errorf("%w: $%s: %v", errUsage, envSchema, err)
+			}
+			return v, nil
+		}
+	}
+	return flagValue, checkSchema(flagValue)
+}
+
 // schemaFlagName is the flag naming the schema of Runlimit's objects.
 const schemaFlagName = "schema"
 

@@ -14,8 +14,9 @@
 // --database-url or, when the flag is absent, from the environment variable
 // RUNLIMIT_DATABASE_URL. The demo reads only the flag, so a plain "runlimit
 // demo" always runs on the memory store. Every command that touches the
-// database takes --schema, the schema holding Runlimit's objects (public by
-// default). No password, whether in a URL, a keyword/value string,
+// database takes --schema, the schema holding Runlimit's objects, or, when
+// the flag is absent, RUNLIMIT_POSTGRES_SCHEMA, as the service reads it
+// (public by default). No password, whether in a URL, a keyword/value string,
 // PGPASSWORD or a stray argument, is ever printed.
 //
 // Exit codes: 0 success (and a cleanup loop stopped by SIGINT or SIGTERM),
@@ -50,7 +51,8 @@ Commands:
   help      show this help
 
 migrate, cleanup and status take --database-url, or $RUNLIMIT_DATABASE_URL
-when the flag is absent, and --schema (default public).
+when the flag is absent, and --schema, or $RUNLIMIT_POSTGRES_SCHEMA when the
+flag is absent (default public).
 
 Run "runlimit <command> --help" for a command's flags.
 Exit codes: 0 success, 1 failure, 2 usage error.

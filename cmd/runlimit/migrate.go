@@ -45,9 +45,11 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkSchema(*schema); err != nil {
+	s, err := schemaOf(fs, *schema, getenv)
+	if err != nil {
 		return err
 	}
+	*schema = s
 	if *printSQL && isSet(fs, databaseFlagName) {
 		// Ignoring the URL would let an operator believe a database was
 		// migrated.

@@ -171,3 +171,34 @@ func TestMigrateAdoptsARustSchema(t *testing.T) {
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	require.Equal(t, fmt.Sprintf("runlimit schema already up to date at version %d\n", latest), r.stdout)
 }
+
+// A command sharing the service's environment works on the service's
+// schema: $RUNLIMIT_POSTGRES_SCHEMA, as app/wiring reads it, unless
+// --schema says otherwise. It worked on public, and a migration job
+// migrated a schema the service never used.
+func TestSchemaFromTheServicesEnvironment(t *testing.T) {
+	t.Parallel()
+	limits, err := migrations.SQL("limits")
+	require.NoError(t, err)
+	public, err := migrations.SQL("")
+	require.NoError(t, err)
+	env := envOf(map[string]string{envSchema: "limits"})
+
+	r := execute(t, env, "migrate", "--print-sql")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, limits[0].Up)
+	require.NotContains(t, r.stdout, public[0].Up)
+
+	r = execute(t, env, "migrate", "--print-sql", "--schema", "public")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, public[0].Up, "the flag wins")
+
+	r = execute(t, envOf(map[string]string{envSchema: "pg_temp"}), "migrate", "--print-sql")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "$"+envSchema)
+	for _, cmd := range []string{"status", "cleanup"} {
+		r = execute(t, envOf(map[string]string{envSchema: "bad schema"}), cmd)
+		require.Equal(t, 2, r.code, "%s: %s", cmd, r.stderr)
+		require.Contains(t, r.stderr, "$"+envSchema, cmd)
+	}
+}

@@ -67,9 +67,11 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if *timeout <= 0 || *timeout > postgres.MaxTimeout {
 		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, postgres.MaxTimeout)
 	}
-	if err := checkSchema(*schema); err != nil {
+	s, err := schemaOf(fs, *schema, getenv)
+	if err != nil {
 		return err
 	}
+	*schema = s
 	latest, _, err := latestSchema(*schema)
 	if err != nil {
 		return err
