@@ -81,6 +81,10 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "cleanup unknown flag", args: []string{"cleanup", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
 		{name: "status unknown flag", args: []string{"status", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus"},
 		{name: "status stray argument", args: []string{"status", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
+		{name: "help for a command", args: []string{"help", "migrate"}, code: 0, stderr: "Usage: runlimit migrate"},
+		{name: "help for two commands", args: []string{"help", "migrate", "status"}, code: 2, stderr: "want nothing or one command name"},
+		{name: "help for no command", args: []string{"help", "postgres://u:hunter2@h/db"}, code: 2, stderr: "want nothing or one command name"},
+		{name: "version takes no arguments", args: []string{"version", "--short"}, code: 2, stderr: "runlimit version: takes no arguments"},
 		// Flags that would be ignored are refused instead.
 		{name: "print-sql with a database", args: []string{"migrate", "--print-sql", "--database-url", "postgres://u:hunter2@127.0.0.1:1/x"}, code: 2, stderr: "--print-sql connects to no database"},
 		{name: "memory demo with a schema", args: []string{"demo", "--schema", "limits"}, code: 2, stderr: "--schema needs --database-url"},

@@ -93,9 +93,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "status":
 		err = runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		switch {
+		case len(args) == 1:
+			fmt.Fprint(stdout, usage)
+			return 0
+		case len(args) == 2 && isCommand(args[1]):
+			// "runlimit help migrate" is "runlimit migrate --help".
+			return run(ctx, []string{args[1], "--help"}, getenv, stdout, stderr)
+		}
+		// The arguments are not repeated: one may be a URL.
+		fmt.Fprintf(stderr, "runlimit help: want nothing or one command name\n\n%s", usage)
+		return 2
 	case "version", "-version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "runlimit version: takes no arguments\n\n%s", usage)
+			return 2
+		}
 		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
 		return 0
 	default:
@@ -114,6 +127,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "runlimit %s: %v\n", args[0], err)
 		return 1
 	}
+}
+
+// isCommand reports whether name is a command that has flags of its own.
+func isCommand(name string) bool {
+	switch name {
+	case "demo", "migrate", "cleanup", "status":
+		return true
+	}
+	return false
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.

@@ -59,6 +59,8 @@ func TestPasswordNeverPrintedOnAnyPath(t *testing.T) {
 			"migrate, schema":            {args: []string{"migrate", "--database-url=" + u, "--schema", "limits"}},
 			"migrate, flag as value":     {args: []string{"migrate", "--print-sql=" + u}},
 			"migrate, print-sql and url": {args: []string{"migrate", "--print-sql", "--database-url", u}},
+			"help, positional":           {args: []string{"help", u}},
+			"version, positional":        {args: []string{"version", u}},
 			"migrate, unknown flag":      {args: []string{"migrate", "--" + u}},
 			"migrate, help, env":         {args: []string{"migrate", "-h"}, env: true},
 			"cleanup, flag":              {args: []string{"cleanup", "--database-url", u}},
