@@ -155,7 +155,13 @@ func (run cleanupRun) pass(ctx context.Context, c cleaner) (goOn bool) {
 		if poisoned {
 			attrs = append(attrs, slog.String("error", err.Error()))
 		}
-		run.logger().LogAttrs(ctx, slog.LevelDebug, "runlimit: cleanup", attrs...)
+		// A pass that removed counters is news; one that found nothing,
+		// every interval, is not.
+		level := slog.LevelDebug
+		if removed > 0 {
+			level = slog.LevelInfo
+		}
+		run.logger().LogAttrs(ctx, level, "runlimit: cleanup", attrs...)
 		if err == nil {
 			return true
 		}

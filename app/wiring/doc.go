@@ -88,7 +88,8 @@
 // are safe, the schema is the version this build needs and an admission's
 // statements prepare. Config.Logger (default
 // [slog.Default]) receives start and stop and the schema migrated (info),
-// each cleanup pass (debug) and its failures (warning, unless
+// each cleanup pass (info when it removed counters, debug when it found
+// none) and its failures (warning, unless
 // Config.CleanupErrorFunc takes them), a failed start, an observer's panic
 // and each memory shard poisoned by a panic (error, once per shard, when
 // the cleanup loop or a readiness check finds it), never a key, a subject

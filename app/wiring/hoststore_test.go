@@ -26,6 +26,8 @@ type fakeStore struct {
 	statsErr error
 	cleanErr error
 	cleanups int
+	// removes is what the next CleanupExpired reports removed, once.
+	removes int
 }
 
 var (
@@ -48,10 +50,14 @@ func (s *fakeStore) Admit(ctx context.Context, b *domain.Batch) error { return s
 func (s *fakeStore) CleanupExpired(ctx context.Context, max int) (int, error) {
 	s.mu.Lock()
 	s.cleanups++
-	err := s.cleanErr
+	err, removes := s.cleanErr, s.removes
+	s.removes = 0
 	s.mu.Unlock()
 	if err != nil {
 		return 0, err
+	}
+	if removes > 0 {
+		return removes, nil
 	}
 	return s.inner.CleanupExpired(ctx, max)
 }

@@ -67,6 +67,35 @@ func TestRuntimeLogsItsLifeWithoutSecrets(t *testing.T) {
 	requireNoLeak(t, out, []byte(testSecret), []byte(subject), sk[:])
 }
 
+// TestCleanupThatRemovedRowsIsLoggedAtInfo: a pass that removed counters is
+// news an operator sees with a default handler (INFO); one that found
+// nothing to remove, every minute, stays at DEBUG.
+func TestCleanupThatRemovedRowsIsLoggedAtInfo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs testkit.LogBuffer
+	store := newFakeStore(t)
+	ticks := make(chan time.Time)
+	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
+	}, ticks)
+	require.NoError(t, err)
+	store.mu.Lock()
+	store.removes = 3
+	store.mu.Unlock()
+	// A tick is taken only between passes: after the second, the first
+	// (which removed 3) is over, and the second (which removed none) too
+	// after the third.
+	tick(t, ticks)
+	tick(t, ticks)
+	tick(t, ticks)
+	require.NoError(t, r.Close(ctx))
+
+	out := logs.String()
+	require.Contains(t, out, `level=INFO msg="runlimit: cleanup" store=store removed=3`)
+	require.Contains(t, out, `level=DEBUG msg="runlimit: cleanup" store=store removed=0`)
+}
+
 // TestCleanupErrorFuncTakesTheFailures: with a CleanupErrorFunc the
 // failures go to it and are not logged twice.
 func TestCleanupErrorFuncTakesTheFailures(t *testing.T) {
