@@ -99,16 +99,9 @@ func TestSearchPathBeforeTheCatalogIsRefused(t *testing.T) {
 		p := policy(t, "search.path", 5, time.Hour)
 		bystander := f.check(p, "bystander")
 		requireAllowed(t, admit(t, f.store, bystander))
-		_, err := f.db.Pool.Exec(ctx, `
-			CREATE SCHEMA lookalike;
-			CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
-				LANGUAGE sql IMMUTABLE AS 'SELECT true';
-			CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
-			GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
-		require.NoError(t, err)
 
 		store, pool := f.serviceStore(t, e.cfg(postgres.Config{}), func(r *pgtest.Role) {
-			f.db.SetRoleSetting(t, r, "search_path", "lookalike", "pg_catalog", "public")
+			f.db.PlantLookalikeEquals(t, r)
 		}, nil)
 		// The trap is set: the session's = on bytea is the look-alike.
 		var same bool
@@ -125,7 +118,7 @@ func TestSearchPathBeforeTheCatalogIsRefused(t *testing.T) {
 		f.requireAbsent(t, checks)
 		f.requireUsed(t, []domain.Check{bystander}, 1)
 		shift(t, f.db.Pool, 2*time.Hour)
-		_, err = store.CleanupExpired(ctx, 10)
+		_, err := store.CleanupExpired(ctx, 10)
 		requireUnsafeSetting(t, err, "search_path")
 		f.requireUsed(t, []domain.Check{bystander}, 1)
 	})

@@ -28,24 +28,32 @@ func requireNoLeak(t *testing.T, logs string, secrets ...[]byte) {
 	}
 }
 
+// openLogged opens a Runtime over a fake host store, its cleanup loop
+// driven by the returned ticks and its logs kept in the returned buffer.
+func openLogged(t *testing.T) (*wiring.Runtime, *fakeStore, chan time.Time, *testkit.LogBuffer) {
+	t.Helper()
+	logs := new(testkit.LogBuffer)
+	store := newFakeStore(t)
+	ticks := make(chan time.Time)
+	r, err := wiring.OpenWithTicks(context.Background(), wiring.Config{
+		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
+	}, ticks)
+	require.NoError(t, err)
+	return r, store, ticks, logs
+}
+
 // TestRuntimeLogsItsLifeWithoutSecrets: start, the schema migrated, each
 // cleanup pass, a cleanup failure without CleanupErrorFunc and stop are
 // logged; no record holds the secret, a subject or a key.
 func TestRuntimeLogsItsLifeWithoutSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs testkit.LogBuffer
-	store := newFakeStore(t)
-	ticks := make(chan time.Time)
-	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
-	}, ticks)
-	require.NoError(t, err)
+	r, store, ticks, logs := openLogged(t)
 
 	subject := "alice@example.test"
 	p := loginPolicy(t, "auth.login")
 	key := r.KeyHasher().KeyString(p, subject)
-	_, err = r.Limiter().Check(ctx, domain.NewCheck(p, key))
+	_, err := r.Limiter().Check(ctx, domain.NewCheck(p, key))
 	require.NoError(t, err)
 
 	// A tick is taken only between passes: after the second, the first
@@ -73,13 +81,7 @@ func TestRuntimeLogsItsLifeWithoutSecrets(t *testing.T) {
 func TestCleanupThatRemovedRowsIsLoggedAtInfo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var logs testkit.LogBuffer
-	store := newFakeStore(t)
-	ticks := make(chan time.Time)
-	r, err := wiring.OpenWithTicks(ctx, wiring.Config{
-		Store: store, KeySecret: wiring.NewSecret(testSecret), Logger: logs.Logger(),
-	}, ticks)
-	require.NoError(t, err)
+	r, store, ticks, logs := openLogged(t)
 	store.mu.Lock()
 	store.removes = 3
 	store.mu.Unlock()

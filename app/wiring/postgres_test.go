@@ -94,15 +94,8 @@ func TestOpenFromURLPinsTheSearchPath(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	_, err := db.Pool.Exec(ctx, `
-		CREATE SCHEMA lookalike;
-		CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
-			LANGUAGE sql IMMUTABLE AS 'SELECT true';
-		CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
-		GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
-	require.NoError(t, err)
 	svc := db.NewServiceRole(t, "public")
-	db.SetRoleSetting(t, svc, "search_path", "lookalike", "pg_catalog", "public")
+	db.PlantLookalikeEquals(t, svc)
 
 	r, err := wiring.Open(ctx, wiring.Config{
 		DatabaseURL: wiring.NewSecret(svc.URL), SecretEnv: setEnv(t, testSecret), CleanupInterval: -1,

@@ -116,15 +116,8 @@ func TestStatusAndCleanupPinTheirSearchPath(t *testing.T) {
 	db := pgtest.New(t)
 	addCounters(t, db.Pool, "pinned", 3)
 	expireAll(t, db.Pool)
-	_, err := db.Pool.Exec(ctx, `
-		CREATE SCHEMA lookalike;
-		CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
-			LANGUAGE sql IMMUTABLE AS 'SELECT true';
-		CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
-		GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
-	require.NoError(t, err)
 	svc := db.NewServiceRole(t, "public")
-	db.SetRoleSetting(t, svc, "search_path", "lookalike", "pg_catalog", "public")
+	db.PlantLookalikeEquals(t, svc)
 	var same bool
 	require.NoError(t, svc.NewPool(t, nil).QueryRow(ctx, `SELECT '\x00'::bytea = '\x01'::bytea`).Scan(&same))
 	require.True(t, same, "the trap is set for the role's own sessions")

@@ -196,3 +196,19 @@ func (d *Database) SetRoleSetting(t testing.TB, role *Role, name string, values 
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// PlantLookalikeEquals creates, in d, the schema lookalike (usable by
+// everyone) holding an = on bytea that is always true, and has role's
+// sessions search it before pg_catalog (ALTER ROLE ... SET search_path):
+// the trap a search_path naming another schema before pg_catalog sets for
+// every operator a statement leaves unqualified.
+func (d *Database) PlantLookalikeEquals(t testing.TB, role *Role) {
+	t.Helper()
+	d.exec(t, `
+		CREATE SCHEMA lookalike;
+		CREATE FUNCTION lookalike.always(bytea, bytea) RETURNS boolean
+			LANGUAGE sql IMMUTABLE AS 'SELECT true';
+		CREATE OPERATOR lookalike.= (LEFTARG = bytea, RIGHTARG = bytea, FUNCTION = lookalike.always);
+		GRANT USAGE ON SCHEMA lookalike TO PUBLIC`)
+	d.SetRoleSetting(t, role, "search_path", "lookalike", "pg_catalog", "public")
+}
