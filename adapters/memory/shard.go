@@ -92,15 +92,15 @@ func (sh *shard) clamp(t domain.Instant) domain.Instant {
 	}
 }
 
-// lockEntry finds the entry of k, whose digest is h, without the shard's
-// lock, for the optimistic path, and returns it with its lock held, or nil.
-// seq is the shard's sequence number read before anything else, even. The
-// find is trusted only if seq is unchanged once the entry's lock is held:
-// then no holder of the shard's lock changed anything while it ran, and
-// none will touch the entry before its lock is released. A probe is
-// bounded by the cells of the array it reads, so a changing index cannot
-// keep it going.
-func (sh *shard) lockEntry(k *domain.CounterKey, h uint64, seq uint64) *entry {
+// lockEntry finds the entry of k's counter key, whose digest is h, without
+// building the key and without the shard's lock, for the optimistic path,
+// and returns it with its lock held, or nil. seq is the shard's sequence
+// number read before anything else, even. The find is trusted only if seq
+// is unchanged once the entry's lock is held: then no holder of the
+// shard's lock changed anything while it ran, and none will touch the
+// entry before its lock is released. A probe is bounded by the cells of
+// the array it reads, so a changing index cannot keep it going.
+func (sh *shard) lockEntry(k *domain.Check, h uint64, seq uint64) *entry {
 	p := sh.index.arr.Load()
 	if p == nil {
 		return nil
@@ -123,7 +123,7 @@ func (sh *shard) lockEntry(k *domain.CounterKey, h uint64, seq uint64) *entry {
 				e.mu.Unlock()
 				return nil
 			}
-			if sameKey(&e.key, k) {
+			if k.HasCounterKey(&e.key) {
 				return e
 			}
 			e.mu.Unlock()
