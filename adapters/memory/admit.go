@@ -74,9 +74,10 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // AdmitCheck applies a single check exactly as Admit applies a batch of
-// one, through the same code ([Store.admitOne]), without a pooled batch or
-// an allocation ([ports.CheckAdmitter]). It is the path app.Limiter's Check
-// takes, and the one the single-check benchmarks measure.
+// one, through the same two steps ([Store.admitOne]), without a pooled
+// batch or an allocation ([ports.CheckAdmitter]). It is the path
+// app.Limiter's Check takes, and the one the single-check benchmarks
+// measure.
 //
 // An invalid check (its [domain.CheckError]) and a nil ctx
 // ([ports.ErrNilContext]) are reported before anything else, whatever state
@@ -88,32 +89,37 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	if err := usable(ctx, s); err != nil {
 		return domain.Decision{}, err
 	}
+	// admitOne's two steps for a check without a batch, written out: a
+	// call more on every admission costs more than the rest of this
+	// function.
 	var d domain.Decision
-	if err := s.admitOne(ctx, &c, &d, nil); err != nil {
+	hash := c.CounterKeyHash64()
+	i := s.shardAt(hash)
+	done, err := s.admitOptimistic(ctx, &c, hash, &s.shards[i], i, nil, &d)
+	if !done {
+		err = s.admitOneLocked(ctx, &c, hash, &s.shards[i], i, &d, nil)
+	}
+	if err != nil {
 		return domain.Decision{}, err
 	}
 	return d, nil
 }
 
-// admitOne applies c, a valid check, for Admit and AdmitCheck alike, and
+// admitOne applies c, a valid check, for Admit's batch of one, b, and
 // writes its decision to d: optimistically when it can
 // ([Store.admitOptimistic]), otherwise through the locked flow as a batch
-// of one planned in arrays of one on the stack. b is Admit's batch of c
-// alone, which ends evaluated either way; AdmitCheck has none, and a batch
-// of one is built on the stack only when the locked flow runs. A batch of
-// one cannot overflow its shard: New never makes more shards than MaxKeys,
-// so every shard holds at least one key.
+// of one planned in arrays of one on the stack ([Store.admitOneLocked]).
+// b ends evaluated either way. AdmitCheck takes the same two steps without
+// a batch, which the locked flow then builds on the stack only when it
+// runs. A batch of one cannot overflow its shard: New never makes more
+// shards than MaxKeys, so every shard holds at least one key.
 func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decision, b *domain.Batch) error {
 	hash := c.CounterKeyHash64()
 	i := s.shardAt(hash)
 	sh := &s.shards[i]
-	// Only Admit's batch reads what was observed.
-	var seen *observed
-	if b != nil {
-		seen = new(observed)
-	}
-	if done, err := s.admitOptimistic(ctx, c, hash, sh, i, seen, d); done {
-		if err != nil || b == nil {
+	var seen observed
+	if done, err := s.admitOptimistic(ctx, c, hash, sh, i, &seen, d); done {
+		if err != nil {
 			return err
 		}
 		// Admit's caller reads the batch: it evaluates what was observed,
