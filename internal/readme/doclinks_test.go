@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -37,17 +38,11 @@ func TestDocLinksResolve(t *testing.T) {
 			return filepath.SkipDir
 		}
 		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, path, func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, parser.ParseComments)
+		pkgs, err := parsePackages(fset, path)
 		if err != nil {
 			return err
 		}
-		for _, p := range pkgs {
-			var files []*ast.File
-			for _, f := range p.Files {
-				files = append(files, f)
-			}
+		for _, files := range pkgs {
 			dp, err := doc.NewFromFiles(fset, files, "example.test/"+filepath.ToSlash(path))
 			if err != nil {
 				return err
@@ -64,6 +59,28 @@ func TestDocLinksResolve(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Empty(t, broken, "doc links that do not resolve: link to an exported name, qualify it with an imported package, or drop the brackets")
+}
+
+// parsePackages parses the Go files of dir but its tests, with their
+// comments, by package name.
+func parsePackages(fset *token.FileSet, dir string) (map[string][]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string][]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
+	}
+	return pkgs, nil
 }
 
 // exportedDocs returns the doc comments of dp's exported names, with
