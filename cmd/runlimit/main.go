@@ -8,7 +8,7 @@
 //	runlimit cleanup [--every DURATION]   delete expired counters, once or every interval
 //	runlimit status [--json]              show rows, ledger headroom, sizes and dead tuples
 //	runlimit version                      print the module version and VCS revision
-//	runlimit help                         show this help
+//	runlimit help [command]               show this help, or a command's (also runlimit <command> --help)
 //
 // The database commands (migrate, cleanup, status) take the database from
 // --database-url or, when the flag is absent, from the environment variable
