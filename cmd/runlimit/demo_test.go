@@ -92,6 +92,7 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "help for help", args: []string{"help", "help"}, code: 0, stdout: "Commands:"},
 		{name: "help --help", args: []string{"--help", "-h"}, code: 0, stdout: "Commands:"},
 		{name: "help for version and more", args: []string{"help", "version", "extra"}, code: 2, stderr: "want nothing or one command name"},
+		{name: "version help is an argument", args: []string{"version", "help"}, code: 2, stderr: "runlimit version: takes no arguments"},
 		// Flags that would be ignored are refused instead.
 		{name: "print-sql with a database", args: []string{"migrate", "--print-sql", "--database-url", "postgres://u:hunter2@127.0.0.1:1/x"}, code: 2, stderr: "--print-sql connects to no database"},
 		{name: "memory demo with a schema", args: []string{"demo", "--schema", "limits"}, code: 2, stderr: "--schema needs --database-url"},

@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		switch {
-		case len(args) == 1, len(args) == 2 && isHelp(args[1]):
+		case len(args) == 1, len(args) == 2 && (args[1] == "help" || isHelpFlag(args[1])):
 			fmt.Fprint(stdout, usage)
 			return 0
 		case len(args) == 2 && isCommand(args[1]):
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "runlimit help: want nothing or one command name\n\n%s", usage)
 		return 2
 	case "version", "-version", "--version":
-		if len(args) == 2 && isHelp(args[1]) {
+		if len(args) == 2 && isHelpFlag(args[1]) {
 			// Where the other commands' flag sets write their usage.
 			fmt.Fprint(stderr, versionUsage)
 			return 0
@@ -153,10 +153,11 @@ func isCommand(name string) bool {
 	return false
 }
 
-// isHelp reports whether arg asks for help, as the flag package reads it.
-func isHelp(arg string) bool {
+// isHelpFlag reports whether arg is a flag asking for help, as the flag
+// package reads the other commands' arguments.
+func isHelpFlag(arg string) bool {
 	switch arg {
-	case "help", "-h", "-help", "--help":
+	case "-h", "--h", "-help", "--help":
 		return true
 	}
 	return false
