@@ -74,7 +74,7 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // AdmitCheck applies a single check exactly as Admit applies a batch of
-// one, through the same code ([Store.admitOne]), without a pooled batch or
+// one, through the same code, without a pooled batch or
 // an allocation ([ports.CheckAdmitter]). It is the path app.Limiter's Check
 // takes, and the one the single-check benchmarks measure.
 //

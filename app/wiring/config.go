@@ -132,8 +132,8 @@ type Config struct {
 	// repeats the call while it removes a full batch. At least 1. Default
 	// 1,000 ([DefaultCleanupBatch]).
 	CleanupBatch int
-	// Observer, when set, receives an [Event] for every admission of the
-	// limiter and of the gate, named by [Event.Limiter]: "gate", or the
+	// Observer, when set, receives an [app.Event] for every admission of the
+	// limiter and of the gate, named by [app.Event.Limiter]: "gate", or the
 	// backend ("memory" or "postgres"). Default nil.
 	Observer app.Observer
 

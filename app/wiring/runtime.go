@@ -175,6 +175,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if ctx == nil {
 		return nil, ports.ErrNilContext
 	}
+	chosen := cfg.Backend == ""
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -185,6 +186,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &runtimeState{cfg: cfg, hasher: hasher, newTicker: newTimeTicker}
 	if err := r.build(ctx); err != nil {
+		explainChosenMemory(err, chosen, cfg)
 		// Release what was built so far, a pool opened from the URL above
 		// all.
 		if cerr := r.Close(context.Background()); cerr != nil {
@@ -267,6 +269,19 @@ func (r *runtimeState) build(ctx context.Context) error {
 	var err error
 	r.limiter, err = app.NewLimiter(store, app.LimiterConfig{MaxBatchSize: maxBatch, Observer: cfg.Observer, Name: string(cfg.Backend), Logger: cfg.Logger})
 	return err
+}
+
+// explainChosenMemory adds to err, a [*ConfigError] about the size of a
+// memory store the config did not name, how that backend was chosen: a
+// config with Backend empty and no other backend's fields set gets the
+// memory backend, and a host that meant another (whose database URL came
+// from an unset variable, say) would otherwise read only that
+// Memory.MaxKeys is 0.
+func explainChosenMemory(err error, chosen bool, cfg Config) {
+	var ce *ConfigError
+	if chosen && cfg.Backend == BackendMemory && cfg.Memory.MaxKeys == 0 && errors.As(err, &ce) && ce.Field == "Memory.MaxKeys" {
+		ce.Reason += " (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen)"
+	}
 }
 
 // storeConfigError names the Config field of a store's config error, such
