@@ -41,7 +41,7 @@ func TestLicenses(t *testing.T) {
 
 // TestEveryModuleIsLicensed: pkg.go.dev reads a module's licenses from its
 // own zip, which holds only the module's directory, so a module nested in
-// the repository (the login example) shows no documentation without
+// the repository (the login example, the benchmarks) shows no documentation without
 // license files of its own: the root's, unchanged.
 func TestEveryModuleIsLicensed(t *testing.T) {
 	t.Parallel()
@@ -57,10 +57,6 @@ func TestEveryModuleIsLicensed(t *testing.T) {
 		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "../.." {
 			return filepath.SkipDir
 		}
-		// benchmarks is a module of measurements, not one to import.
-		if d.IsDir() && path == "../../benchmarks" {
-			return filepath.SkipDir
-		}
 		if d.Name() == "go.mod" && filepath.Dir(path) != "../.." {
 			nested = append(nested, filepath.Dir(path))
 		}
@@ -68,6 +64,7 @@ func TestEveryModuleIsLicensed(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Contains(t, nested, "../../examples/loginservice")
+	require.Contains(t, nested, "../../benchmarks")
 	for _, dir := range nested {
 		got, err := os.ReadFile(filepath.Join(dir, "LICENSE-APACHE"))
 		require.NoError(t, err, "%s is a module of its own: copy the root's license files into it", dir)
