@@ -258,6 +258,10 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
+			if misplacedAt(cfg.DatabaseURL.Reveal()) {
+				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" after its host, where a connection error would print what follows: ` +
+					`percent-encode a "/", "?" or "#" in the password (%2F, %3F, %23) and an "@" in the database name (%40)`}
+			}
 			// The pool serves the store alone, whose statements name their
 			// objects in full: its search_path is pinned (a startup
 			// parameter, which overrides the role's and the database's), so
