@@ -22,8 +22,9 @@ type Observation struct {
 	// Counter is the stored state, or the zero Counter when the key is absent.
 	Counter Counter
 	// Full reports that an absent key cannot get a storage slot: its
-	// partition is full of other keys. Ignored for a present key, which
-	// renews in place.
+	// partition is full of other keys, counting the slots the batch's
+	// earlier new keys in that partition would take. Ignored for a present
+	// key, which renews in place.
 	Full bool
 	// EarliestExpiry, when HasEarliestExpiry is set, is the earliest known
 	// expiry in the full partition: the time to retry a capacity denial.

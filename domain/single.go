@@ -18,7 +18,8 @@ package domain
 // space of its own rather than in the slices a batch of several checks
 // grows, so a Batch declared as a local variable stays on the stack as long
 // as it goes only to code that does not keep it: passing it through an
-// interface, such as [ports.Store.Admit], moves it to the heap.
+// interface, such as a store's Admit method behind ports.Store, moves it
+// to the heap.
 //
 // It reports c's own error ([CheckError], matching [ErrInvalidInput]), not
 // a batch error about it. [Batch.Reset] turns b back into a batch of

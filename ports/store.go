@@ -45,6 +45,27 @@ import (
 // (for example a batch larger than it can hold) or a backend failure; a
 // denial is a decision, read by the caller from the batch. Errors should
 // implement [QuotaConsumer] to say whether quota may have been consumed.
+//
+// # What a store must get right
+//
+// Before any work Admit checks, in this order, and answers the first that
+// applies, consuming nothing:
+//
+//  1. a batch that is not ready ([domain.Batch.Ready]): an error matching
+//     Ready's (a nil or unprepared batch is the caller's mistake, matching
+//     [domain.ErrInvalidInput]);
+//  2. a nil ctx: an error matching [ErrNilContext];
+//  3. a closed store ([Closer]): an error matching [ErrClosed];
+//  4. a done ctx: an error matching ctx.Err() whose MayHaveConsumedQuota
+//     answers false, since nothing was tried.
+//
+// Each absent key of a batch needs a storage slot of its own: a store that
+// counts free slots sets [domain.Observation.Full] for the batch's new keys
+// beyond the free slots of their partition, not only once the partition is
+// already full. A stored key, even an expired one, renews in its own slot.
+//
+// The conformance suite (github.com/runlimit/runlimit/conformance) checks
+// all of this, and names the rule a store breaks.
 type Store interface {
 	Admit(ctx context.Context, batch *domain.Batch) error
 }

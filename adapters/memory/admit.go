@@ -74,10 +74,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // AdmitCheck applies a single check exactly as Admit applies a batch of
-// one, through the same two steps ([Store.admitOne]), without a pooled
-// batch or an allocation ([ports.CheckAdmitter]). It is the path
-// app.Limiter's Check takes, and the one the single-check benchmarks
-// measure.
+// one, through the same two steps, without a pooled batch or an
+// allocation ([ports.CheckAdmitter]). It is the path app.Limiter's Check
+// takes, and the one the single-check benchmarks measure.
 //
 // An invalid check (its [domain.CheckError]) and a nil ctx
 // ([ports.ErrNilContext]) are reported before anything else, whatever state

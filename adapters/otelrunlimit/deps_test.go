@@ -38,3 +38,24 @@ func TestOnlyThisPackageLinksOpenTelemetry(t *testing.T) {
 		}
 	}
 }
+
+// TestLinksNoStoreDriverOrFramework: a host that adds OpenTelemetry to a
+// memory-only limiter links the OpenTelemetry API and nothing of the
+// PostgreSQL store, its migrations, the wiring or fx: headroom comes
+// through a Stats function, whatever the store.
+func TestLinksNoStoreDriverOrFramework(t *testing.T) {
+	t.Parallel()
+	forbidden := []string{
+		"github.com/jackc/",
+		"go.uber.org/",
+		"github.com/runlimit/runlimit/adapters/postgres",
+		"github.com/runlimit/runlimit/adapters/memory",
+		"github.com/runlimit/runlimit/migrations",
+		"github.com/runlimit/runlimit/app/",
+	}
+	for _, dep := range deps(t, ".") {
+		for _, f := range forbidden {
+			require.False(t, strings.HasPrefix(dep, f), "otelrunlimit links %s", dep)
+		}
+	}
+}

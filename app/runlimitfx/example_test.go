@@ -121,7 +121,7 @@ func ExampleReadyFunc() {
 		fx.Provide(func(ready runlimitfx.ReadyFunc) *http.ServeMux {
 			mux := http.NewServeMux()
 			mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-				if err := ready(r.Context()); err != nil {
+				if err := ready(r.Context()); err != nil { // a runlimitfx.ReadyFunc
 					http.Error(w, "not ready", http.StatusServiceUnavailable)
 					return
 				}

@@ -71,7 +71,11 @@ type Config struct {
 	// sessions' search_path pinned to pg_catalog, pg_temp (see the postgres
 	// package's Server settings), and closes that pool on Close. A
 	// config error never repeats it; a connection error at start may name
-	// its host, user and database, never its password. Default: empty.
+	// its host, user and database, never its password. A URL with an "@"
+	// after its host (a password holding "/" or "?" unencoded, which ends
+	// the host early and turns the rest of the password into the database
+	// name) is a config error: percent-encode such characters. Default:
+	// empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a
 	// DatabaseURL: BorrowPool(pool). The Runtime borrows it and never
@@ -132,8 +136,8 @@ type Config struct {
 	// repeats the call while it removes a full batch. At least 1. Default
 	// 1,000 ([DefaultCleanupBatch]).
 	CleanupBatch int
-	// Observer, when set, receives an [Event] for every admission of the
-	// limiter and of the gate, named by [Event.Limiter]: "gate", or the
+	// Observer, when set, receives an [app.Event] for every admission of the
+	// limiter and of the gate, named by [app.Event.Limiter]: "gate", or the
 	// backend ("memory" or "postgres"). Default nil.
 	Observer app.Observer
 

@@ -44,3 +44,22 @@ func TestConfigErrorsNeverConsumedQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsizedChosenMemorySaysHowItWasChosen: a config that names no
+// backend and sets no other backend's fields gets the memory backend;
+// refused for having no size, it says so, because the host may have meant
+// the postgres backend with a database URL that came out empty. A config
+// that names the memory backend hears only what is wrong.
+func TestUnsizedChosenMemorySaysHowItWasChosen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, err := wiring.New(ctx, wiring.Config{DatabaseURL: wiring.NewSecret(""), KeySecret: wiring.NewSecret(testSecret)})
+	var ce *wiring.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Memory.MaxKeys", ce.Field)
+	require.EqualError(t, err, "runlimit: invalid config: Memory.MaxKeys is 0, want at least 1"+
+		" (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen)")
+
+	_, err = wiring.New(ctx, wiring.Config{Backend: wiring.BackendMemory, KeySecret: wiring.NewSecret(testSecret)})
+	require.EqualError(t, err, "runlimit: invalid config: Memory.MaxKeys is 0, want at least 1")
+}

@@ -32,7 +32,8 @@
 // error matching [ErrNotStarted], consuming nothing. A Start that fails
 // closes the Runtime.
 //
-// [Runtime.Close] stops the cleanup loop, cancelling a pass in progress,
+// [Runtime.Close] cancels a Start in progress (which then fails with
+// [ErrClosed]), stops the cleanup loop, cancelling a pass in progress,
 // then closes the stores and, last, the pool it opened from
 // Config.DatabaseURL; it closes nothing the host gave it. Its context
 // bounds only how long it waits: the shutdown goes on to its end, so a

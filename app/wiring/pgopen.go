@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -111,4 +112,38 @@ func (r *runtimeState) openPool() error {
 	r.addStore("postgres", s)
 	r.pending.store.Store(s)
 	return nil
+}
+
+// misplacedAt reports a URL-form connection string with an "@" after its
+// authority, in the path or in a query parameter's name. Such a string
+// parses, but not as its author meant: a password holding "/" or "?"
+// (unencoded) after a run of digits, as in
+// postgres://app:5433/pa55word@db/app, ends the authority early, so that
+// the rest of the password becomes the database name, or a parameter's
+// name, which the driver's and the server's connection errors print. An
+// "@" in a parameter's value, as in ?user=name@server, is left alone.
+func misplacedAt(dsn string) bool {
+	var rest string
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		if len(dsn) >= len(scheme) && strings.EqualFold(dsn[:len(scheme)], scheme) {
+			rest = dsn[len(scheme):]
+			break
+		}
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		return false
+	}
+	// The fragment is ignored by the driver, and never printed.
+	tail, _, _ := strings.Cut(rest[end:], "#")
+	path, query, _ := strings.Cut(tail, "?")
+	if strings.Contains(path, "@") {
+		return true
+	}
+	for _, param := range strings.Split(query, "&") {
+		if name, _, _ := strings.Cut(param, "="); strings.Contains(name, "@") {
+			return true
+		}
+	}
+	return false
 }

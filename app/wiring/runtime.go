@@ -85,7 +85,10 @@ type runtimeState struct {
 	// test drives the loop.
 	newTicker func(time.Duration) (<-chan time.Time, func())
 
-	mu      sync.Mutex
+	// mu is the lock of the fields below: a buffered channel of one,
+	// held while it holds a value, so that Close can stop waiting for it
+	// when its context ends (a Start holds it through its I/O).
+	mu      chan struct{}
 	started bool
 	closed  bool
 	loop    *cleanupLoop
@@ -102,7 +105,30 @@ type runtimeState struct {
 	// phase mirrors started and closed for Ready, which must not wait for
 	// mu while Close waits for the cleanup loop.
 	phase atomic.Int32
+
+	// cancelStart cancels the context of the Start in progress, if any,
+	// with the cause ErrClosed. It has a lock of its own, as the Start
+	// holds mu, which Close must not wait for to reach it.
+	startMu     sync.Mutex
+	cancelStart context.CancelCauseFunc
 }
+
+// lock takes mu, or gives up and reports false once ctx is done.
+func (r *runtimeState) lock(ctx context.Context) bool {
+	select {
+	case r.mu <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case r.mu <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *runtimeState) unlock() { <-r.mu }
 
 // Phases of a Runtime, in runtimeState.phase.
 const (
@@ -133,7 +159,8 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 // that the store answers and starts the cleanup loop. Starting twice is harmless. If
 // it cannot start, it closes the Runtime, since a host that saw the start
 // fail has no reason to call Close (fx runs no OnStop for a hook whose
-// OnStart failed). A nil ctx is [ports.ErrNilContext], returned before any
+// OnStart failed). A Close called meanwhile cancels it, and it fails with
+// [ErrClosed]. A nil ctx is [ports.ErrNilContext], returned before any
 // work and leaving the Runtime as it was; a nil or zero Runtime is
 // [ErrNotBuilt].
 func (r *Runtime) Start(ctx context.Context) error {
@@ -175,6 +202,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if ctx == nil {
 		return nil, ports.ErrNilContext
 	}
+	chosen := cfg.Backend == ""
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -183,8 +211,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runtimeState{cfg: cfg, hasher: hasher, newTicker: newTimeTicker}
+	r := &runtimeState{cfg: cfg, hasher: hasher, newTicker: newTimeTicker, mu: make(chan struct{}, 1)}
 	if err := r.build(ctx); err != nil {
+		explainChosenMemory(err, chosen, cfg)
 		// Release what was built so far, a pool opened from the URL above
 		// all.
 		if cerr := r.Close(context.Background()); cerr != nil {
@@ -231,6 +260,10 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
 			}
+			if misplacedAt(cfg.DatabaseURL.Reveal()) {
+				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" after its host, where a connection error would print what follows: ` +
+					`percent-encode a "/", "?" or "#" in the password (%2F, %3F, %23) and an "@" in the database name (%40)`}
+			}
 			// The pool serves the store alone, whose statements name their
 			// objects in full: its search_path is pinned (a startup
 			// parameter, which overrides the role's and the database's), so
@@ -269,6 +302,19 @@ func (r *runtimeState) build(ctx context.Context) error {
 	return err
 }
 
+// explainChosenMemory adds to err, a [*ConfigError] about the size of a
+// memory store the config did not name, how that backend was chosen: a
+// config with Backend empty and no other backend's fields set gets the
+// memory backend, and a host that meant another (whose database URL came
+// from an unset variable, say) would otherwise read only that
+// Memory.MaxKeys is 0.
+func explainChosenMemory(err error, chosen bool, cfg Config) {
+	var ce *ConfigError
+	if chosen && cfg.Backend == BackendMemory && cfg.Memory.MaxKeys == 0 && errors.As(err, &ce) && ce.Field == "Memory.MaxKeys" {
+		ce.Reason += " (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen)"
+	}
+}
+
 // storeConfigError names the Config field of a store's config error, such
 // as "Memory.MaxKeys".
 func storeConfigError(section string, err error) error {
@@ -291,14 +337,40 @@ func newTimeTicker(d time.Duration) (<-chan time.Time, func()) {
 // start applies the schema if asked, checks that the stores answer and
 // starts the cleanup loop. Starting twice is harmless.
 func (r *runtimeState) start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu <- struct{}{}
+	defer r.unlock()
 	switch {
 	case r.closed:
 		return ErrClosed
 	case r.started:
 		return nil
 	}
+	// A Close that begins now cancels the migration and the readiness
+	// check, which may wait on a table lock for as long as ctx allows, and
+	// this Start fails with ErrClosed. One that began before the cancel
+	// function was set has set the phase.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.startMu.Lock()
+	r.cancelStart = cancel
+	r.startMu.Unlock()
+	defer func() {
+		r.startMu.Lock()
+		r.cancelStart = nil
+		r.startMu.Unlock()
+	}()
+	if r.phase.Load() == phaseClosed {
+		return ErrClosed
+	}
+	err := r.startLocked(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		return fmt.Errorf("%w while it was starting: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// startLocked is start's work, under mu.
+func (r *runtimeState) startLocked(ctx context.Context) error {
 	if r.poolConfig != nil {
 		if err := r.openPool(); err != nil {
 			return err
@@ -323,7 +395,8 @@ func (r *runtimeState) start(ctx context.Context) error {
 		})
 	}
 	r.started = true
-	r.phase.Store(phaseStarted)
+	// A Close waiting for mu has marked the Runtime closed already.
+	r.phase.CompareAndSwap(phaseNew, phaseStarted)
 	attrs := []slog.Attr{
 		slog.String("backend", string(r.cfg.Backend)),
 		slog.Bool("gate", r.gate != nil),
@@ -350,8 +423,9 @@ func (r *runtimeState) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Close stops the cleanup loop, cancelling a pass in progress, then closes
-// the stores and the pool the Runtime opened from Config.DatabaseURL. A
+// Close cancels a Start in progress, which then fails with [ErrClosed],
+// stops the cleanup loop, cancelling a pass in progress, then closes the
+// stores and the pool the Runtime opened from Config.DatabaseURL. A
 // pool the host gave it stays open. Checks after Close fail closed without
 // consuming quota, except on a host store from Config.Store, which stays
 // open and answers until its owner closes it: stop using the Runtime's
@@ -364,7 +438,8 @@ func (r *runtimeState) logger() *slog.Logger {
 // pass is still running, or while a host's store from Config.NewStoreFunc
 // is closing (its Close may block), Close returns an error matching ctx's;
 // the stores close once the pass or the store's Close returns, and a
-// later Close waits for them again. A store whose Close panics is an
+// later Close waits for them again. So does a ctx that ends while a
+// cancelled Start, or another Close, is still letting go. A store whose Close panics is an
 // error naming the store, and the others are closed all the same. Once
 // Close has returned the stores' result, later calls return nil. A nil
 // ctx waits without a deadline, as context.Background does; a nil or zero
@@ -385,31 +460,24 @@ func (r *runtimeState) Close(ctx context.Context) error {
 	// Not ready from the moment Close is called: a probe sees a stopping
 	// Runtime as it will be.
 	r.phase.Store(phaseClosed)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.closed {
-		r.closed = true
-		r.closing = make(chan struct{})
-		if r.pending != nil {
-			// A pool never opened stays so: admissions say the store is
-			// closed.
-			r.pending.close()
-		}
-		loop := r.loop
-		r.loop = nil
-		if loop == nil || loop.stopIdle() {
-			r.closeStores()
-		} else {
-			// A pass is in progress, cancelled: the stores close once it
-			// has ended, whether or not ctx lets Close wait that long, so
-			// that a Close whose context ends first leaves nothing open.
-			r.loopDone = loop.done
-			go func() {
-				<-loop.done
-				r.closeStores()
-			}()
-		}
+	r.startMu.Lock()
+	if r.cancelStart != nil {
+		r.cancelStart(ErrClosed)
 	}
+	r.startMu.Unlock()
+	if !r.lock(ctx) {
+		// A Start, cancelled above, or another Close still holds mu. The
+		// shutdown goes on once it lets go, as it does when ctx ends while
+		// the stores close.
+		go func() {
+			r.mu <- struct{}{}
+			defer r.unlock()
+			r.beginClose()
+		}()
+		return fmt.Errorf("runlimit: the runtime is still starting or closing: %w", ctx.Err())
+	}
+	defer r.unlock()
+	r.beginClose()
 	if err := r.waitClosed(ctx); err != nil {
 		r.logger().LogAttrs(ctx, slog.LevelWarn, "runlimit: stopping; Close did not wait for it to finish",
 			slog.String("backend", string(r.cfg.Backend)), slog.String("error", err.Error()))
@@ -432,6 +500,36 @@ func (r *runtimeState) Close(ctx context.Context) error {
 		r.logger().LogAttrs(ctx, level, "runlimit: stopped", attrs...)
 	}
 	return err
+}
+
+// beginClose marks r closed, stops the cleanup loop and closes the stores,
+// once the loop's pass in progress, if any, has ended. It runs under mu;
+// only the first call does anything.
+func (r *runtimeState) beginClose() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.closing = make(chan struct{})
+	if r.pending != nil {
+		// A pool never opened stays so: admissions say the store is
+		// closed.
+		r.pending.close()
+	}
+	loop := r.loop
+	r.loop = nil
+	if loop == nil || loop.stopIdle() {
+		r.closeStores()
+		return
+	}
+	// A pass is in progress, cancelled: the stores close once it has
+	// ended, whether or not ctx lets Close wait that long, so that a
+	// Close whose context ends first leaves nothing open.
+	r.loopDone = loop.done
+	go func() {
+		<-loop.done
+		r.closeStores()
+	}()
 }
 
 // waitClosed waits until the stores are closed or ctx ends, and then

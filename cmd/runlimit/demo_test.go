@@ -85,6 +85,14 @@ func TestRunExitCodes(t *testing.T) {
 		{name: "help for two commands", args: []string{"help", "migrate", "status"}, code: 2, stderr: "want nothing or one command name"},
 		{name: "help for no command", args: []string{"help", "postgres://u:hunter2@h/db"}, code: 2, stderr: "want nothing or one command name"},
 		{name: "version takes no arguments", args: []string{"version", "--short"}, code: 2, stderr: "runlimit version: takes no arguments"},
+		// Every command the usage lists answers --help and help <command>.
+		{name: "version help", args: []string{"version", "--help"}, code: 0, stderr: "Usage: runlimit version"},
+		{name: "version -h", args: []string{"version", "-h"}, code: 0, stderr: "Usage: runlimit version"},
+		{name: "help for version", args: []string{"help", "version"}, code: 0, stderr: "Usage: runlimit version"},
+		{name: "help for help", args: []string{"help", "help"}, code: 0, stdout: "Commands:"},
+		{name: "help --help", args: []string{"--help", "-h"}, code: 0, stdout: "Commands:"},
+		{name: "help for version and more", args: []string{"help", "version", "extra"}, code: 2, stderr: "want nothing or one command name"},
+		{name: "version help is an argument", args: []string{"version", "help"}, code: 2, stderr: "runlimit version: takes no arguments"},
 		// Flags that would be ignored are refused instead.
 		{name: "print-sql with a database", args: []string{"migrate", "--print-sql", "--database-url", "postgres://u:hunter2@127.0.0.1:1/x"}, code: 2, stderr: "--print-sql connects to no database"},
 		{name: "memory demo with a schema", args: []string{"demo", "--schema", "limits"}, code: 2, stderr: "--schema needs --database-url"},

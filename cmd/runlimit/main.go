@@ -8,7 +8,7 @@
 //	runlimit cleanup [--every DURATION]   delete expired counters, once or every interval
 //	runlimit status [--json]              show rows, ledger headroom, sizes and dead tuples
 //	runlimit version                      print the module version and VCS revision
-//	runlimit help                         show this help
+//	runlimit help [command]               show this help, or a command's (also runlimit <command> --help)
 //
 // The database commands (migrate, cleanup, status) take the database from
 // --database-url or, when the flag is absent, from the environment variable
@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		switch {
-		case len(args) == 1:
+		case len(args) == 1, len(args) == 2 && (args[1] == "help" || isHelpFlag(args[1])):
 			fmt.Fprint(stdout, usage)
 			return 0
 		case len(args) == 2 && isCommand(args[1]):
@@ -105,6 +105,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "runlimit help: want nothing or one command name\n\n%s", usage)
 		return 2
 	case "version", "-version", "--version":
+		if len(args) == 2 && isHelpFlag(args[1]) {
+			// Where the other commands' flag sets write their usage.
+			fmt.Fprint(stderr, versionUsage)
+			return 0
+		}
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "runlimit version: takes no arguments\n\n%s", usage)
 			return 2
@@ -129,10 +134,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
-// isCommand reports whether name is a command that has flags of its own.
+// versionUsage is what "runlimit version --help" and "runlimit help
+// version" print.
+const versionUsage = `Usage: runlimit version
+
+Prints the module version ("(devel)" for a build from a checkout), the VCS
+revision when the build recorded one, and the Go version. "runlimit --version"
+does the same. It takes no flags.
+`
+
+// isCommand reports whether name is a command that "runlimit help name"
+// describes.
 func isCommand(name string) bool {
 	switch name {
-	case "demo", "migrate", "cleanup", "status":
+	case "demo", "migrate", "cleanup", "status", "version":
+		return true
+	}
+	return false
+}
+
+// isHelpFlag reports whether arg is a flag asking for help, as the flag
+// package reads the other commands' arguments.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
 		return true
 	}
 	return false

@@ -3,7 +3,9 @@ package readme_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,4 +37,40 @@ func TestLicenses(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(readme), "[LICENSE-APACHE](LICENSE-APACHE)")
 	require.Contains(t, string(readme), "[LICENSE-MIT](LICENSE-MIT)")
+}
+
+// TestEveryModuleIsLicensed: pkg.go.dev reads a module's licenses from its
+// own zip, which holds only the module's directory, so a module nested in
+// the repository (the login example, the benchmarks) shows no documentation without
+// license files of its own: the root's, unchanged.
+func TestEveryModuleIsLicensed(t *testing.T) {
+	t.Parallel()
+	apache, err := os.ReadFile("../../LICENSE-APACHE")
+	require.NoError(t, err)
+	mit, err := os.ReadFile("../../LICENSE-MIT")
+	require.NoError(t, err)
+	var nested []string
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "../.." {
+			return filepath.SkipDir
+		}
+		if d.Name() == "go.mod" && filepath.Dir(path) != "../.." {
+			nested = append(nested, filepath.Dir(path))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Contains(t, nested, "../../examples/loginservice")
+	require.Contains(t, nested, "../../benchmarks")
+	for _, dir := range nested {
+		got, err := os.ReadFile(filepath.Join(dir, "LICENSE-APACHE"))
+		require.NoError(t, err, "%s is a module of its own: copy the root's license files into it", dir)
+		require.Equal(t, string(apache), string(got), "%s/LICENSE-APACHE must be the root's", dir)
+		got, err = os.ReadFile(filepath.Join(dir, "LICENSE-MIT"))
+		require.NoError(t, err, "%s is a module of its own: copy the root's license files into it", dir)
+		require.Equal(t, string(mit), string(got), "%s/LICENSE-MIT must be the root's", dir)
+	}
 }
