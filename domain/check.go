@@ -1,6 +1,10 @@
 package domain
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+)
 
 // Check asks for Cost units of a policy's quota for one subject. The zero
 // value is invalid; build one with [NewCheck] or [NewCheckCost].
@@ -102,6 +106,45 @@ func (c Check) Cost() int64 { return c.cost }
 
 // CounterKey returns the key of the counter the check reads and updates.
 func (c Check) CounterKey() CounterKey { return c.counterKey() }
+
+// CounterKeyHash64 returns c.CounterKey().Hash64() without building the
+// 64-byte key: a store's single-check path reads it on every admission.
+func (c *Check) CounterKeyHash64() uint64 {
+	var fp uint64
+	if c.def != nil {
+		fp = binary.LittleEndian.Uint64(c.def.fingerprint[0:8])
+	}
+	return fp ^ binary.LittleEndian.Uint64(c.key.masked[0:8])
+}
+
+// HasCounterKey reports whether k is c's counter key, as c.CounterKey() ==
+// *k does, without building the key: a store's single-check path compares
+// it with the key it stored on every admission. Only equality is read,
+// never a byte's value.
+func (c *Check) HasCounterKey(k *CounterKey) bool {
+	fp := &zeroWords
+	if c.def != nil {
+		fp = words((*[32]byte)(&c.def.fingerprint))
+	}
+	return *fp == *words((*[32]byte)(&k.fp)) && *words(&c.key.masked) == *words(&k.sub)
+}
+
+// words views 32 bytes as the four words == compares in line (on an array
+// of 32 bytes, == calls the runtime's memequal). Every array it is given is
+// aligned as a uint64: the checks below fail to compile otherwise.
+func words(b *[32]byte) *[4]uint64 { return (*[4]uint64)(unsafe.Pointer(b)) }
+
+var zeroWords [4]uint64
+
+// A counter key's halves, a check's subject key and a policy's fingerprint
+// start on a word boundary, as words assumes (a CounterKey and a Check are
+// aligned as a uint64 is, and so is a policyDef, which holds one).
+var (
+	_ = [1]struct{}{}[unsafe.Offsetof(CounterKey{}.sub)%8]
+	_ = [1]struct{}{}[unsafe.Offsetof(Check{}.key)%8+unsafe.Offsetof(SubjectKey{}.masked)%8]
+	_ = [1]struct{}{}[unsafe.Offsetof(policyDef{}.fingerprint)%8]
+	_ = [1]struct{}{}[unsafe.Alignof(Check{})-8]
+)
 
 // counterKey joins the policy's fingerprint (zero without a policy) to the
 // subject key.

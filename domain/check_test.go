@@ -169,3 +169,46 @@ func TestValidateCheckAgreesWithValidate(t *testing.T) {
 	}
 	requireCheckError(t, domain.ValidateCheck(nil), domain.CheckZeroPolicy)
 }
+
+// A store's single-check path finds a check's counter without building
+// its key: the digest and the comparison must agree with the built key's,
+// for every byte of either half and for a check without a policy.
+func TestCheckCounterKeyShortcuts(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	other := newPolicy(t, "auth.other", "identity", 7, time.Minute)
+	checks := []domain.Check{
+		domain.NewCheck(f.policy, f.key("a")),
+		domain.NewCheck(f.policy, f.key("b")),
+		domain.NewCheck(other, f.key("a")),
+		domain.NewCheck(domain.Policy{}, f.key("a")),
+		{},
+	}
+	var keys []domain.CounterKey
+	for _, c := range checks {
+		k := c.CounterKey()
+		keys = append(keys, k)
+		// Every key one byte away from k, in either half.
+		b := k.Bytes()
+		for i := range b {
+			flipped := b
+			flipped[i] ^= 0x01
+			var fp domain.Fingerprint
+			copy(fp[:], flipped[:32])
+			keys = append(keys, domain.NewCounterKey(fp, domain.SubjectKeyFromBytes([32]byte(flipped[32:]))))
+		}
+	}
+	for i, c := range checks {
+		built := c.CounterKey()
+		require.Equal(t, built.Hash64(), c.CounterKeyHash64(), "check %d", i)
+		matches := 0
+		for j := range keys {
+			want := built == keys[j]
+			require.Equal(t, want, c.HasCounterKey(&keys[j]), "check %d, key %d", i, j)
+			if want {
+				matches++
+			}
+		}
+		require.Positive(t, matches, "check %d matches its own key", i)
+	}
+}

@@ -74,8 +74,8 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 }
 
 // AdmitCheck applies a single check exactly as Admit applies a batch of
-// one, through the same code, without a pooled batch or
-// an allocation ([ports.CheckAdmitter]). It is the path app.Limiter's Check
+// one, through the same two steps, without a pooled batch or an
+// allocation ([ports.CheckAdmitter]). It is the path app.Limiter's Check
 // takes, and the one the single-check benchmarks measure.
 //
 // An invalid check (its [domain.CheckError]) and a nil ctx
@@ -88,29 +88,37 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	if err := usable(ctx, s); err != nil {
 		return domain.Decision{}, err
 	}
+	// admitOne's two steps for a check without a batch, written out: a
+	// call more on every admission costs more than the rest of this
+	// function.
 	var d domain.Decision
-	if err := s.admitOne(ctx, &c, &d, nil); err != nil {
+	hash := c.CounterKeyHash64()
+	i := s.shardAt(hash)
+	done, err := s.admitOptimistic(ctx, &c, hash, &s.shards[i], i, nil, &d)
+	if !done {
+		err = s.admitOneLocked(ctx, &c, hash, &s.shards[i], i, &d, nil)
+	}
+	if err != nil {
 		return domain.Decision{}, err
 	}
 	return d, nil
 }
 
-// admitOne applies c, a valid check, for Admit and AdmitCheck alike, and
+// admitOne applies c, a valid check, for Admit's batch of one, b, and
 // writes its decision to d: optimistically when it can
 // ([Store.admitOptimistic]), otherwise through the locked flow as a batch
-// of one planned in arrays of one on the stack. b is Admit's batch of c
-// alone, which ends evaluated either way; AdmitCheck has none, and a batch
-// of one is built on the stack only when the locked flow runs. A batch of
-// one cannot overflow its shard: New never makes more shards than MaxKeys,
-// so every shard holds at least one key.
+// of one planned in arrays of one on the stack ([Store.admitOneLocked]).
+// b ends evaluated either way. AdmitCheck takes the same two steps without
+// a batch, which the locked flow then builds on the stack only when it
+// runs. A batch of one cannot overflow its shard: New never makes more
+// shards than MaxKeys, so every shard holds at least one key.
 func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decision, b *domain.Batch) error {
-	key := c.CounterKey()
-	hash := key.Hash64()
+	hash := c.CounterKeyHash64()
 	i := s.shardAt(hash)
 	sh := &s.shards[i]
 	var seen observed
-	if done, err := s.admitOptimistic(ctx, c, &key, hash, sh, i, &seen, d); done {
-		if err != nil || b == nil {
+	if done, err := s.admitOptimistic(ctx, c, hash, sh, i, &seen, d); done {
+		if err != nil {
 			return err
 		}
 		// Admit's caller reads the batch: it evaluates what was observed,
@@ -121,15 +129,15 @@ func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decisio
 		}
 		return nil
 	}
-	return s.admitOneLocked(ctx, c, &key, hash, sh, i, d, b)
+	return s.admitOneLocked(ctx, c, hash, sh, i, d, b)
 }
 
 // admitOneLocked is admitOne's locked flow, kept out of line so that the
 // optimistic path's frame holds none of a plan.
 //
 //go:noinline
-func (s *Store) admitOneLocked(ctx context.Context, c *domain.Check, key *domain.CounterKey, hash uint64, sh *shard, i int, d *domain.Decision, b *domain.Batch) error {
-	checks := [1]planned{{key: *key, hash: hash, sh: sh, index: int32(i)}}
+func (s *Store) admitOneLocked(ctx context.Context, c *domain.Check, hash uint64, sh *shard, i int, d *domain.Decision, b *domain.Batch) error {
+	checks := [1]planned{{key: c.CounterKey(), hash: hash, sh: sh, index: int32(i)}}
 	shards := [1]planShard{{sh: sh, index: i, keys: 1}}
 	if b != nil {
 		return apply(s, ctx, b, &checks, &shards)
@@ -162,10 +170,10 @@ type observed struct {
 // the lock, one clock sample raised to the shard's latest time
 // ([Store.now], [shard.clamp]), the observation, the domain's evaluation
 // ([domain.EvaluateCheck], the rules of a batch of one) and the write of
-// the counter, which keeps its window. It writes c's decision to d and
-// what it observed to seen. It reports done=false, having changed nothing
-// but the shard's latest time, whenever any of that does not hold, and the
-// locked flow takes over:
+// the counter, which keeps its window. It writes c's decision to d and,
+// unless seen is nil, what it observed to seen. It reports done=false,
+// having changed nothing but the shard's latest time, whenever any of that
+// does not hold, and the locked flow takes over:
 //
 //   - the store is closed, the shard poisoned or ctx done;
 //   - the key is not found, or a holder of the shard's lock was at work
@@ -183,7 +191,7 @@ type observed struct {
 // The only code of someone else's that runs while the entry's lock is held
 // is an injected Clock: a panic there unlocks the entry and poisons the
 // shard before it goes on, as in the locked flow ([Store.sampleHolding]).
-func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, key *domain.CounterKey, hash uint64, sh *shard, index int, seen *observed, d *domain.Decision) (done bool, err error) {
+func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, hash uint64, sh *shard, index int, seen *observed, d *domain.Decision) (done bool, err error) {
 	seq := sh.seq.Load()
 	// Closed and poisoned are read after seq and before the entry is
 	// found, so that lockEntry's check of seq covers them: a recovery or a
@@ -193,7 +201,7 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, key *domai
 	if seq&1 != 0 || s.closed.Load() || sh.poisoned.Load() || ctx.Err() != nil {
 		return false, nil
 	}
-	e := sh.lockEntry(key, hash, seq)
+	e := sh.lockEntry(c, hash, seq)
 	if e == nil {
 		return false, nil
 	}
@@ -212,7 +220,9 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, key *domai
 		e.mu.Unlock()
 		return false, nil
 	}
-	seen.counter, seen.now = e.counter, now
+	if seen != nil {
+		seen.counter, seen.now = e.counter, now
+	}
 	o := domain.Observation{Counter: e.counter}
 	var next domain.Counter
 	commit, err := domain.EvaluateCheck(c, now, &o, &next, d)

@@ -22,36 +22,39 @@ import (
 // cells.
 //
 // Only the holder of the shard's lock changes an index, but the optimistic
-// path of a single check reads it without that lock: the array is published
-// through an atomic pointer and each cell is one atomic word, so such a
-// reader sees every cell whole. What it finds there may be stale; it
-// confirms a find under the entry's lock and the shard's sequence number.
+// path of a single check reads it without that lock: each cell is one
+// atomic word, so such a reader sees every cell whole. What it finds there
+// may be stale; it confirms a find under the entry's lock and the shard's
+// sequence number.
 type index struct {
-	// arr is the first word of the current generation of cells, nil until
-	// the first insert: see cells.
+	// arr is the first cell of the current generation of cells, nil until
+	// the first insert, and mask is that generation's length less one. A
+	// grown index gets a new array; readers still probing the old one see
+	// it as it was, complete. Both sit in the shard's first cache line,
+	// beside its sequence number: a reader without the shard's lock pairs
+	// them only after reading the sequence number, even and unchanged,
+	// before and after them (see shard.lockEntry), so that it never probes
+	// one generation's cells with another's mask.
 	arr   atomic.Pointer[atomic.Uint64]
+	mask  atomic.Uint64
 	count int
 }
 
-// cellArray is one generation of an index's cells. A grown index gets a
-// new one; readers still probing the old one see it as it was, complete.
+// cellArray is one generation of an index's cells.
 type cellArray struct {
 	mask  uint64
 	cells []atomic.Uint64
 }
 
-// load returns the current cells, or ok=false before the first insert. A
-// generation is one allocation: its mask, then its cells. The mask travels
-// with the cells it describes, so no reader can pair one generation's mask
-// with another's cells, and a probe loads one pointer and then only lines
-// of the array.
+// load returns the current cells, or ok=false before the first insert, for
+// the holder of the shard's lock.
 func (x *index) load() (a cellArray, ok bool) {
 	p := x.arr.Load()
 	if p == nil {
 		return cellArray{}, false
 	}
-	mask := p.Load()
-	return cellArray{mask: mask, cells: unsafe.Slice(p, mask+2)[1:]}, true
+	mask := x.mask.Load()
+	return cellArray{mask: mask, cells: unsafe.Slice(p, mask+1)}, true
 }
 
 // cell is one index position as its atomic word holds it: the low 32 bits
@@ -66,11 +69,11 @@ func (c cell) tag() uint32  { return uint32(c >> 32) }
 func (c cell) slot() int32  { return int32(uint32(c)) - 1 }
 func (c cell) home() uint64 { return uint64(c.tag()) }
 
-// cellAt returns cell i of the generation whose first word is p, for a
+// cellAt returns cell i of the generation whose first cell is p, for a
 // probe without the shard's lock: i is masked by that generation's own mask,
 // so it stays inside the allocation, and no slice is built per probe.
 func cellAt(p *atomic.Uint64, i uint64) cell {
-	return cell((*atomic.Uint64)(unsafe.Add(unsafe.Pointer(p), (i+1)*8)).Load())
+	return cell((*atomic.Uint64)(unsafe.Add(unsafe.Pointer(p), i*8)).Load())
 }
 
 // minCells is the smallest index allocated.
@@ -108,15 +111,14 @@ func (x *index) grow(a cellArray, hint int) cellArray {
 			n *= 2
 		}
 	}
-	words := make([]atomic.Uint64, n+1)
-	words[0].Store(uint64(n - 1))
-	grown := cellArray{mask: uint64(n - 1), cells: words[1:]}
+	grown := cellArray{mask: uint64(n - 1), cells: make([]atomic.Uint64, n)}
 	for i := range a.cells {
 		if c := cell(a.cells[i].Load()); !c.empty() {
 			grown.place(c)
 		}
 	}
-	x.arr.Store(&words[0])
+	x.arr.Store(&grown.cells[0])
+	x.mask.Store(grown.mask)
 	return grown
 }
 

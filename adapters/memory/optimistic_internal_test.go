@@ -39,12 +39,11 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 	// try runs c through the optimistic path alone and returns whether it
 	// took the check, and the stored counter's use afterwards.
 	try := func(t *testing.T, f fixture, ctx context.Context, c domain.Check) (bool, int64) {
-		key := c.CounterKey()
 		var (
 			seen observed
 			d    domain.Decision
 		)
-		done, err := f.s.admitOptimistic(ctx, &c, &key, key.Hash64(), f.sh, 0, &seen, &d)
+		done, err := f.s.admitOptimistic(ctx, &c, c.CounterKeyHash64(), f.sh, 0, &seen, &d)
 		require.NoError(t, err)
 		k := stored.CounterKey()
 		return done, f.sh.counter(must(f.sh.lookup(&k))).Used
@@ -69,9 +68,8 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 		seq := f.sh.seq.Load()
 		f.sh.lockWriter()
 		f.sh.unlockWriter()
-		k := stored.CounterKey()
-		require.Nil(t, f.sh.lockEntry(&k, k.Hash64(), seq), "a find across a change is not trusted")
-		e := f.sh.lockEntry(&k, k.Hash64(), f.sh.seq.Load())
+		require.Nil(t, f.sh.lockEntry(&stored, stored.CounterKeyHash64(), seq), "a find across a change is not trusted")
+		e := f.sh.lockEntry(&stored, stored.CounterKeyHash64(), f.sh.seq.Load())
 		require.NotNil(t, e)
 		e.mu.Unlock()
 	})

@@ -45,6 +45,11 @@ type shardState struct {
 	table
 }
 
+// The optimistic path reads the shard's sequence number, flags, clock floor,
+// earliest expiry and its index's cells and mask from one cache line: the
+// line fails to compile if the mask moves out of the first 64 bytes.
+var _ = [1]struct{}{}[(unsafe.Offsetof(shardState{}.table)+unsafe.Offsetof(table{}.index)+unsafe.Offsetof(index{}.mask))/64]
+
 // init prepares a shard of the given capacity.
 func (sh *shardState) init(capacity int) {
 	sh.capacity = capacity
@@ -92,20 +97,23 @@ func (sh *shard) clamp(t domain.Instant) domain.Instant {
 	}
 }
 
-// lockEntry finds the entry of k, whose digest is h, without the shard's
-// lock, for the optimistic path, and returns it with its lock held, or nil.
-// seq is the shard's sequence number read before anything else, even. The
-// find is trusted only if seq is unchanged once the entry's lock is held:
-// then no holder of the shard's lock changed anything while it ran, and
-// none will touch the entry before its lock is released. A probe is
+// lockEntry finds the entry of k's counter key, whose digest is h, without
+// building the key and without the shard's lock, for the optimistic path,
+// and returns it with its lock held, or nil. seq is the shard's sequence
+// number read before anything else, even. The index's cells and mask are
+// used only if seq is unchanged after both were read: they are then one
+// generation's, and every probe stays inside that generation's cells. The
+// find is trusted only if seq is still unchanged once the entry's lock is
+// held: then no holder of the shard's lock changed anything while it ran,
+// and none will touch the entry before its lock is released. A probe is
 // bounded by the cells of the array it reads, so a changing index cannot
 // keep it going.
-func (sh *shard) lockEntry(k *domain.CounterKey, h uint64, seq uint64) *entry {
+func (sh *shard) lockEntry(k *domain.Check, h uint64, seq uint64) *entry {
 	p := sh.index.arr.Load()
-	if p == nil {
+	mask := sh.index.mask.Load()
+	if p == nil || sh.seq.Load() != seq {
 		return nil
 	}
-	mask := p.Load()
 	tag := uint32(h)
 	i := h & mask
 	for range mask + 1 {
@@ -123,7 +131,7 @@ func (sh *shard) lockEntry(k *domain.CounterKey, h uint64, seq uint64) *entry {
 				e.mu.Unlock()
 				return nil
 			}
-			if sameKey(&e.key, k) {
+			if k.HasCounterKey(&e.key) {
 				return e
 			}
 			e.mu.Unlock()

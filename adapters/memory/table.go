@@ -256,6 +256,7 @@ func (t *table) removeExpired(now domain.Instant, limit int) int {
 // holder started.
 func (t *table) reset() {
 	t.index.arr.Store(nil)
+	t.index.mask.Store(0)
 	t.index.count = 0
 	for c := range t.chunks {
 		t.chunks[c].Store(nil)

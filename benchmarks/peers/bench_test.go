@@ -28,45 +28,14 @@ const (
 // BenchmarkHotKey checks one key over and over. Run with -cpu 1.
 func BenchmarkHotKey(b *testing.B) {
 	for _, c := range peers.Contenders() {
-		b.Run("lib="+c.ID, func(b *testing.B) {
-			subjects := peers.Subjects(0, 1)
-			l := newLimiter(b, c, subjects)
-			before := warm(b, l, subjects)
-			n, denied := 0, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if !l.Allow(0) {
-					denied++
-				}
-				n++
-			}
-			requireAllAllowed(b, denied, n)
-			requireCounted(b, l, subjects, before, func(int) int64 { return int64(n) })
-		})
+		b.Run("lib="+c.ID, func(b *testing.B) { benchHotKey(b, c) })
 	}
 }
 
 // BenchmarkKeys10k checks 10,000 keys round-robin. Run with -cpu 1.
 func BenchmarkKeys10k(b *testing.B) {
 	for _, c := range peers.Contenders() {
-		b.Run("lib="+c.ID, func(b *testing.B) {
-			subjects := peers.Subjects(0, keys10k)
-			l := newLimiter(b, c, subjects)
-			before := warm(b, l, subjects)
-			n, denied, i := 0, 0, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if !l.Allow(i) {
-					denied++
-				}
-				if i++; i == keys10k {
-					i = 0
-				}
-				n++
-			}
-			requireAllAllowed(b, denied, n)
-			requireCounted(b, l, subjects, before, roundRobin(n, keys10k))
-		})
+		b.Run("lib="+c.ID, func(b *testing.B) { benchKeys10k(b, c) })
 	}
 }
 
@@ -74,54 +43,91 @@ func BenchmarkKeys10k(b *testing.B) {
 // through keysPerGoroutine keys of its own. Run with -cpu 2.
 func BenchmarkParallel(b *testing.B) {
 	for _, c := range peers.Contenders() {
-		b.Run("lib="+c.ID, func(b *testing.B) {
-			procs := runtime.GOMAXPROCS(0)
-			subjects := peers.Subjects(0, procs*keysPerGoroutine)
-			l := newLimiter(b, c, subjects)
-			before := warm(b, l, subjects)
-			checks := make([]int, procs)
-			denied := make([]int, procs)
-			var next atomic.Int64
-			var extra atomic.Bool
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				g := int(next.Add(1) - 1)
-				if g >= procs {
-					// RunParallel starts GOMAXPROCS goroutines; one more
-					// would have no keys of its own.
-					extra.Store(true)
-					return
-				}
-				first := g * keysPerGoroutine
-				n, d, k := 0, 0, 0
-				for pb.Next() {
-					if !l.Allow(first + k) {
-						d++
-					}
-					if k++; k == keysPerGoroutine {
-						k = 0
-					}
-					n++
-				}
-				checks[g], denied[g] = n, d
-			})
-			b.StopTimer()
-			if extra.Load() {
-				b.Fatalf("RunParallel started more than %d goroutines", procs)
-			}
-			total, totalDenied := 0, 0
-			for g := range procs {
-				total += checks[g]
-				totalDenied += denied[g]
-			}
-			requireAllAllowed(b, totalDenied, total)
-			requireCounted(b, l, subjects, before, func(i int) int64 {
-				g := i / keysPerGoroutine
-				return roundRobin(checks[g], keysPerGoroutine)(i % keysPerGoroutine)
-			})
-		})
+		b.Run("lib="+c.ID, func(b *testing.B) { benchParallel(b, c) })
 	}
+}
+
+func benchHotKey(b *testing.B, c peers.Contender) {
+	subjects := peers.Subjects(0, 1)
+	l := newLimiter(b, c, subjects)
+	before := warm(b, l, subjects)
+	n, denied := 0, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.Allow(0) {
+			denied++
+		}
+		n++
+	}
+	requireAllAllowed(b, denied, n)
+	requireCounted(b, l, subjects, before, func(int) int64 { return int64(n) })
+}
+
+func benchKeys10k(b *testing.B, c peers.Contender) {
+	subjects := peers.Subjects(0, keys10k)
+	l := newLimiter(b, c, subjects)
+	before := warm(b, l, subjects)
+	n, denied, i := 0, 0, 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.Allow(i) {
+			denied++
+		}
+		if i++; i == keys10k {
+			i = 0
+		}
+		n++
+	}
+	requireAllAllowed(b, denied, n)
+	requireCounted(b, l, subjects, before, roundRobin(n, keys10k))
+}
+
+func benchParallel(b *testing.B, c peers.Contender) {
+	procs := runtime.GOMAXPROCS(0)
+	subjects := peers.Subjects(0, procs*keysPerGoroutine)
+	l := newLimiter(b, c, subjects)
+	before := warm(b, l, subjects)
+	checks := make([]int, procs)
+	denied := make([]int, procs)
+	var next atomic.Int64
+	var extra atomic.Bool
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		g := int(next.Add(1) - 1)
+		if g >= procs {
+			// RunParallel starts GOMAXPROCS goroutines; one more
+			// would have no keys of its own.
+			extra.Store(true)
+			return
+		}
+		first := g * keysPerGoroutine
+		n, d, k := 0, 0, 0
+		for pb.Next() {
+			if !l.Allow(first + k) {
+				d++
+			}
+			if k++; k == keysPerGoroutine {
+				k = 0
+			}
+			n++
+		}
+		checks[g], denied[g] = n, d
+	})
+	b.StopTimer()
+	if extra.Load() {
+		b.Fatalf("RunParallel started more than %d goroutines", procs)
+	}
+	total, totalDenied := 0, 0
+	for g := range procs {
+		total += checks[g]
+		totalDenied += denied[g]
+	}
+	requireAllAllowed(b, totalDenied, total)
+	requireCounted(b, l, subjects, before, func(i int) int64 {
+		g := i / keysPerGoroutine
+		return roundRobin(checks[g], keysPerGoroutine)(i % keysPerGoroutine)
+	})
 }
 
 // BenchmarkRetained reports the heap a limiter retains per tracked key

@@ -84,7 +84,10 @@ func (r *runlimit) Allow(i int) bool {
 	if r.perCheck {
 		return r.allow(domain.NewCheck(policy, r.hasher.KeyString(policy, r.subjects[i])))
 	}
-	return r.allow(r.checks[i])
+	// The check goes from the slice straight into Check, as a host passes
+	// a check it holds: no copy of it into a helper's argument first.
+	d, err := r.limiter.Check(r.ctx, r.checks[i])
+	return err == nil && d.Outcome() == domain.Allowed
 }
 
 func (r *runlimit) AllowSubject(s string) bool {
