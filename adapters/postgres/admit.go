@@ -273,23 +273,19 @@ func (a *admission) lockAndRead(ss *session, st *connState) (domain.Instant, err
 	p.reset()
 	var q pgconn.Batch
 	q.ExecStatement(st.stmts[stmtBegin], nil, nil, nil)
-	if a.one() {
-		p.addInt8(a.lockIDs, true)
-		p.addBytea(a.fps, true)
-		p.addBytea(a.sks, true)
-		p.addInt2(a.shards, true)
-		ss.addTimeouts(p)
-		q.ExecStatement(st.stmts[stmtLockOne], p.slice(), binaryFormat, binaryFormat)
-	} else {
-		ss.addTimeouts(p)
-		p.addInt8(a.lockIDs, false)
-		p.addBytea(a.fps, false)
-		p.addBytea(a.sks, false)
-		p.addInt2(a.shards, false)
-		args := p.slice()
-		q.ExecStatement(st.stmts[stmtLockMany], args[:3], binaryFormat, nil)
-		q.ExecStatement(st.stmts[stmtReadMany], args[3:], binaryFormat, binaryFormat)
+	scalar := a.one()
+	lock, read := stmtLockMany, stmtReadMany
+	if scalar {
+		lock, read = stmtLockOne, stmtReadOne
 	}
+	ss.addTimeouts(p)
+	p.addInt8(a.lockIDs, scalar)
+	p.addBytea(a.fps, scalar)
+	p.addBytea(a.sks, scalar)
+	p.addInt2(a.shards, scalar)
+	args := p.slice()
+	q.ExecStatement(st.stmts[lock], args[:3], binaryFormat, nil)
+	q.ExecStatement(st.stmts[read], args[3:], binaryFormat, binaryFormat)
 	if !ss.send(false) {
 		return 0, errCallerLeft
 	}
@@ -308,15 +304,11 @@ func (a *admission) lockAndRead(ss *session, st *connState) (domain.Instant, err
 	return now, nil
 }
 
-// readLocked reads round trip 1's answer: the results of BEGIN (and of the
-// advisory locks, for several checks), then the rows that report stored
-// counters, ledger rows and the clock sample.
+// readLocked reads round trip 1's answer: the results of BEGIN and of the
+// settings and advisory locks, then the rows that report stored counters,
+// ledger rows and the clock sample.
 func (a *admission) readLocked(mrr *pgconn.MultiResultReader) (domain.Instant, error) {
-	skip := 2 // BEGIN, settings and advisory locks
-	if a.one() {
-		skip = 1 // BEGIN
-	}
-	for range skip {
+	for range 2 { // BEGIN, settings and advisory locks
 		if !mrr.NextResult() {
 			return 0, errIncomplete
 		}
@@ -341,7 +333,7 @@ func (a *admission) readLocked(mrr *pgconn.MultiResultReader) (domain.Instant, e
 		// message; they are decoded before that.
 		var err error
 		if a.one() {
-			err = a.decodeLocked(rr.Values(), &now, &sampled)
+			err = a.decodeReadOne(rr.Values(), &now, &sampled)
 		} else {
 			err = a.decodeRow(rr.Values(), &now, &sampled)
 		}
@@ -356,22 +348,21 @@ func (a *admission) readLocked(mrr *pgconn.MultiResultReader) (domain.Instant, e
 	case bad != nil:
 		return 0, bad
 	case a.one() && rows != 1:
-		return 0, malformed("the lock returned no single row")
+		return 0, malformed("the read returned no single row")
 	case !sampled:
 		return 0, malformed("the read returned no clock sample")
 	}
 	return now, nil
 }
 
-// decodeLocked decodes runlimit_lock_counter's answer, one composite value
-// in binary format: used, started_at, expires_at (NULL when the key has no
-// row), shard_rows (NULL when it has one) and sampled_at.
-func (a *admission) decodeLocked(v [][]byte, now *domain.Instant, sampled *bool) error {
-	var f [5][]byte
-	if len(v) != 1 || !decodeRecord(v[0], f[:]) {
-		return malformed("the lock returned a malformed answer")
+// decodeReadOne decodes sqlReadOne's row, in binary format: used,
+// started_at, expires_at (NULL when the key has no row), shard_rows (NULL
+// when it has one) and the clock sample.
+func (a *admission) decodeReadOne(v [][]byte, now *domain.Instant, sampled *bool) error {
+	if len(v) != 5 {
+		return malformed("the read returned a malformed row")
 	}
-	return a.decodeOne(f[:], now, sampled)
+	return a.decodeOne(v, now, sampled)
 }
 
 // decodeOne decodes what a single check's round trip 1 reads, in either

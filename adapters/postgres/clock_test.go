@@ -181,3 +181,44 @@ type outcome struct {
 	outcome domain.Outcome
 	err     error
 }
+
+// A stored key needs no slot, so its admission never waits for its shard's
+// ledger row, which thousands of counters share: with that row locked by
+// another transaction, renewals on the shard are still admitted, on every
+// path. (The single check's read locks the ledger row only when it found
+// no counter; an admission that waited here would fail when its budget ran
+// out.)
+func TestAdmitOfAStoredKeyLeavesTheLedgerAlone(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"check", "one", "batch"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, postgres.Config{})
+			p := policy(t, "ledger.untouched", 5, time.Hour)
+			stored := f.checksInShard(t, p, 42, 2)
+			requireAllowed(t, admit(t, f.store, stored...))
+			checks := stored[:1]
+			if path == "batch" {
+				checks = stored
+			}
+
+			tx := f.hold(t)
+			_, err := tx.Exec(context.Background(), "SELECT FROM runlimit_capacity_shards WHERE capacity_shard = 42 FOR UPDATE")
+			require.NoError(t, err)
+			if path == "check" {
+				d, err := f.store.AdmitCheck(context.Background(), stored[0])
+				require.NoError(t, err)
+				require.Equal(t, domain.Allowed, d.Outcome())
+			} else {
+				requireAllowed(t, admit(t, f.store, checks...))
+			}
+			for _, c := range checks {
+				got, ok := f.stored(t, c)
+				require.True(t, ok)
+				require.Equal(t, int64(2), got.Used)
+			}
+			require.NoError(t, tx.Commit(context.Background()))
+			require.Equal(t, int64(2), f.ledger(t, 42))
+		})
+	}
+}

@@ -42,20 +42,22 @@
 // [Store.AdmitCheck] (the path app.Limiter.Check takes) runs the very same
 // flow: the check becomes a batch of one (domain.Batch.ResetSingle), so
 // the protocol, its error attribution, the evaluation and the finish are
-// written once. A batch of one, the common case, sends fewer statements in
-// the same two round trips: round trip 1 is BEGIN and one call of the
-// function runlimit_lock_counter, which takes the settings, the advisory
-// lock, the row lock, the ledger lock of a new key and the clock sample in
-// that order, each step a statement of its own inside the server; round
-// trip 2 is one UPDATE or INSERT and COMMIT.
+// written once. A batch of one, the common case, sends the same steps as
+// scalar statements, which cost the server less, in the same two round
+// trips: round trip 1 is BEGIN, one statement that sets the timeouts and
+// takes the advisory lock, and one that takes the row lock, the ledger lock
+// of a new key and the clock sample, in that order; round trip 2 is one
+// UPDATE or INSERT and COMMIT. (The previous release called the function
+// runlimit_lock_counter for round trip 1; its replicas still do, and this
+// one prepares the call, without running it, to make sure the schema has
+// version 6's objects.)
 //
 // A connection new to the store is made ready before it serves anyone: one
 // pipelined round trip sets its own timeouts, checks the session's settings
 // (see Server settings), takes its tables' share locks, prepares every
-// statement (under names starting with runlimit_) and runs the lock
-// function and the reads of the batch path and of the optimistic protocol
-// once, in a transaction it rolls back, so that the server compiles and
-// plans them.
+// statement (under names starting with runlimit_) and runs round trip 1 of
+// a single check and of a batch and the read of the optimistic protocol
+// once, in a transaction it rolls back, so that the server plans them.
 // What a connection has prepared is kept with it (in its PgConn's
 // CustomData), not in pgx's statement cache.
 //
@@ -121,8 +123,8 @@
 // serve one database at once: the optimistic insert takes the same
 // advisory lock as every locked admission that finds a key absent.
 //
-// What it saves: the lock function and its four settings, and the advisory
-// lock of a stored key, which cost the server more than the rest of the
+// What it saves: the settings statement and its four settings, and the
+// advisory lock of a stored key, which cost the server more than the rest of the
 // transaction; a denial costs one round trip instead of two. The timeout
 // statements cost a Bind and an Execute each, of a prepared statement
 // that reads no table, in a round trip that was sent anyway. In
@@ -230,8 +232,10 @@
 //     locking a row FOR UPDATE needs it; the ledger's counts are kept by its
 //     triggers);
 //   - EXECUTE on runlimit_lock_counter(bigint, bytea, bytea, smallint, text,
-//     text), and on pg_catalog.pg_advisory_xact_lock(bigint) (PUBLIC has
-//     both by default);
+//     text), which a connection prepares a call of when it is made ready
+//     (the previous release's replicas run it), and on
+//     pg_catalog.pg_advisory_xact_lock(bigint) (PUBLIC has both by
+//     default);
 //   - SELECT on runlimit_schema_version, for the runlimit status command.
 //
 // It must not own the schema or any object in it, be a member of their

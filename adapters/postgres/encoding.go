@@ -94,32 +94,6 @@ func appendTimeArray(b []byte, v []domain.Instant) []byte {
 	return b
 }
 
-// decodeRecord splits a composite value in binary format (a field count,
-// then each field's type, length or -1 for NULL, and bytes) into fields,
-// which must match its field count.
-func decodeRecord(b []byte, fields [][]byte) bool {
-	if len(b) < 4 || int(binary.BigEndian.Uint32(b)) != len(fields) {
-		return false
-	}
-	b = b[4:]
-	for i := range fields {
-		if len(b) < 8 {
-			return false
-		}
-		n := int32(binary.BigEndian.Uint32(b[4:]))
-		b = b[8:]
-		switch {
-		case n == -1:
-			fields[i] = nil
-		case n < 0 || int(n) > len(b):
-			return false
-		default:
-			fields[i], b = b[:n:n], b[n:]
-		}
-	}
-	return len(b) == 0
-}
-
 func decodeInt8(b []byte) (int64, bool) {
 	if len(b) != 8 {
 		return 0, false

@@ -6,8 +6,5 @@ import "github.com/jackc/pgx/v5/pgxpool"
 // explains its plan.
 func (s *Store) SQLCleanup() string { return s.sql.cleanup }
 
-// DecodeRecord is decodeRecord, for its table test.
-var DecodeRecord = decodeRecord
-
 // IsWarm reports whether conn holds the store's prepared statements.
 func (s *Store) IsWarm(conn *pgxpool.Conn) bool { return s.stateOf(conn.Conn().PgConn()) != nil }

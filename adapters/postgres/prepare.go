@@ -31,21 +31,20 @@ func (s *Store) stateOf(pc *pgconn.PgConn) *connState {
 var warmLockID = AdvisoryLockID(domain.CounterKey{})
 
 // warmQueries is how many statements warm runs besides its preparations:
-// BEGIN, the settings, the table locks, the four warming queries and
+// BEGIN, the settings, the table locks, the five warming queries and
 // ROLLBACK.
-const warmQueries = 8
+const warmQueries = 9
 
 // warmSettings is the index of sqlSettings' result among warm's results,
 // which follows BEGIN's.
 const warmSettings = 1
 
 // warm makes a cold connection ready in one round trip: it prepares every
-// statement and runs the ones whose first run costs most (the lock function,
-// whose PL/pgSQL is compiled and planned on a connection's first call, and
-// the reads of the batch path and of the optimistic protocol, planned on
-// theirs) in a transaction it rolls back.
-// The warm-up call names shard -1, which has no ledger row, and a key
-// without a counter, so it locks no row; its advisory lock is the zero
+// statement and runs round trip 1 of a single check and of a batch, and the
+// read of the optimistic protocol, whose first runs are planned, in a
+// transaction it rolls back.
+// The warm-up reads name shard -1, which has no ledger row, and a key
+// without a counter, so they lock no row; its advisory lock is the zero
 // key's.
 //
 // Before it prepares anything, the transaction sets its own statement
@@ -90,8 +89,8 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 		p.SendPrepare(st.name, st.sql, nil)
 	}
 	names := &s.sql.prepared
-	p.SendQueryPrepared(names[stmtLockOne].name,
-		[][]byte{lockID[:], zero[:], zero[:], shard, t[0], t[1]}, binaryFormat, binaryFormat)
+	p.SendQueryPrepared(names[stmtLockOne].name, [][]byte{t[0], t[1], lockID[:]}, binaryFormat, nil)
+	p.SendQueryPrepared(names[stmtReadOne].name, [][]byte{zero[:], zero[:], shard}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtLockMany].name, [][]byte{t[0], t[1], emptyInt8}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtReadMany].name, [][]byte{emptyBytea, emptyBytea, emptyInt2}, binaryFormat, binaryFormat)
 	p.SendQueryPrepared(names[stmtOptRead].name, [][]byte{zero[:], zero[:], shard}, binaryFormat, binaryFormat)

@@ -67,7 +67,7 @@ var ErrUntrustedSchema = migrations.ErrUntrustedSchema
 // migration's; a schema vendored into the host's migrations records none
 // and is judged by what follows) and reads the capacity ledger. Then it
 // makes the connection ready exactly as an admission does: it prepares
-// every statement and warms the lock function and the reads in a
+// every statement and runs the locks and reads in a
 // transaction it rolls back, on a connection that admissions have already
 // warmed too (its statements taken back first), so that a table dropped or
 // a privilege revoked since is found. Stats alone can succeed where every
@@ -127,7 +127,7 @@ func (s *Store) Ready(ctx context.Context) error {
 // privilege revoked since fails every admission on it (a prepared
 // statement is planned again, and fails, once its objects change), while
 // the checks before the warm-up, which never read the counters' table or
-// call the lock function, still pass. A warm-up that then fails leaves the
+// prepare a call of the lock function, still pass. A warm-up that then fails leaves the
 // connection cold, as a cold one's does.
 func (s *Store) cool(ss *session) error {
 	if s.stateOf(ss.pc) == nil {

@@ -40,7 +40,8 @@ type statements struct {
 // names the schema's objects first, so that a missing schema fails the
 // first preparation and leaves the connection with none of them.
 const (
-	stmtLockOne = iota
+	stmtReadOne = iota
+	stmtLockOne
 	stmtUpdateOne
 	stmtInsertOne
 	stmtLockMany
@@ -52,6 +53,7 @@ const (
 	stmtOptLock
 	stmtOptInsert
 	stmtOptTimeouts
+	stmtLockCounter
 	stmtBegin
 	stmtCommit
 	stmtCount
@@ -63,8 +65,8 @@ func newStatements(schema string) *statements {
 	q := strings.NewReplacer(
 		"{windows}", pgx.Identifier{schema, "runlimit_fixed_windows"}.Sanitize(),
 		"{ledger}", pgx.Identifier{schema, "runlimit_capacity_shards"}.Sanitize(),
-		"{lock_counter}", pgx.Identifier{schema, "runlimit_lock_counter"}.Sanitize(),
 		"{version_table}", pgx.Identifier{schema, migrations.VersionTable}.Sanitize(),
+		"{lock_counter}", pgx.Identifier{schema, "runlimit_lock_counter"}.Sanitize(),
 	).Replace
 	st := &statements{
 		stateKey:     "github.com/runlimit/runlimit/adapters/postgres:" + schema,
@@ -79,6 +81,7 @@ func newStatements(schema string) *statements {
 		stmtBegin:      sqlBegin,
 		stmtCommit:     sqlCommit,
 		stmtLockOne:    sqlLockOne,
+		stmtReadOne:    sqlReadOne,
 		stmtUpdateOne:  sqlUpdateOne,
 		stmtInsertOne:  sqlInsertOne,
 		stmtLockMany:   sqlLockMany,
@@ -91,6 +94,7 @@ func newStatements(schema string) *statements {
 		stmtOptLock:     sqlOptLock,
 		stmtOptInsert:   sqlOptInsert,
 		stmtOptTimeouts: sqlOptTimeouts,
+		stmtLockCounter: sqlLockCounter,
 	} {
 		// Names carry the schema's tag: stores of two schemas may share a
 		// pool.
@@ -103,7 +107,8 @@ func newStatements(schema string) *statements {
 var statementNames = [stmtCount]string{
 	stmtBegin:      "begin",
 	stmtCommit:     "commit",
-	stmtLockOne:    "lock_one",
+	stmtLockOne:    "lock_key",
+	stmtReadOne:    "read_one",
 	stmtUpdateOne:  "update_one",
 	stmtInsertOne:  "insert_one",
 	stmtLockMany:   "lock_many",
@@ -116,6 +121,7 @@ var statementNames = [stmtCount]string{
 	stmtOptLock:     "opt_lock",
 	stmtOptInsert:   "opt_insert",
 	stmtOptTimeouts: "opt_timeouts",
+	stmtLockCounter: "lock_counter",
 }
 
 const (
@@ -128,18 +134,69 @@ const (
 )
 
 // The statements of a batch of one check, whether it came through Admit
-// or AdmitCheck (admit.go runs both through one flow). Round trip 1 is
-// BEGIN and one call of runlimit_lock_counter, which takes the settings,
-// the advisory lock, the row lock, the ledger lock of a new key and the
-// clock sample in the protocol's order, statement after statement inside
-// the server; round trip 2 is one UPDATE or INSERT and COMMIT. Scalar
-// statements cost the server a fraction of the array ones below.
+// or AdmitCheck (admit.go runs both through one flow): the steps of the
+// batch statements below, in the same order, as scalar statements, which
+// cost the server a fraction of the array ones. Round trip 1 is BEGIN,
+// sqlLockOne and sqlReadOne; round trip 2 is one UPDATE or INSERT and
+// COMMIT.
+//
+// Round trip 1 used to be BEGIN and one call of the PL/pgSQL function
+// runlimit_lock_counter (sqlLockCounter), which took the same steps
+// statement after statement inside the server. That call cost the server
+// more than the statement it saved: entering the function, switching to
+// its pinned search_path and back, and building its composite answer
+// (benchmarks/README.md, fifth session, measures both with pgbench).
 const (
-	// sqlLockOne calls the function in the select list rather than in FROM:
-	// its answer comes back as one composite value, without the function
-	// scan and the tuple store that FROM would put around it. The casts
-	// leave exactly one function the call can mean.
-	sqlLockOne = `SELECT {lock_counter}($1::bigint, $2::bytea, $3::bytea, $4::smallint, $5::text, $6::text)`
+	// sqlLockCounter is the call of the previous release's round trip 1,
+	// which that release's replicas still make. It is prepared on every
+	// connection and never run: preparing it needs the function, so a
+	// connection is made ready only on a schema that has version 6's
+	// objects (a Rust Runlimit schema the migrations have not adopted, or
+	// an older one of this library's, lacks it), as when admissions called
+	// it. The casts leave exactly one function the call can mean.
+	sqlLockCounter = `SELECT {lock_counter}($1::bigint, $2::bytea, $3::bytea, $4::smallint, $5::text, $6::text)`
+
+	// sqlLockOne is sqlLockMany for one key: the transaction's settings, as
+	// a one-time filter that runs before the advisory lock is requested,
+	// then the key's advisory lock. $1 bounds statements and lock waits,
+	// $2 the client's pauses between statements, $3 is the lock id.
+	sqlLockOne = `SELECT pg_catalog.pg_advisory_xact_lock($3::bigint)
+WHERE (SELECT pg_catalog.set_config('statement_timeout', $1::text, true) IS NOT NULL
+          AND pg_catalog.set_config('lock_timeout', $1::text, true) IS NOT NULL
+          AND pg_catalog.set_config('idle_in_transaction_session_timeout', $2::text, true) IS NOT NULL
+          AND pg_catalog.set_config('enable_seqscan', 'off', true) IS NOT NULL)`
+
+	// sqlReadOne takes the remaining locks of one check and the clock
+	// sample in one statement, after sqlLockOne: under read committed its
+	// snapshot is taken only now, so it sees a counter that the previous
+	// holder of the key's advisory lock created. It always returns one row:
+	// used, started_at, expires_at (NULLs when the key has no row), the
+	// ledger count of the key's shard (only when it has none) and the
+	// clock.
+	//
+	// The joins run in the protocol's order, each waiting for its lock
+	// before the next begins:
+	//
+	//  1. l: the key's counter, read and locked. A row updated while we
+	//     waited is re-read in its latest version; one deleted meanwhile is
+	//     not there.
+	//  2. g: the ledger row of the key's shard, locked only when l found no
+	//     counter. It reads l, so it runs after it, and its condition on l
+	//     is a one-time filter in front of the ledger's scan: a renewal
+	//     never queues on a ledger row shared with thousands of counters.
+	//  3. The clock, in the select list of the outermost join, which is
+	//     evaluated once both joins have produced their row, every lock
+	//     held.
+	sqlReadOne = `SELECT l.used, l.window_started_at, l.window_expires_at, g.row_count, pg_catalog.clock_timestamp()
+FROM (SELECT) AS one
+LEFT JOIN (SELECT w.used, w.window_started_at, w.window_expires_at
+           FROM {windows} AS w
+           WHERE w.config_fingerprint = $1::bytea AND w.subject_key = $2::bytea
+           FOR UPDATE) AS l ON true
+LEFT JOIN LATERAL (SELECT c.row_count
+                   FROM {ledger} AS c
+                   WHERE c.capacity_shard = $3::smallint AND l.used IS NULL
+                   FOR UPDATE) AS g ON true`
 
 	sqlUpdateOne = `UPDATE {windows}
 SET used = $3::bigint, window_started_at = $4::timestamptz, window_expires_at = $5::timestamptz
