@@ -85,6 +85,16 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 			p.free()
 		}
 	}()
+	if s != nil {
+		// Members of later waves count as not started from now on, so
+		// that a held clock read of an earlier wave waits for them to
+		// join, enter the store and park.
+		for _, w := range workers {
+			if w.wave > 0 {
+				s.pending.Add(1)
+			}
+		}
+	}
 	var members []*member
 	for wave := range waves {
 		start := make(chan struct{})
@@ -106,6 +116,9 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 				var m *member
 				if s != nil {
 					m = s.add(&member{name: w.name, free: w.watched, pin: pn})
+					if w.wave > 0 {
+						s.pending.Add(-1)
+					}
 				}
 				joined <- m
 				<-start
@@ -143,13 +156,29 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 }
 
 // waitSettled waits until each of members holds its locks or waits for
-// one, for a while at most: a later wave that starts early only makes the
-// race less pointed.
+// one, for a while at most (maxHold, or maxStartWait while one of them has
+// not yet entered the store): a later wave that starts early only makes
+// the race less pointed.
 func (f *fixture) waitSettled(s *schedule, members []*member) {
-	deadline := time.Now().Add(maxHold)
-	for time.Now().Before(deadline) && !s.settled(members...) {
+	start := time.Now()
+	for !s.settled(members...) {
+		waited := time.Since(start)
+		if waited >= maxStartWait || waited >= maxHold && !anyNotEntered(members) {
+			return
+		}
 		time.Sleep(pollEvery)
 	}
+}
+
+// anyNotEntered reports whether one of members, not finished, has not yet
+// called the store.
+func anyNotEntered(members []*member) bool {
+	for _, m := range members {
+		if !m.done.Load() && !m.entered.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // waitRace waits for every worker to finish, and fails the case when they
@@ -412,12 +441,18 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 }
 
 // waitBlockedOrDone waits until m has finished, or has stayed parked
-// inside the store for blockedFor, for maxHold at most: a store that spins
-// instead of parking only makes the race less pointed.
+// inside the store for blockedFor, for maxHold at most once m has called
+// the store (maxStartWait before): a store that spins instead of parking
+// only makes the race less pointed.
 func (f *fixture) waitBlockedOrDone(s *schedule, m *member) {
-	deadline := time.Now().Add(maxHold)
+	start := time.Now()
 	var since time.Time
-	for time.Now().Before(deadline) && !m.done.Load() {
+	for !m.done.Load() {
+		// A member that has not yet called the store is only slow to
+		// start.
+		if waited := time.Since(start); waited >= maxStartWait || waited >= maxHold && m.entered.Load() {
+			return
+		}
 		switch {
 		case !s.parkedInStore(m):
 			since = time.Time{}

@@ -31,8 +31,12 @@ import (
 // unlocks between deciding and writing then lets that waiter read before it
 // writes, every time.
 //
-// A hold never lasts more than maxHold, so a store that spins instead of
-// parking (a spin lock, a retry loop) is only slowed down, never failed.
+// A hold never lasts more than maxHold once every member has entered the
+// store, so a store that spins instead of parking (a spin lock, a retry
+// loop) is only slowed down, never failed. A member that has not yet
+// joined, or not yet entered the store, is only slow to start, as
+// goroutines are on a loaded machine: a hold waits for it up to
+// maxStartWait, so that the race stays pointed however late it starts.
 type schedule struct {
 	mu      sync.Mutex
 	members map[int64]*member
@@ -40,14 +44,24 @@ type schedule struct {
 	// sawClock: a member read a ManualClock, so the store runs in this
 	// process and its members park only on each other.
 	sawClock atomic.Bool
+	// pending counts the members of later waves of a race that have not
+	// joined yet: a hold waits for them as for members outside the store.
+	pending atomic.Int32
 }
 
 const (
 	// settle is how long the other members must stay quiet before a held
 	// clock read returns: longer than sync.Mutex's 1 ms starvation threshold.
 	settle = 2 * time.Millisecond
-	// maxHold bounds one held clock read.
+	// maxHold bounds one held clock read, once every member has entered
+	// the store.
 	maxHold = 250 * time.Millisecond
+	// maxStartWait bounds how long a held clock read, or a case waiting
+	// for members to settle, waits for members that have not started: not
+	// joined the schedule, or not yet entered the store. Starting takes
+	// microseconds on an idle machine, and only a loaded one comes near
+	// it.
+	maxStartWait = 10 * time.Second
 	// pollEvery is how often a held clock read looks at the other members.
 	// Each look stops the world to read every goroutine's state, so it is
 	// not much more often than settle needs.
@@ -59,6 +73,8 @@ type member struct {
 	name    string
 	id      atomic.Int64
 	inStore atomic.Bool
+	// entered: the member has called the store at least once.
+	entered atomic.Bool
 	inClock atomic.Bool
 	done    atomic.Bool
 	// pin, when set, holds the member's first clock read just after it has
@@ -153,6 +169,7 @@ func readIfRacing(read func() time.Duration) time.Duration {
 // nothing on a nil member: a race without a schedule.
 func (m *member) enter() {
 	if m != nil {
+		m.entered.Store(true)
 		m.inStore.Store(true)
 	}
 }
@@ -197,12 +214,17 @@ func (s *schedule) inClock(id int64, read func() time.Duration) time.Duration {
 	return read()
 }
 
-// hold waits until every member but m is quiet, for maxHold at most.
+// hold waits until every member but m is quiet, for maxHold at most once
+// every member has entered the store, and for maxStartWait at most.
 func (s *schedule) hold(m *member) {
-	deadline := time.Now().Add(maxHold)
+	start := time.Now()
 	var quietSince time.Time
-	for time.Now().Before(deadline) {
-		if s.othersQuiet(m) {
+	for {
+		quiet, starting := s.othersQuiet(m)
+		if waited := time.Since(start); waited >= maxStartWait || !starting && waited >= maxHold {
+			return
+		}
+		if quiet {
 			if quietSince.IsZero() {
 				quietSince = time.Now()
 			} else if time.Since(quietSince) >= settle {
@@ -216,26 +238,36 @@ func (s *schedule) hold(m *member) {
 }
 
 // othersQuiet reports whether every member but self is finished, inside
-// the clock, or parked inside the store.
-func (s *schedule) othersQuiet(self *member) bool {
+// the clock, or parked inside the store, and whether some member has not
+// started: a member of a later wave has not joined yet, or a member has
+// not yet entered the store.
+func (s *schedule) othersQuiet(self *member) (quiet, starting bool) {
+	if s.pending.Load() > 0 {
+		return false, true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, m := range s.members {
+		if m != self && !m.done.Load() && !m.inClock.Load() && !m.entered.Load() {
+			return false, true
+		}
+	}
 	var states map[int64]string
 	for id, m := range s.members {
 		if m == self || m.done.Load() || m.inClock.Load() {
 			continue
 		}
 		if !m.inStore.Load() {
-			return false
+			return false, false
 		}
 		if states == nil {
 			states = s.states()
 		}
 		if !parked(states[id]) {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, false
 }
 
 // stuck reports whether every unfinished member is parked inside the store
