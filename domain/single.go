@@ -58,14 +58,28 @@ func (b *Batch) ResetSingle(c *Check) error {
 // d is nil ([ErrBatchProtocol]: the store's mistake) or the stored counter
 // is corrupt.
 func EvaluateCheck(c *Check, now Instant, o *Observation, next *Counter, d *Decision) (commit bool, err error) {
-	if err := ValidateCheck(c); err != nil {
-		return false, err
+	// The common case, a valid check of an active window, calls nothing:
+	// every test is in line, and the rest is evaluateSlow's, so the
+	// function needs no frame to spill into.
+	if c == nil || !c.valid || o == nil || next == nil || d == nil || !o.Counter.valid(c.def) {
+		return false, evaluateProblem(c, o, next, d)
 	}
-	if o == nil || next == nil || d == nil {
-		return false, ErrBatchProtocol
-	}
-	if !o.Counter.valid(c.def) {
-		return false, &CorruptCounterError{Index: 0}
+	if o.Counter.Active(now) {
+		return evaluateActive(c, now, &o.Counter, next, d), nil
 	}
 	return evaluate(c, now, o, next, d), nil
+}
+
+// evaluateProblem names what EvaluateCheck refuses, in its documented
+// order: the check, then the store's nil pointers, then the counter.
+//
+//go:noinline
+func evaluateProblem(c *Check, o *Observation, next *Counter, d *Decision) error {
+	if err := ValidateCheck(c); err != nil {
+		return err
+	}
+	if o == nil || next == nil || d == nil {
+		return ErrBatchProtocol
+	}
+	return &CorruptCounterError{Index: 0}
 }
