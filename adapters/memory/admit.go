@@ -205,15 +205,21 @@ type observed struct {
 func (s *Store) admitOptimistic(c *domain.Check, hash uint64, sh *shard, index int, seen *observed, d *domain.Decision) (done bool, err error) {
 	seq := sh.seq.Load()
 	// Closed and poisoned are read after seq and before the entry is
-	// found, so that lockEntry's check of seq covers them: a recovery or a
-	// poisoning of the shard in between moves seq, and the locked flow
-	// takes over. Read after lockEntry, they could miss a RecoverPoisoned
-	// that ran entirely between the two, and decide on a discarded entry.
+	// found, so that the check of seq under the entry's lock covers them:
+	// a recovery or a poisoning of the shard in between moves seq, and the
+	// locked flow takes over. Read under the entry's lock, they could miss
+	// a RecoverPoisoned that ran entirely between the two, and decide on a
+	// discarded entry.
 	if seq&1 != 0 || s.closed.Load() || sh.poisoned.Load() {
 		return false, nil
 	}
-	e := sh.lockEntry(c, hash, seq)
+	e := sh.findEntry(hash, seq)
 	if e == nil {
+		return false, nil
+	}
+	e.mu.Lock()
+	if !sh.holds(e, c, seq) {
+		e.mu.Unlock()
 		return false, nil
 	}
 	var now domain.Instant
