@@ -381,9 +381,10 @@ func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision)
 }
 
 // evaluateActive is evaluate for cur, a valid counter active at now: a
-// quota denial, or the check's cost added to the window. It is small
-// enough to be inlined where a single check is evaluated.
+// quota denial, or the check's cost added to the window. next may be cur:
+// every field of cur is read before next is written.
 func evaluateActive(c *Check, now Instant, cur *Counter, next *Counter, d *Decision) bool {
+	used, start, expires := cur.Used, cur.Start, cur.Expires
 	// Time never runs backwards for a key: a store clock behind the
 	// window's start is read as the start, so no duration below can
 	// exceed the window. Every caller has checked the counter
@@ -391,17 +392,17 @@ func evaluateActive(c *Check, now Instant, cur *Counter, next *Counter, d *Decis
 	// the window, so the microseconds left are positive and, as a
 	// Duration, at most the window: exact without Instant.Sub's saturating
 	// arithmetic.
-	left := time.Duration(cur.Expires-max(now, cur.Start)) * time.Microsecond
+	left := time.Duration(expires-max(now, start)) * time.Microsecond
 	limit := c.def.limit
-	if c.cost > limit-cur.Used {
+	if c.cost > limit-used {
 		*d = denied(QuotaExhausted, left, true)
 		if c.mode == Shadow {
 			d.outcome = ShadowDenied
 		}
 		return false
 	}
-	used := cur.Used + c.cost
-	*next = Counter{Used: used, Start: cur.Start, Expires: cur.Expires}
+	used += c.cost
+	*next = Counter{Used: used, Start: start, Expires: expires}
 	*d = allowed(limit, limit-used, left)
 	return true
 }

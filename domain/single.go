@@ -83,3 +83,40 @@ func evaluateProblem(c *Check, o *Observation, next *Counter, d *Decision) error
 	}
 	return &CorruptCounterError{Index: 0}
 }
+
+// EvaluateCounter is [EvaluateCheck] for a store that holds a stored key's
+// counter in memory, under the key's lock: it evaluates c against *counter
+// as EvaluateCheck does against an observation of it, and on commit writes
+// the counter to persist over *counter. On a denial or an error *counter
+// is unchanged. It spares such a store building an observation and
+// copying the new counter back on every admission.
+//
+// The counter must be a stored one (Used > 0): an absent key's admission
+// needs what only an [Observation] says, whether its partition is full.
+// EvaluateCounter returns the errors EvaluateCheck returns, in the same
+// order, and [ErrBatchProtocol] for a nil counter or d and for an absent
+// counter.
+func EvaluateCounter(c *Check, now Instant, counter *Counter, d *Decision) (commit bool, err error) {
+	if c == nil || !c.valid || counter == nil || d == nil || counter.Used == 0 || !counter.valid(c.def) {
+		return false, evaluateCounterProblem(c, counter, d)
+	}
+	if counter.Active(now) {
+		return evaluateActive(c, now, counter, counter, d), nil
+	}
+	o := Observation{Counter: *counter}
+	return evaluate(c, now, &o, counter, d), nil
+}
+
+// evaluateCounterProblem names what EvaluateCounter refuses, in its
+// documented order.
+//
+//go:noinline
+func evaluateCounterProblem(c *Check, counter *Counter, d *Decision) error {
+	if err := ValidateCheck(c); err != nil {
+		return err
+	}
+	if counter == nil || d == nil || counter.Used == 0 {
+		return ErrBatchProtocol
+	}
+	return &CorruptCounterError{Index: 0}
+}

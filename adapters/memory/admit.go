@@ -179,8 +179,8 @@ type observed struct {
 // It runs the steps of the locked flow in the same order on the one key:
 // the lock, one clock sample raised to the shard's latest time
 // ([Store.now], [shard.clamp]), the observation, the domain's evaluation
-// ([domain.EvaluateCheck], the rules of a batch of one) and the write of
-// the counter, which keeps its window. It writes c's decision to d and,
+// ([domain.EvaluateCounter], the rules of a batch of one), which writes
+// the counter in place, keeping its window. It writes c's decision to d and,
 // unless seen is nil, what it observed to seen. It reports done=false,
 // having changed nothing but the shard's latest time, whenever any of that
 // does not hold, and the locked flow takes over:
@@ -240,9 +240,10 @@ func (s *Store) admitOptimistic(c *domain.Check, hash uint64, sh *shard, index i
 	if seen != nil {
 		seen.counter, seen.now = e.counter, now
 	}
-	o := domain.Observation{Counter: e.counter}
-	var next domain.Counter
-	commit, err := domain.EvaluateCheck(c, now, &o, &next, d)
+	// The domain evaluates the entry's counter in place: it writes the
+	// counter only when the check commits.
+	expires := e.counter.Expires
+	commit, err := domain.EvaluateCounter(c, now, &e.counter, d)
 	if lagging && err == nil && d.Outcome() != domain.Allowed {
 		// A CoarseClock's reading may trail the window's end: the locked
 		// flow decides again at the exact time, so lag never denies.
@@ -250,15 +251,13 @@ func (s *Store) admitOptimistic(c *domain.Check, hash uint64, sh *shard, index i
 		e.mu.Unlock()
 		return false, nil
 	}
-	if commit {
-		if next.Expires != e.counter.Expires {
-			// An active window keeps its expiry; a domain that moved it
-			// would leave the heap wrong. Fail closed.
-			e.mu.Unlock()
-			s.poisonShard(index)
-			panic("runlimit: memory store: an active window moved its expiry")
-		}
-		e.counter = next
+	if commit && e.counter.Expires != expires {
+		// An active window keeps its expiry; a domain that moved it has
+		// left the heap wrong. Fail closed: the poisoned shard serves
+		// nothing until RecoverPoisoned empties it.
+		e.mu.Unlock()
+		s.poisonShard(index)
+		panic("runlimit: memory store: an active window moved its expiry")
 	}
 	e.mu.Unlock()
 	if err != nil {
