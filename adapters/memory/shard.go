@@ -108,7 +108,8 @@ func (sh *shard) clamp(t domain.Instant) domain.Instant {
 // going. Another key with the same tag earlier on the run makes the
 // optimistic path step aside, which costs that key only the locked flow.
 //
-// It calls nothing, so the probe runs without a frame to spill into.
+// Its one call, to the entry's lookup, is its last act: the probe keeps
+// nothing live across a call, so it spills nothing.
 func (sh *shard) findEntry(h uint64, seq uint64) *entry {
 	p := sh.index.arr.Load()
 	mask := sh.index.mask.Load()
