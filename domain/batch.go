@@ -344,9 +344,11 @@ func (c *Counter) valid(p *policyDef) bool {
 	// length in microseconds, whatever their signs, and a policy's window
 	// is whole milliseconds: comparing microseconds is Expires.Sub(Start)
 	// <= window without Sub's saturating arithmetic, and keeps valid small
-	// enough to be inlined on every admission.
+	// enough to be inlined on every admission. A policy's window is
+	// positive, so its microseconds are an unsigned division: a multiply
+	// and a shift, where a signed one adds a sign correction.
 	return c.Used > 0 && c.Used <= p.limit && c.Start < c.Expires &&
-		uint64(c.Expires)-uint64(c.Start) <= uint64(p.window/time.Microsecond)
+		uint64(c.Expires)-uint64(c.Start) <= uint64(p.window)/uint64(time.Microsecond)
 }
 
 // evaluate applies the anchored fixed-window rule to one counter, writing
@@ -359,32 +361,11 @@ func (c *Counter) valid(p *policyDef) bool {
 // checks, observations and decisions by value cost several times the rule
 // itself.
 func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision) bool {
-	p := c.def
 	cur := &o.Counter
 	if cur.Active(now) {
-		// Time never runs backwards for a key: a store clock behind the
-		// window's start is read as the start, so no duration below can
-		// exceed the window.
-		if now < cur.Start {
-			now = cur.Start
-		}
-		// Every caller has checked the counter (Counter.valid): now is in
-		// [Start, Expires), which spans at most the window, so the
-		// microseconds left are positive and, as a Duration, at most the
-		// window: exact without Instant.Sub's saturating arithmetic.
-		left := time.Duration(cur.Expires-now) * time.Microsecond
-		if c.cost > p.limit-cur.Used {
-			*d = denied(QuotaExhausted, left, true)
-			if c.mode == Shadow {
-				d.outcome = ShadowDenied
-			}
-			return false
-		}
-		used := cur.Used + c.cost
-		*next = Counter{Used: used, Start: cur.Start, Expires: cur.Expires}
-		*d = allowed(p.limit, p.limit-used, left)
-		return true
+		return evaluateActive(c, now, cur, next, d)
 	}
+	p := c.def
 	if !cur.Present() && o.Full {
 		*d = denied(StorageCapacity, 0, false)
 		if o.HasEarliestExpiry {
@@ -396,5 +377,32 @@ func evaluate(c *Check, now Instant, o *Observation, next *Counter, d *Decision)
 	// this key is renewed in place and needs no new slot.
 	*next = Counter{Used: c.cost, Start: now, Expires: now.Add(p.window)}
 	*d = allowed(p.limit, p.limit-c.cost, p.window)
+	return true
+}
+
+// evaluateActive is evaluate for cur, a valid counter active at now: a
+// quota denial, or the check's cost added to the window. next may be cur:
+// every field of cur is read before next is written.
+func evaluateActive(c *Check, now Instant, cur *Counter, next *Counter, d *Decision) bool {
+	used, start, expires := cur.Used, cur.Start, cur.Expires
+	// Time never runs backwards for a key: a store clock behind the
+	// window's start is read as the start, so no duration below can
+	// exceed the window. Every caller has checked the counter
+	// (Counter.valid): now is then in [Start, Expires), which spans at most
+	// the window, so the microseconds left are positive and, as a
+	// Duration, at most the window: exact without Instant.Sub's saturating
+	// arithmetic.
+	left := time.Duration(expires-max(now, start)) * time.Microsecond
+	limit := c.def.limit
+	if c.cost > limit-used {
+		*d = denied(QuotaExhausted, left, true)
+		if c.mode == Shadow {
+			d.outcome = ShadowDenied
+		}
+		return false
+	}
+	used += c.cost
+	*next = Counter{Used: used, Start: start, Expires: expires}
+	*d = allowed(limit, limit-used, left)
 	return true
 }

@@ -97,28 +97,30 @@ func (h KeyHasher) derive(p *Policy, subject string) SubjectKey {
 	if st == nil {
 		return SubjectKey{}
 	}
-	// Both hashes are this call's own. sha256.New is inlined here, so the
-	// compiler knows their type, calls their methods directly and keeps
-	// them, and the subject, on the stack: no allocation, no pool, and
-	// nothing of a subject left behind on the heap. Restoring a keyed state
-	// cannot fail, as the same implementation produced it in NewKeyHasher;
-	// restoring instead of rebuilding the HMAC saves two block compressions.
-	inner := sha256.New()
-	_ = inner.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.inner)
+	// One digest, this call's own, computes the inner hash and then the
+	// outer one. sha256.New is inlined here, so the compiler knows its
+	// type, calls its methods directly and keeps it, and the subject, on
+	// the stack: no allocation, no pool, and nothing of a subject left
+	// behind on the heap. Restoring a keyed state cannot fail, as the same
+	// implementation produced it in NewKeyHasher; restoring instead of
+	// rebuilding the HMAC saves two block compressions, and restoring the
+	// outer state over the inner one replaces the digest whole.
+	d := sha256.New()
+	restore := d.(encoding.BinaryUnmarshaler)
+	_ = restore.UnmarshalBinary(st.inner)
 	// The zero Policy's identifiers are empty.
 	prefix := subjectKeyDomain + "\x00\x00\x00"
 	if p.def != nil {
 		prefix = p.def.keyPrefix
 	}
 	// Write only reads the strings' bytes, and only during the call.
-	inner.Write(unsafe.Slice(unsafe.StringData(prefix), len(prefix)))
-	inner.Write(unsafe.Slice(unsafe.StringData(subject), len(subject)))
+	d.Write(unsafe.Slice(unsafe.StringData(prefix), len(prefix)))
+	d.Write(unsafe.Slice(unsafe.StringData(subject), len(subject)))
 	var sum [sha256.Size]byte
-	inner.Sum(sum[:0])
-	outer := sha256.New()
-	_ = outer.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.outer)
-	outer.Write(sum[:])
-	outer.Sum(sum[:0])
+	d.Sum(sum[:0])
+	_ = restore.UnmarshalBinary(st.outer)
+	d.Write(sum[:])
+	d.Sum(sum[:0])
 	return SubjectKey{masked: maskKey(&sum), set: true}
 }
 

@@ -58,14 +58,65 @@ func (b *Batch) ResetSingle(c *Check) error {
 // d is nil ([ErrBatchProtocol]: the store's mistake) or the stored counter
 // is corrupt.
 func EvaluateCheck(c *Check, now Instant, o *Observation, next *Counter, d *Decision) (commit bool, err error) {
-	if err := ValidateCheck(c); err != nil {
-		return false, err
+	// The common case, a valid check of an active window, calls nothing:
+	// every test is in line, and the rest is evaluateSlow's, so the
+	// function needs no frame to spill into.
+	if c == nil || !c.valid || o == nil || next == nil || d == nil || !o.Counter.valid(c.def) {
+		return false, evaluateProblem(c, o, next, d)
 	}
-	if o == nil || next == nil || d == nil {
-		return false, ErrBatchProtocol
-	}
-	if !o.Counter.valid(c.def) {
-		return false, &CorruptCounterError{Index: 0}
+	if o.Counter.Active(now) {
+		return evaluateActive(c, now, &o.Counter, next, d), nil
 	}
 	return evaluate(c, now, o, next, d), nil
+}
+
+// evaluateProblem names what EvaluateCheck refuses, in its documented
+// order: the check, then the store's nil pointers, then the counter.
+//
+//go:noinline
+func evaluateProblem(c *Check, o *Observation, next *Counter, d *Decision) error {
+	if err := ValidateCheck(c); err != nil {
+		return err
+	}
+	if o == nil || next == nil || d == nil {
+		return ErrBatchProtocol
+	}
+	return &CorruptCounterError{Index: 0}
+}
+
+// EvaluateCounter is [EvaluateCheck] for a store that holds a stored key's
+// counter in memory, under the key's lock: it evaluates c against *counter
+// as EvaluateCheck does against an observation of it, and on commit writes
+// the counter to persist over *counter. On a denial or an error *counter
+// is unchanged. It spares such a store building an observation and
+// copying the new counter back on every admission.
+//
+// The counter must be a stored one (Used > 0): an absent key's admission
+// needs what only an [Observation] says, whether its partition is full.
+// EvaluateCounter returns the errors EvaluateCheck returns, in the same
+// order, and [ErrBatchProtocol] for a nil counter or d and for an absent
+// counter.
+func EvaluateCounter(c *Check, now Instant, counter *Counter, d *Decision) (commit bool, err error) {
+	if c == nil || !c.valid || counter == nil || d == nil || counter.Used == 0 || !counter.valid(c.def) {
+		return false, evaluateCounterProblem(c, counter, d)
+	}
+	if counter.Active(now) {
+		return evaluateActive(c, now, counter, counter, d), nil
+	}
+	o := Observation{Counter: *counter}
+	return evaluate(c, now, &o, counter, d), nil
+}
+
+// evaluateCounterProblem names what EvaluateCounter refuses, in its
+// documented order.
+//
+//go:noinline
+func evaluateCounterProblem(c *Check, counter *Counter, d *Decision) error {
+	if err := ValidateCheck(c); err != nil {
+		return err
+	}
+	if counter == nil || d == nil || counter.Used == 0 {
+		return ErrBatchProtocol
+	}
+	return &CorruptCounterError{Index: 0}
 }

@@ -174,3 +174,92 @@ func TestEvaluateCheckRejectsInvalidInputAndCorruptState(t *testing.T) {
 	require.True(t, errors.As(err, &ce), "got %v", err)
 	require.Equal(t, domain.Counter{}, next, "nothing to persist after an error")
 }
+
+// TestEvaluateCounterMatchesEvaluateCheck drives random stored counters
+// through EvaluateCounter and EvaluateCheck: a store that evaluates its
+// counter in place must decide and persist exactly as one that observes
+// it, and must be left with its counter unchanged whenever nothing is
+// committed.
+func TestEvaluateCounterMatchesEvaluateCheck(t *testing.T) {
+	t.Parallel()
+
+	hasher, err := domain.NewKeyHasher([]byte("single-check-test-secret-32bytes"))
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 2000 {
+		limit := 1 + rng.Int64N(10)
+		window := time.Duration(1+rng.Int64N(1000)) * time.Millisecond
+		p := domain.MustPolicy("single", "counter", limit, window)
+		if rng.IntN(2) == 0 {
+			p, err = p.WithMode(domain.Shadow)
+			require.NoError(t, err)
+		}
+		c, err := domain.NewCheckCost(p, hasher.KeyString(p, "subject"), 1+rng.Int64N(limit))
+		require.NoError(t, err)
+		start := domain.Instant(rng.Int64N(1_000_000))
+		stored := domain.Counter{Used: 1 + rng.Int64N(limit), Start: start, Expires: start.Add(window)}
+		// Active, expired, and behind the window's start.
+		now := start.Add(time.Duration(rng.Int64N(int64(2*window+window/2))) - window/2)
+
+		var next domain.Counter
+		var want domain.Decision
+		wantCommit, err := domain.EvaluateCheck(&c, now, &domain.Observation{Counter: stored}, &next, &want)
+		require.NoError(t, err)
+
+		counter := stored
+		var d domain.Decision
+		commit, err := domain.EvaluateCounter(&c, now, &counter, &d)
+		require.NoError(t, err)
+		require.Equal(t, wantCommit, commit, "case %d: commit", i)
+		require.Equal(t, want, d, "case %d: decision", i)
+		if commit {
+			require.Equal(t, next, counter, "case %d: the counter to persist", i)
+		} else {
+			require.Equal(t, stored, counter, "case %d: nothing written without a commit", i)
+		}
+	}
+}
+
+func TestEvaluateCounterRejectsInvalidInputAndCorruptState(t *testing.T) {
+	t.Parallel()
+
+	hasher, err := domain.NewKeyHasher([]byte("single-check-test-secret-32bytes"))
+	require.NoError(t, err)
+	p := domain.MustPolicy("single", "counter", 2, time.Second)
+	c := domain.NewCheck(p, hasher.KeyString(p, "subject"))
+	stored := domain.Counter{Used: 1, Start: 0, Expires: 1_000_000}
+	var d domain.Decision
+
+	zero := domain.Check{}
+	counter := stored
+	commit, err := domain.EvaluateCounter(&zero, 5, &counter, &d)
+	require.False(t, commit)
+	require.ErrorIs(t, err, domain.ErrInvalidInput)
+	_, err = domain.EvaluateCounter(nil, 5, nil, nil)
+	require.ErrorIs(t, err, domain.ErrInvalidInput, "the check is reported first")
+
+	for name, call := range map[string]func() (bool, error){
+		"nil counter":    func() (bool, error) { return domain.EvaluateCounter(&c, 5, nil, &d) },
+		"nil decision":   func() (bool, error) { return domain.EvaluateCounter(&c, 5, &counter, nil) },
+		"absent counter": func() (bool, error) { return domain.EvaluateCounter(&c, 5, &domain.Counter{}, &d) },
+	} {
+		commit, err := call()
+		require.False(t, commit, name)
+		require.ErrorIs(t, err, domain.ErrBatchProtocol, name)
+	}
+
+	for name, bad := range map[string]domain.Counter{
+		"over the limit":         {Used: 3, Start: 0, Expires: 10},
+		"longer than the window": {Used: 1, Start: 0, Expires: 1_000_001},
+		"ends before it starts":  {Used: 1, Start: 10, Expires: 10},
+		"negative use":           {Used: -1, Start: 0, Expires: 10},
+	} {
+		counter := bad
+		commit, err := domain.EvaluateCounter(&c, 5, &counter, &d)
+		require.False(t, commit, name)
+		var ce *domain.CorruptCounterError
+		require.True(t, errors.As(err, &ce), "%s: got %v", name, err)
+		require.Equal(t, bad, counter, "%s: nothing written after an error", name)
+	}
+	require.Equal(t, stored, counter)
+}

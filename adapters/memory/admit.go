@@ -94,7 +94,13 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	var d domain.Decision
 	hash := c.CounterKeyHash64()
 	i := s.shardAt(hash)
-	done, err := s.admitOptimistic(ctx, &c, hash, &s.shards[i], i, nil, &d)
+	// A done ctx goes to the locked flow, which reports it, or a closed
+	// store before it. Tested here, before the optimistic path's frame
+	// holds anything, the interface call spills nothing of it.
+	done, err := false, error(nil)
+	if ctx.Err() == nil {
+		done, err = s.admitOptimistic(&c, hash, &s.shards[i], i, nil, &d)
+	}
 	if !done {
 		err = s.admitOneLocked(ctx, &c, hash, &s.shards[i], i, &d, nil)
 	}
@@ -117,7 +123,11 @@ func (s *Store) admitOne(ctx context.Context, c *domain.Check, d *domain.Decisio
 	i := s.shardAt(hash)
 	sh := &s.shards[i]
 	var seen observed
-	if done, err := s.admitOptimistic(ctx, c, hash, sh, i, &seen, d); done {
+	if ctx.Err() != nil {
+		// The locked flow reports a done ctx, or a closed store before it.
+		return s.admitOneLocked(ctx, c, hash, sh, i, d, b)
+	}
+	if done, err := s.admitOptimistic(c, hash, sh, i, &seen, d); done {
 		if err != nil {
 			return err
 		}
@@ -169,13 +179,14 @@ type observed struct {
 // It runs the steps of the locked flow in the same order on the one key:
 // the lock, one clock sample raised to the shard's latest time
 // ([Store.now], [shard.clamp]), the observation, the domain's evaluation
-// ([domain.EvaluateCheck], the rules of a batch of one) and the write of
-// the counter, which keeps its window. It writes c's decision to d and,
+// ([domain.EvaluateCounter], the rules of a batch of one), which writes
+// the counter in place, keeping its window. It writes c's decision to d and,
 // unless seen is nil, what it observed to seen. It reports done=false,
 // having changed nothing but the shard's latest time, whenever any of that
 // does not hold, and the locked flow takes over:
 //
-//   - the store is closed, the shard poisoned or ctx done;
+//   - the store is closed or the shard poisoned (its callers send a check
+//     whose ctx is done to the locked flow without calling it);
 //   - the key is not found, or a holder of the shard's lock was at work
 //     while it was being found: the shard's sequence number was odd or
 //     moved between the first read and the entry's lock, and what was read
@@ -191,18 +202,24 @@ type observed struct {
 // The only code of someone else's that runs while the entry's lock is held
 // is an injected Clock: a panic there unlocks the entry and poisons the
 // shard before it goes on, as in the locked flow ([Store.sampleHolding]).
-func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, hash uint64, sh *shard, index int, seen *observed, d *domain.Decision) (done bool, err error) {
+func (s *Store) admitOptimistic(c *domain.Check, hash uint64, sh *shard, index int, seen *observed, d *domain.Decision) (done bool, err error) {
 	seq := sh.seq.Load()
 	// Closed and poisoned are read after seq and before the entry is
-	// found, so that lockEntry's check of seq covers them: a recovery or a
-	// poisoning of the shard in between moves seq, and the locked flow
-	// takes over. Read after lockEntry, they could miss a RecoverPoisoned
-	// that ran entirely between the two, and decide on a discarded entry.
-	if seq&1 != 0 || s.closed.Load() || sh.poisoned.Load() || ctx.Err() != nil {
+	// found, so that the check of seq under the entry's lock covers them:
+	// a recovery or a poisoning of the shard in between moves seq, and the
+	// locked flow takes over. Read under the entry's lock, they could miss
+	// a RecoverPoisoned that ran entirely between the two, and decide on a
+	// discarded entry.
+	if seq&1 != 0 || s.closed.Load() || sh.poisoned.Load() {
 		return false, nil
 	}
-	e := sh.lockEntry(c, hash, seq)
+	e := sh.findEntry(hash, seq)
 	if e == nil {
+		return false, nil
+	}
+	e.mu.Lock()
+	if !sh.holds(e, c, seq) {
+		e.mu.Unlock()
 		return false, nil
 	}
 	var now domain.Instant
@@ -223,9 +240,10 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, hash uint6
 	if seen != nil {
 		seen.counter, seen.now = e.counter, now
 	}
-	o := domain.Observation{Counter: e.counter}
-	var next domain.Counter
-	commit, err := domain.EvaluateCheck(c, now, &o, &next, d)
+	// The domain evaluates the entry's counter in place: it writes the
+	// counter only when the check commits.
+	expires := e.counter.Expires
+	commit, err := domain.EvaluateCounter(c, now, &e.counter, d)
 	if lagging && err == nil && d.Outcome() != domain.Allowed {
 		// A CoarseClock's reading may trail the window's end: the locked
 		// flow decides again at the exact time, so lag never denies.
@@ -233,15 +251,13 @@ func (s *Store) admitOptimistic(ctx context.Context, c *domain.Check, hash uint6
 		e.mu.Unlock()
 		return false, nil
 	}
-	if commit {
-		if next.Expires != e.counter.Expires {
-			// An active window keeps its expiry; a domain that moved it
-			// would leave the heap wrong. Fail closed.
-			e.mu.Unlock()
-			s.poisonShard(index)
-			panic("runlimit: memory store: an active window moved its expiry")
-		}
-		e.counter = next
+	if commit && e.counter.Expires != expires {
+		// An active window keeps its expiry; a domain that moved it has
+		// left the heap wrong. Fail closed: the poisoned shard serves
+		// nothing until RecoverPoisoned empties it.
+		e.mu.Unlock()
+		s.poisonShard(index)
+		panic("runlimit: memory store: an active window moved its expiry")
 	}
 	e.mu.Unlock()
 	if err != nil {

@@ -76,8 +76,9 @@
 // The common single check, of a key its shard already holds in an active
 // window with nothing on the shard to clean up, takes its entry's own lock
 // instead of the shard's, and applies the domain's rules for one check
-// ([domain.EvaluateCheck]) without building a batch. It runs the same steps on that one key (lock,
-// clock sample raised to the shard's latest time, observation, the domain's
+// to the entry's counter in place ([domain.EvaluateCounter]) without
+// building a batch. It runs the same steps on that one key (lock, clock
+// sample raised to the shard's latest time, observation, the domain's
 // evaluation, the write of a counter that keeps its window), so checks of
 // different keys on different cores write no memory in common (but the
 // shard's latest time, once a millisecond), and each core keeps its keys'

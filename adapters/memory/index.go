@@ -33,7 +33,7 @@ type index struct {
 	// it as it was, complete. Both sit in the shard's first cache line,
 	// beside its sequence number: a reader without the shard's lock pairs
 	// them only after reading the sequence number, even and unchanged,
-	// before and after them (see shard.lockEntry), so that it never probes
+	// before and after them (see shard.findEntry), so that it never probes
 	// one generation's cells with another's mask.
 	arr   atomic.Pointer[atomic.Uint64]
 	mask  atomic.Uint64

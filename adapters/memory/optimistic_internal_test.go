@@ -38,12 +38,12 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 	}
 	// try runs c through the optimistic path alone and returns whether it
 	// took the check, and the stored counter's use afterwards.
-	try := func(t *testing.T, f fixture, ctx context.Context, c domain.Check) (bool, int64) {
+	try := func(t *testing.T, f fixture, c domain.Check) (bool, int64) {
 		var (
 			seen observed
 			d    domain.Decision
 		)
-		done, err := f.s.admitOptimistic(ctx, &c, c.CounterKeyHash64(), f.sh, 0, &seen, &d)
+		done, err := f.s.admitOptimistic(&c, c.CounterKeyHash64(), f.sh, 0, &seen, &d)
 		require.NoError(t, err)
 		k := stored.CounterKey()
 		return done, f.sh.counter(must(f.sh.lookup(&k))).Used
@@ -51,14 +51,14 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 
 	t.Run("takes an active stored key", func(t *testing.T) {
 		f := fresh(t)
-		done, used := try(t, f, context.Background(), stored)
+		done, used := try(t, f, stored)
 		require.True(t, done)
 		require.Equal(t, int64(2), used)
 	})
 	t.Run("a holder of the shard's lock is at work", func(t *testing.T) {
 		f := fresh(t)
 		f.sh.lockWriter()
-		done, used := try(t, f, context.Background(), stored)
+		done, used := try(t, f, stored)
 		f.sh.unlockWriter()
 		require.False(t, done)
 		require.Equal(t, int64(1), used)
@@ -68,14 +68,19 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 		seq := f.sh.seq.Load()
 		f.sh.lockWriter()
 		f.sh.unlockWriter()
-		require.Nil(t, f.sh.lockEntry(&stored, stored.CounterKeyHash64(), seq), "a find across a change is not trusted")
-		e := f.sh.lockEntry(&stored, stored.CounterKeyHash64(), f.sh.seq.Load())
+		require.Nil(t, f.sh.findEntry(stored.CounterKeyHash64(), seq), "a find across a change is not trusted")
+		now := f.sh.seq.Load()
+		e := f.sh.findEntry(stored.CounterKeyHash64(), now)
 		require.NotNil(t, e)
+		e.mu.Lock()
+		require.True(t, f.sh.holds(e, &stored, now))
+		require.False(t, f.sh.holds(e, &stored, seq), "a lock taken across a change is not trusted")
+		require.False(t, f.sh.holds(e, &absent, now), "another key's entry is not the check's")
 		e.mu.Unlock()
 	})
 	t.Run("an absent key needs a slot", func(t *testing.T) {
 		f := fresh(t)
-		done, _ := try(t, f, context.Background(), absent)
+		done, _ := try(t, f, absent)
 		require.False(t, done)
 		require.Equal(t, 1, f.sh.len())
 	})
@@ -96,27 +101,34 @@ func TestOptimisticPathStepsAside(t *testing.T) {
 				require.NoError(t, err)
 			}
 			f.clock.Advance(c.advance)
-			done, used := try(t, f, context.Background(), stored)
+			done, used := try(t, f, stored)
 			require.False(t, done)
 			require.Equal(t, int64(1), used)
 		})
 	}
 	t.Run("closed, poisoned or cancelled", func(t *testing.T) {
 		f := fresh(t)
+		// A done ctx never reaches the optimistic path: its callers send
+		// it to the locked flow, which refuses it.
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		done, _ := try(t, f, ctx, stored)
-		require.False(t, done)
+		_, err := f.s.AdmitCheck(ctx, stored)
+		require.ErrorIs(t, err, context.Canceled)
+		b, err := domain.NewBatch([]domain.Check{stored}, 1)
+		require.NoError(t, err)
+		require.ErrorIs(t, f.s.Admit(ctx, b), context.Canceled)
+		k := stored.CounterKey()
+		require.Equal(t, int64(1), f.sh.counter(must(f.sh.lookup(&k))).Used)
 
 		f.sh.lockWriter()
 		f.s.poison(0)
 		f.sh.unlockWriter()
-		done, _ = try(t, f, context.Background(), stored)
+		done, _ := try(t, f, stored)
 		require.False(t, done)
 
 		g := fresh(t)
 		g.s.closed.Store(true) // closed, its memory not yet released
-		done, used := try(t, g, context.Background(), stored)
+		done, used := try(t, g, stored)
 		require.False(t, done)
 		require.Equal(t, int64(1), used)
 	})

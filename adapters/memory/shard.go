@@ -97,18 +97,20 @@ func (sh *shard) clamp(t domain.Instant) domain.Instant {
 	}
 }
 
-// lockEntry finds the entry of k's counter key, whose digest is h, without
-// building the key and without the shard's lock, for the optimistic path,
-// and returns it with its lock held, or nil. seq is the shard's sequence
-// number read before anything else, even. The index's cells and mask are
-// used only if seq is unchanged after both were read: they are then one
-// generation's, and every probe stays inside that generation's cells. The
-// find is trusted only if seq is still unchanged once the entry's lock is
-// held: then no holder of the shard's lock changed anything while it ran,
-// and none will touch the entry before its lock is released. A probe is
-// bounded by the cells of the array it reads, so a changing index cannot
-// keep it going.
-func (sh *shard) lockEntry(k *domain.Check, h uint64, seq uint64) *entry {
+// findEntry returns the entry of the first cell on digest h's probe run
+// that carries h's tag, or nil, without the shard's lock and without
+// taking the entry's, for the optimistic path: the caller locks the entry
+// and confirms it ([shard.holds]). seq is the shard's sequence number read
+// before anything else, even. The index's cells and mask are used only if
+// seq is unchanged after both were read: they are then one generation's,
+// and every probe stays inside that generation's cells. A probe is bounded
+// by the cells of the array it reads, so a changing index cannot keep it
+// going. Another key with the same tag earlier on the run makes the
+// optimistic path step aside, which costs that key only the locked flow.
+//
+// Its one call, to the entry's lookup, is its last act: the probe keeps
+// nothing live across a call, so it spills nothing.
+func (sh *shard) findEntry(h uint64, seq uint64) *entry {
 	p := sh.index.arr.Load()
 	mask := sh.index.mask.Load()
 	if p == nil || sh.seq.Load() != seq {
@@ -122,23 +124,20 @@ func (sh *shard) lockEntry(k *domain.Check, h uint64, seq uint64) *entry {
 			return nil
 		}
 		if c.tag() == tag {
-			e := sh.entryIfAllocated(c.slot())
-			if e == nil {
-				return nil
-			}
-			e.mu.Lock()
-			if sh.seq.Load() != seq {
-				e.mu.Unlock()
-				return nil
-			}
-			if k.HasCounterKey(&e.key) {
-				return e
-			}
-			e.mu.Unlock()
+			return sh.entryIfAllocated(c.slot())
 		}
 		i = (i + 1) & mask
 	}
 	return nil
+}
+
+// holds reports, for the optimistic path holding the lock of e, which
+// findEntry returned for k's digest under seq, whether e is k's entry and
+// the find can be trusted: seq is still unchanged, so no holder of the
+// shard's lock changed anything while it ran, and none will touch the
+// entry before its lock is released.
+func (sh *shard) holds(e *entry, k *domain.Check, seq uint64) bool {
+	return sh.seq.Load() == seq && k.HasCounterKey(&e.key)
 }
 
 // due reports whether the locked shard holds an entry expired at now: the
