@@ -90,8 +90,7 @@ func TestHoldWaitsForMembersYetToStart(t *testing.T) {
 				m.leave()
 				m.finish()
 			}()
-			var store sync.Mutex
-			store.Lock()
+			release := make(chan struct{})
 			begin := make(chan struct{})
 			lateDone := make(chan struct{})
 			go func() {
@@ -107,8 +106,7 @@ func TestHoldWaitsForMembersYetToStart(t *testing.T) {
 				}
 				started.Store(true)
 				m.enter()
-				store.Lock() // parks inside the store until the test unlocks
-				store.Unlock()
+				<-release // parks inside the store until the test releases it
 				m.leave()
 				m.finish()
 			}()
@@ -121,7 +119,7 @@ func TestHoldWaitsForMembersYetToStart(t *testing.T) {
 			time.Sleep(25 * settle)
 			close(begin)
 			require.True(t, <-returned, "the held clock read returned before the late member started")
-			store.Unlock()
+			close(release)
 			<-lateDone
 		})
 	}
