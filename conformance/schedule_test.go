@@ -115,8 +115,9 @@ func TestHoldWaitsForMembersYetToStart(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			// Long enough for a hold that ignores the late member to
-			// return (it needs settle), well short of maxStartWait.
-			time.Sleep(25 * settle)
+			// return (it needs settle), or that gives it no more than
+			// maxHold, and well short of maxStartWait.
+			time.Sleep(maxHold + 25*settle)
 			close(begin)
 			require.True(t, <-returned, "the held clock read returned before the late member started")
 			close(release)
