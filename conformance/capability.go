@@ -89,7 +89,12 @@ func probe(t *testing.T, newStore NewStoreFunc) capabilities {
 			"a wrapper around the store may be hiding it", c, inst.Store)
 	}
 	if sr, ok := inst.Store.(ports.StatsReporter); ok {
-		s, err := sr.Stats(t.Context())
+		var s ports.Stats
+		returned, err := boundedGuard(func() (err error) {
+			s, err = sr.Stats(t.Context())
+			return err
+		})
+		require.True(t, returned, "harness: %s: Stats on a fresh store has not returned after %v", blockedRule, callBound)
 		require.NoError(t, err, "harness: Stats on a fresh store")
 		require.Positive(t, s.Shards, "harness: Stats.Shards of a fresh store")
 		if inst.Partitions > 0 {
@@ -104,7 +109,9 @@ func probe(t *testing.T, newStore NewStoreFunc) capabilities {
 			"partition and check its bound exactly", caps.parts)
 
 	if c, ok := inst.Store.(ports.Closer); ok {
-		require.NoError(t, c.Close(), "harness: Close on a fresh store")
+		returned, err := boundedGuard(c.Close)
+		require.True(t, returned, "harness: %s: Close on a fresh store has not returned after %v", blockedRule, callBound)
+		require.NoError(t, err, "harness: Close on a fresh store")
 	}
 	t.Logf("conformance: the store (%T) has %d capacity partition(s), %s clock, and offers %s",
 		inst.Store, caps.parts, clockKind(caps), caps.list(true))
@@ -152,6 +159,9 @@ type report struct {
 	started atomic.Int64
 	calls   map[Capability]*atomic.Int64
 	admits  atomic.Int64
+	// blocked is set once a call into the store has blocked past
+	// callBound.
+	blocked atomic.Bool
 }
 
 func newReport(caps capabilities) *report {

@@ -41,7 +41,11 @@ func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 
 	d, err := f.apply(f.check(p, k), f.path)
 	requireFailedClosed(t, err, k, g+" (a single check)", describe(d))
-	bd, err := f.limiter.CheckAll(f.ctx, []domain.Check{f.check(p, f.key()), f.check(p, k)})
+	var bd domain.BatchDecision
+	err = f.guard(func() (err error) {
+		bd, err = f.limiter.CheckAll(f.ctx, []domain.Check{f.check(p, f.key()), f.check(p, k)})
+		return err
+	})
 	f.log.add("batch via Admit → error: %v", err)
 	requireFailedClosed(t, err, k, g+" (a batch)", describeBatch(bd))
 	// A caller's mistake is reported as such, whatever the store's state.

@@ -389,7 +389,7 @@ func testLargeBatchesOwnLocks(t *testing.T, f *fixture) {
 	for i := range ops {
 		checks := make([]domain.Check, f.opts.MaxBatchSize)
 		for j := range checks {
-			checks[j] = f.check(p, randomKey())
+			checks[j] = f.check(p, f.key())
 		}
 		if i == 0 {
 			first = checks

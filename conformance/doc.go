@@ -147,7 +147,16 @@
 //     contiguous or split by spaces, colons or dashes; base64; base32; a
 //     byte array that fmt or encoding/json prints; or 8 of its bytes read
 //     as a 64-bit integer), and none is a typed nil (a nil *T returned as
-//     an error, which is not a nil error).
+//     an error, which is not a nil error). The suite never prints such an
+//     error itself: its messages and operation log show it withheld,
+//     naming the key and how it shows;
+//   - calls return: a call into the store that panics fails its case
+//     with the panic's value (withheld too when it shows a key) instead
+//     of crashing the test binary, and one that has not returned after 30
+//     seconds fails its case, leaving its goroutine blocked in the store;
+//     every case not yet started then fails at once rather than wait as
+//     long, so a store that ignores its context fails the run in about
+//     30 seconds instead of hanging it until go test's -timeout.
 //
 // Cases that make single checks run twice, as subtests named AdmitCheck
 // (through [ports.CheckAdmitter], the path limiters take for every single

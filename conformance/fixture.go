@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -55,7 +56,55 @@ type fixture struct {
 	// for the check, when the case ends, that none shows a key.
 	errMu sync.Mutex
 	errs  []error
+
+	// goid is the case's own goroutine, whose calls into the store guard
+	// bounds with callBound.
+	goid int64
 }
+
+// callBound is how long the suite waits for one call into the store, made
+// from a case's own goroutine, or for a race to finish one more operation,
+// before it fails the case: a correct store finishes or fails each call
+// within its own timeouts long before, and returns once its context is
+// done. It is a variable so that the suite's own tests can shorten it.
+var callBound = 30 * time.Second
+
+// bounded calls op, as guard does, on a goroutine of its own, and fails
+// the case when op has not returned after callBound. The goroutine is then
+// left behind, blocked in the store, and the report fails every case that
+// has not started yet instead of letting each wait as long: a store that
+// blocks one call forever blocks others too.
+func (f *fixture) bounded(op func() error) error {
+	f.t.Helper()
+	returned, err := boundedGuard(op)
+	if returned {
+		return err
+	}
+	f.rep.blocked.Store(true)
+	f.log.add("a call into the store did not return within %v", callBound)
+	require.FailNow(f.t, blockedRule,
+		"a call into the store has not returned after %v, and still blocks: a store must answer every call, "+
+			"and return once its context is done", callBound)
+	return nil
+}
+
+// boundedGuard calls op, as guard does, on a goroutine of its own, and
+// reports whether it returned within callBound.
+func boundedGuard(op func() error) (returned bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- guard(op) }()
+	timer := time.NewTimer(callBound)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return true, err
+	case <-timer.C:
+		return false, nil
+	}
+}
+
+// blockedRule names the guarantee a store that blocks breaks.
+const blockedRule = "calls return: every call into the store returns"
 
 // admitOnly shows a store to the limiter with Admit alone, counting calls.
 type admitOnly struct{ f *fixture }
@@ -80,7 +129,11 @@ func setup(t *testing.T, newStore NewStoreFunc, opts Options, p path, caps capab
 	}
 	f := &fixture{
 		t: t, ctx: t.Context(), opts: opts, inst: inst, caps: caps, rep: rep, log: newOplog(),
-		began: time.Now(), path: p, parts: caps.parts,
+		began: time.Now(), path: p, parts: caps.parts, goid: goid(),
+	}
+	if rep.blocked.Load() {
+		require.FailNow(t, blockedRule, "not run: a call into the store of another case blocked for %v and still has not "+
+			"returned; this case would wait as long", callBound)
 	}
 	if p == viaAdmitCheck {
 		f.single = inst.Store.(ports.CheckAdmitter)
@@ -383,15 +436,40 @@ func (f *fixture) cleanupWith(ctx context.Context, ctxName string, max int) (int
 }
 
 // guard calls op, a call into the store, as guard does, and keeps the
-// error it returns for requireNoKeyInErrors.
+// error it returns for requireNoKeyInErrors. An error (or a panic) that
+// shows a key the case made is returned as a [*withheldError], so that the
+// suite's own messages and operation log never print the key: the case
+// fails under the errors rule when it ends.
 func (f *fixture) guard(op func() error) error {
-	err := guard(op)
-	if err != nil {
-		f.errMu.Lock()
-		f.errs = append(f.errs, err)
-		f.errMu.Unlock()
+	var err error
+	if goid() == f.goid {
+		err = f.bounded(op)
+	} else {
+		// A racing goroutine: the race bounds its wait itself, and the
+		// schedule knows the store's call by this goroutine's id.
+		err = guard(op)
+	}
+	if err == nil {
+		return nil
+	}
+	f.errMu.Lock()
+	f.errs = append(f.errs, err)
+	f.errMu.Unlock()
+	if leak := keyLeak(err, f.caseKeys()); leak != "" {
+		return &withheldError{err: err, leak: leak}
 	}
 	return err
+}
+
+// caseKeys returns the keys the case made, by name.
+func (f *fixture) caseKeys() map[domain.SubjectKey]string {
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	keys := make(map[domain.SubjectKey]string, len(f.log.keys))
+	for k, name := range f.log.keys {
+		keys[k] = name
+	}
+	return keys
 }
 
 // requireNoKeyInErrors fails the case when an error its store returned
@@ -404,12 +482,7 @@ func (f *fixture) requireNoKeyInErrors() {
 	if len(errs) == 0 {
 		return
 	}
-	f.log.mu.Lock()
-	keys := make(map[domain.SubjectKey]string, len(f.log.keys))
-	for k, name := range f.log.keys {
-		keys[k] = name
-	}
-	f.log.mu.Unlock()
+	keys := f.caseKeys()
 	for _, err := range errs {
 		if leak := keyLeak(err, keys); leak != "" {
 			f.t.Errorf("errors: no error a store returns may show a subject key, in its text or its exported fields "+
@@ -453,3 +526,20 @@ func (e *typedNilError) Error() string {
 type panicError struct{ value any }
 
 func (e *panicError) Error() string { return fmt.Sprintf("the store panicked: %v", e.value) }
+
+// withheldError stands in for a store's error that shows a subject key: it
+// matches what the error matches (errors.Is and errors.As reach it through
+// Is and As, and it has no Unwrap for a printer to follow), and its text
+// says only which key it shows and how.
+type withheldError struct {
+	err  error
+	leak string
+}
+
+func (e *withheldError) Error() string {
+	return fmt.Sprintf("[the store's %T is withheld: %s]", e.err, e.leak)
+}
+
+func (e *withheldError) Is(target error) bool { return errors.Is(e.err, target) }
+
+func (e *withheldError) As(target any) bool { return errors.As(e.err, target) }

@@ -109,7 +109,11 @@ func testInvalidSingleCheck(t *testing.T, f *fixture) {
 		{"a check without a subject key", domain.NewCheck(f.policy(1, window), domain.SubjectKey{})},
 	} {
 		f.rep.called(CheckAdmitter)
-		d, err := s.AdmitCheck(f.ctx, bad.check)
+		var d domain.Decision
+		err := f.guard(func() (err error) {
+			d, err = s.AdmitCheck(f.ctx, bad.check)
+			return err
+		})
 		f.log.add("AdmitCheck(%s) → %s, error: %v", bad.name, describe(d), err)
 		require.ErrorIs(t, err, domain.ErrInvalidInput, "%s (%s): got %s", g, bad.name, describe(d))
 		require.False(t, ports.MayHaveConsumedQuota(err), "%s (%s): an input error consumed nothing", g, bad.name)

@@ -51,10 +51,6 @@ const (
 	// stay parked in the store, none inside the clock, before the case
 	// fails as a deadlock: each waits for a lock another holds.
 	stuckFor = time.Second
-	// noProgressFor is how long a race may go without finishing an
-	// operation before it fails; a correct store finishes or fails each
-	// operation within its own timeouts long before.
-	noProgressFor = 30 * time.Second
 )
 
 // race runs workers concurrently and returns each one's results in order.
@@ -216,9 +212,9 @@ func (f *fixture) waitRace(guarantee string, s *schedule, done <-chan struct{}, 
 				stuckSince = time.Time{}
 			}
 		}
-		if time.Since(lastAt) >= noProgressFor {
-			f.log.add("race: no operation finished for %v", noProgressFor)
-			require.FailNow(f.t, guarantee, "no operation finished for %v: the store is deadlocked or stalled", noProgressFor)
+		if time.Since(lastAt) >= callBound {
+			f.log.add("race: no operation finished for %v", callBound)
+			require.FailNow(f.t, guarantee, "no operation finished for %v: the store is deadlocked or stalled", callBound)
 		}
 	}
 }
@@ -406,8 +402,8 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 		held = true
 	case r1 = <-done1:
 		got1 = true
-	case <-time.After(noProgressFor):
-		require.FailNow(f.t, guarantee, "the first admission neither read the clock nor finished in %v: the store is stalled", noProgressFor)
+	case <-time.After(callBound):
+		require.FailNow(f.t, guarantee, "the first admission neither read the clock nor finished in %v: the store is stalled", callBound)
 	}
 	meanwhile()
 	joined := make(chan *member, 1)
@@ -426,7 +422,7 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 		f.waitBlockedOrDone(s, m2)
 		p.free()
 	}
-	timeout := time.After(noProgressFor)
+	timeout := time.After(callBound)
 	for got2 := false; !got1 || !got2; {
 		select {
 		case r1 = <-done1:
@@ -434,7 +430,7 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 		case r2 = <-done2:
 			got2 = true
 		case <-timeout:
-			require.FailNow(f.t, guarantee, "the two admissions did not finish in %v: the store is deadlocked or stalled", noProgressFor)
+			require.FailNow(f.t, guarantee, "the two admissions did not finish in %v: the store is deadlocked or stalled", callBound)
 		}
 	}
 	return r1, r2, held
