@@ -270,8 +270,8 @@
 // deciding and writing, a clock sampled before the locks, capacity
 // counted wrongly or unguarded, capacity retry times from the wrong
 // partition or a stale window, a renewal that leaks a slot, partial
-// writes, cleanup and stats that lie, deadlock or answer a done context
-// out of order, a careless or panicking Close, a panic on a nil context
+// writes, cleanup and stats that lie, deadlock or answer a done or nil
+// context out of order, a careless or panicking Close, a panic on a nil context
 // or a nil batch, a done context admitted or a late cancellation reported
 // as unconsumed, a single-check path that skips rules, an optimistic
 // write conditioned on a version that restarts when a counter is created

@@ -311,6 +311,9 @@ const (
 	// CleanupContextBeforeNegative checks its context before the maximum,
 	// so a done context hides the caller's negative maximum.
 	CleanupContextBeforeNegative
+	// CleanupNilContextBeforeNegative checks for a nil context before the
+	// maximum, so a nil context hides the caller's negative maximum.
+	CleanupNilContextBeforeNegative
 	// CleanupZeroSkipsClosed answers a zero maximum with (0, nil) before it
 	// looks at whether the store is closed.
 	CleanupZeroSkipsClosed
@@ -529,6 +532,7 @@ var faultNames = [faultCount]string{
 	DoneContextErrorKeySpacedHex:     "DoneContextErrorKeySpacedHex",
 	DoneContextErrorLockID:           "DoneContextErrorLockID",
 	DoneContextErrorKeyString:        "DoneContextErrorKeyString",
+	CleanupNilContextBeforeNegative:  "CleanupNilContextBeforeNegative",
 	CleanupTypedNilError:             "CleanupTypedNilError",
 }
 

@@ -168,6 +168,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
 	}
+	if s.cfg.Fault == CleanupNilContextBeforeNegative && ctx == nil {
+		return 0, &Error{Op: "cleanup", Err: ports.ErrNilContext}
+	}
 	if max < 0 {
 		switch s.cfg.Fault {
 		case CleanupNegativeMeansAll:
