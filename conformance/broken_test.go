@@ -133,6 +133,7 @@ var targets = map[bs.Fault]string{
 	bs.DoneContextErrorKeySpacedHex:     "context/done_context_admits_nothing",
 	bs.DoneContextErrorLockID:           "context/done_context_admits_nothing",
 	bs.DoneContextErrorKeyString:        "context/done_context_admits_nothing",
+	bs.DoneContextErrorKeyShortID:       "context/done_context_admits_nothing",
 	bs.CleanupNilContextBeforeNegative:  "context/nil_context_is_invalid_input",
 	bs.CleanupTypedNilError:             "cleanup/removes_only_expired_counters",
 }

@@ -421,6 +421,10 @@ const (
 	// [KeyStringError], whose message is clean but whose exported string
 	// field holds the counter key's raw bytes, for %#v to print quoted.
 	DoneContextErrorKeyString
+	// DoneContextErrorKeyShortID refuses a done context with an error
+	// naming the subject key by a short id, its first 6 bytes in hex, as
+	// Docker names a container: a key shown in part is still shown.
+	DoneContextErrorKeyShortID
 	// LateCancelUnconsumed looks at its context again after it has written
 	// an admission's counters and, when it is done by then, reports the
 	// context's error as one that consumed nothing.
@@ -532,6 +536,7 @@ var faultNames = [faultCount]string{
 	DoneContextErrorKeySpacedHex:     "DoneContextErrorKeySpacedHex",
 	DoneContextErrorLockID:           "DoneContextErrorLockID",
 	DoneContextErrorKeyString:        "DoneContextErrorKeyString",
+	DoneContextErrorKeyShortID:       "DoneContextErrorKeyShortID",
 	CleanupNilContextBeforeNegative:  "CleanupNilContextBeforeNegative",
 	CleanupTypedNilError:             "CleanupTypedNilError",
 }

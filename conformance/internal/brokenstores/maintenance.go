@@ -123,6 +123,9 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	case s.cfg.Fault == DoneContextErrorKeyString:
 		b := k.Bytes()
 		return &KeyStringError{Key: string(b[:]), Err: err}
+	case s.cfg.Fault == DoneContextErrorKeyShortID:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("subject %x: %w", b[32:38], err)}
 	default:
 		return &Error{Op: "admit", Err: err}
 	}
