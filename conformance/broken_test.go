@@ -34,6 +34,7 @@ var targets = map[bs.Fault]string{
 	bs.FloatMicroseconds:                "windows/largest_limit_and_window",
 	bs.JSONRoundTrip:                    "windows/counts_beyond_32_and_53_bits_are_exact",
 	bs.ExpiredNeedsSlot:                 "capacity/expired_key_renews_in_place",
+	bs.KeysWithoutScopePerPartition:     "windows/counters_independent_per_fingerprint",
 	bs.CachesReads:                      "windows/cost_above_one",
 	bs.CachesBatches:                    "batches/repeated_batches_count_every_time",
 	bs.SingleCheckCache:                 "paths/single_check_and_batch_of_one_share_a_counter",

@@ -78,6 +78,11 @@ const (
 	// KeysByPolicyID keys counters by policy id, scope and subject, leaving
 	// the limit and window out.
 	KeysByPolicyID
+	// KeysWithoutScopePerPartition keeps a map of counters in each
+	// partition, picked by the whole counter key, and keys each map by
+	// policy id, limit, window and subject, leaving the scope out: two
+	// scopes share a counter only when they share a partition.
+	KeysWithoutScopePerPartition
 	// ShadowSeparateCounter keys a shadow-mode check's counter apart from
 	// the enforced policy's, as if the mode were part of the fingerprint.
 	ShadowSeparateCounter
@@ -476,6 +481,7 @@ var faultNames = [faultCount]string{
 	ChargesOneUnit:                   "ChargesOneUnit",
 	KeysBySubjectOnly:                "KeysBySubjectOnly",
 	KeysByPolicyID:                   "KeysByPolicyID",
+	KeysWithoutScopePerPartition:     "KeysWithoutScopePerPartition",
 	LockOrderByPolicy:                "LockOrderByPolicy",
 	ReadsBeforeLocking:               "ReadsBeforeLocking",
 	LocksFirstKeyOnly:                "LocksFirstKeyOnly",
