@@ -124,6 +124,7 @@ var targets = map[bs.Fault]string{
 	bs.RenewalKeepsCount:                "windows/renewal_exactly_at_expiry",
 	bs.LocksBySubject:                   "batches/one_subject_under_several_policies",
 	bs.CleanupDeletesWithoutRecheck:     "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
+	bs.CleanupDropsKeyLock:              "concurrency/counter_removed_and_created_anew_under_a_held_renewal_loses_no_update",
 	bs.CleanupHoldsClockLock:            "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
 	bs.CleanupStaleExpiryIndex:          "capacity/renewals_leave_the_freed_slots_usable",
 	bs.StatsEntriesNeverShrink:          "cleanup/removes_only_expired_counters",

@@ -331,6 +331,12 @@ const (
 	// looking again: a counter renewed in between is deleted with its new
 	// count (SELECT ... WHERE expires <= now, then DELETE ... WHERE key IN).
 	CleanupDeletesWithoutRecheck
+	// CleanupDropsKeyLock removes an expired counter together with its
+	// key's entry in the lock table, without trying the lock, as if no
+	// admission could hold the lock of an expired key: the renewal that
+	// holds it and the next check of the key, which makes a new lock, both
+	// write the key.
+	CleanupDropsKeyLock
 	// CleanupHoldsClockLock samples the store's clock under the clock's
 	// mutex, which admissions take after their key locks, and keeps it
 	// while it waits for each expired key's lock to delete it: a
@@ -532,6 +538,7 @@ var faultNames = [faultCount]string{
 	RenewalKeepsCount:                "RenewalKeepsCount",
 	LocksBySubject:                   "LocksBySubject",
 	CleanupDeletesWithoutRecheck:     "CleanupDeletesWithoutRecheck",
+	CleanupDropsKeyLock:              "CleanupDropsKeyLock",
 	CleanupHoldsClockLock:            "CleanupHoldsClockLock",
 	CleanupStaleExpiryIndex:          "CleanupStaleExpiryIndex",
 	StatsEntriesNeverShrink:          "StatsEntriesNeverShrink",

@@ -339,6 +339,10 @@ func (s *Store) cleanupInTwoSteps(max int) int {
 func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 	s.keyMu.Lock()
 	l, ok := s.keyLocks[k]
+	if s.cfg.Fault == CleanupDropsKeyLock && !perCheck {
+		delete(s.keyLocks, k)
+		ok = false
+	}
 	s.keyMu.Unlock()
 	if ok {
 		if !l.TryLock() {
