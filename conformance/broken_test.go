@@ -34,6 +34,7 @@ var targets = map[bs.Fault]string{
 	bs.FloatMicroseconds:                "windows/largest_limit_and_window",
 	bs.JSONRoundTrip:                    "windows/counts_beyond_32_and_53_bits_are_exact",
 	bs.ExpiredNeedsSlot:                 "capacity/expired_key_renews_in_place",
+	bs.KeysWithoutScopePerPartition:     "windows/counters_independent_per_fingerprint",
 	bs.CachesReads:                      "windows/cost_above_one",
 	bs.CachesBatches:                    "batches/repeated_batches_count_every_time",
 	bs.SingleCheckCache:                 "paths/single_check_and_batch_of_one_share_a_counter",
@@ -123,6 +124,7 @@ var targets = map[bs.Fault]string{
 	bs.RenewalKeepsCount:                "windows/renewal_exactly_at_expiry",
 	bs.LocksBySubject:                   "batches/one_subject_under_several_policies",
 	bs.CleanupDeletesWithoutRecheck:     "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
+	bs.CleanupDropsKeyLock:              "concurrency/counter_removed_and_created_anew_under_a_held_renewal_loses_no_update",
 	bs.CleanupHoldsClockLock:            "concurrency/cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock",
 	bs.CleanupStaleExpiryIndex:          "capacity/renewals_leave_the_freed_slots_usable",
 	bs.StatsEntriesNeverShrink:          "cleanup/removes_only_expired_counters",
@@ -133,6 +135,8 @@ var targets = map[bs.Fault]string{
 	bs.DoneContextErrorKeySpacedHex:     "context/done_context_admits_nothing",
 	bs.DoneContextErrorLockID:           "context/done_context_admits_nothing",
 	bs.DoneContextErrorKeyString:        "context/done_context_admits_nothing",
+	bs.DoneContextErrorKeyShortID:       "context/done_context_admits_nothing",
+	bs.CleanupNilContextBeforeNegative:  "context/nil_context_is_invalid_input",
 	bs.CleanupTypedNilError:             "cleanup/removes_only_expired_counters",
 }
 

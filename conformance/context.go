@@ -75,6 +75,15 @@ func testNilContext(t *testing.T, f *fixture) {
 		f.requireNilContextRefused("CleanupExpired", err, g+" (CleanupExpired)")
 		require.Zero(t, n, "%s: CleanupExpired(nil ctx, %d) reported %d removed", g, max, n)
 	}
+	// A negative maximum is reported before a nil context: both are the
+	// caller's mistakes, and ports.Cleaner names the maximum first, so that
+	// a misconfigured maintenance loop hears about it whatever else is wrong.
+	for _, max := range []int{-1, -1 << 31} {
+		n, err := f.cleanupWith(nilCtx, "nil ctx", max)
+		require.ErrorIs(t, err, ports.ErrNegativeMax,
+			"%s: CleanupExpired(nil ctx, %d): a negative maximum is reported before the nil context (see ports.Cleaner)", g, max)
+		require.Zero(t, n, "%s: CleanupExpired(nil ctx, %d) reported %d removed", g, max, n)
+	}
 	cleanup, _ := f.cleaner()
 	require.Equal(t, 1, f.cleanAll(cleanup, 10, g), "%s: the expired counter was still there to remove", g)
 }

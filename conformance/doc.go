@@ -142,14 +142,15 @@
 //     not);
 //   - time: the store's clock never moves a window backwards;
 //   - errors: in every case, no error the store returns shows a subject
-//     key the case made, in its message or in the exported fields of any
-//     error in its chain (as raw bytes, bare or in a Go-quoted string; hex,
-//     contiguous or split by spaces, colons or dashes; base64; base32; a
-//     byte array that fmt or encoding/json prints; or 8 of its bytes read
-//     as a 64-bit integer), and none is a typed nil (a nil *T returned as
-//     an error, which is not a nil error). The suite never prints such an
-//     error itself: its messages and operation log show it withheld,
-//     naming the key and how it shows;
+//     key the case made, whole or any 6 bytes of it in a row, in its
+//     message or in the exported fields of any error in its chain (as raw
+//     bytes, bare or in a Go-quoted string; hex, contiguous or split by
+//     spaces, colons or dashes; base64; base32; a byte array that fmt or
+//     encoding/json prints; or 8 of its bytes read as a 64-bit integer),
+//     and none is a typed nil (a nil *T returned as an error, which is
+//     not a nil error). The suite never prints such an error itself: its
+//     messages and operation log show it withheld, naming the key and how
+//     it shows;
 //   - calls return: a call into the store that panics fails its case
 //     with the panic's value (withheld too when it shows a key) instead
 //     of crashing the test binary, and one that has not returned after 30
@@ -270,12 +271,12 @@
 // deciding and writing, a clock sampled before the locks, capacity
 // counted wrongly or unguarded, capacity retry times from the wrong
 // partition or a stale window, a renewal that leaks a slot, partial
-// writes, cleanup and stats that lie, deadlock or answer a done context
-// out of order, a careless or panicking Close, a panic on a nil context
-// or a nil batch, a done context admitted or a late cancellation reported
+// writes, cleanup and stats that lie, deadlock or answer a done or nil
+// context out of order, a careless or panicking Close, a panic on a nil
+// context or a nil batch, a done context admitted or a late cancellation reported
 // as unconsumed, a single-check path that skips rules, an optimistic
 // write conditioned on a version that restarts when a counter is created
-// anew, errors that show a key in base32, quoted, spaced hex or as a
-// lock id, a typed nil error. Each must fail, in one default run, the case
+// anew, errors that show a key in base32, quoted, spaced hex, as a
+// short id or as a lock id, a typed nil error. Each must fail, in one default run, the case
 // written for it.
 package conformance

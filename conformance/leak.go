@@ -21,9 +21,15 @@ import (
 // the case made in the ways a careless store prints them.
 
 // keyLeakWindow is how many consecutive key bytes count as showing a key:
-// enough that random bytes never match by chance, few enough to catch a
-// key printed in part (the last 16 bytes of a counter key, say).
-const keyLeakWindow = 8
+// enough that random bytes never match by chance (one chance in 2^48 for
+// each place a message could show them), few enough to catch a key
+// printed in part: the last 16 bytes of a counter key, or a short id of
+// its first 6 bytes in 12 hex digits, as Docker shortens a container's.
+const keyLeakWindow = 6
+
+// keyIntWindow is how many key bytes a 64-bit integer holds: a lock id
+// read from the key itself.
+const keyIntWindow = 8
 
 // rendering is one way an error is printed: how, and the text.
 type rendering struct{ how, text string }
@@ -92,7 +98,11 @@ func keyShown(text string, k domain.SubjectKey) string {
 				return "its bytes as numbers (a byte array printed by fmt or encoding/json)"
 			}
 		}
-		for _, n := range []uint64{binary.BigEndian.Uint64(w), binary.LittleEndian.Uint64(w)} {
+		if i+keyIntWindow > len(b) {
+			continue
+		}
+		iw := b[i : i+keyIntWindow]
+		for _, n := range []uint64{binary.BigEndian.Uint64(iw), binary.LittleEndian.Uint64(iw)} {
 			for _, d := range []string{strconv.FormatUint(n, 10), strconv.FormatInt(int64(n), 10)} {
 				// A short number (a window of mostly zero bytes) could
 				// be anything; a long one is the key.

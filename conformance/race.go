@@ -28,7 +28,8 @@ type result struct {
 // worker is one goroutine of a race: it applies its operations in order.
 // Workers of wave 0 start first; in a held race the next wave starts once
 // every worker of the previous one holds its locks (it is inside the clock
-// read) or waits for one (it is parked in the store).
+// read) or waits for one (it is parked in the store), and every watched
+// one has finished or stayed parked (see waitWave).
 type worker struct {
 	name string
 	wave int
@@ -134,11 +135,11 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 		}
 		close(start)
 		if s != nil && wave+1 < waves {
-			f.waitSettled(s, members)
+			f.waitWave(s, members)
 		}
 	}
 	if len(pins) > 0 {
-		f.waitSettled(s, members)
+		f.waitWave(s, members)
 		for _, p := range pins {
 			p.free()
 		}
@@ -149,6 +150,21 @@ func (f *fixture) race(guarantee string, held bool, workers []worker) [][]result
 	}()
 	f.waitRace(guarantee, s, done, &progress)
 	return results
+}
+
+// waitWave waits until a wave of members has gone as far as it can while
+// the pinned members wait: each watched member has finished or stayed
+// parked in the store for blockedFor (its clock reads are not held, so
+// being inside one, or parked for an instant, says nothing: a cleanup
+// that samples the time before it takes any lock is then still to come),
+// and each other member is settled.
+func (f *fixture) waitWave(s *schedule, members []*member) {
+	for _, m := range members {
+		if m.free {
+			f.waitBlockedOrDone(s, m)
+		}
+	}
+	f.waitSettled(s, members)
 }
 
 // waitSettled waits until each of members holds its locks or waits for

@@ -1,9 +1,12 @@
 package conformance
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/domain"
 )
@@ -123,19 +126,54 @@ func testCountersIndependent(t *testing.T, f *fixture) {
 	f.allow(f.check(base, k), 0, g)
 	f.deny(f.check(base, k), domain.QuotaExhausted, g+" (the base counter is exhausted)")
 
+	// Each other policy differs from base in one field, chosen so that its
+	// counter for k lands in base's partition: a sharded store that keys
+	// its counters without that field, but picks the shard by the whole
+	// counter key, conflates the two only inside one partition.
+	home := f.partOf(base, k)
 	for _, other := range []struct {
 		name string
-		p    domain.Policy
+		p    func(n int) (domain.Policy, error)
 	}{
-		{"another policy id", f.policyOf("conformance.other", "scope-a", 2, window)},
-		{"another scope", f.policyOf("conformance.base", "scope-b", 2, window)},
-		{"another limit", f.policyOf("conformance.base", "scope-a", 3, window)},
-		{"another window", f.policyOf("conformance.base", "scope-a", 2, window+time.Millisecond)},
+		{"another policy id", func(n int) (domain.Policy, error) {
+			return domain.ParsePolicy(fmt.Sprintf("conformance.other%d", n), "scope-a", 2, window)
+		}},
+		{"another scope", func(n int) (domain.Policy, error) {
+			return domain.ParsePolicy("conformance.base", fmt.Sprintf("scope-b%d", n), 2, window)
+		}},
+		{"another limit", func(n int) (domain.Policy, error) {
+			return domain.ParsePolicy("conformance.base", "scope-a", int64(3+n), window)
+		}},
+		{"another window", func(n int) (domain.Policy, error) {
+			return domain.ParsePolicy("conformance.base", "scope-a", 2, window+time.Duration(1+n)*time.Millisecond)
+		}},
 	} {
-		f.allow(f.check(other.p, k), other.p.Limit()-1, g+" ("+other.name+", same subject)")
+		p := f.policyNear(other.p, k, home)
+		f.allow(f.check(p, k), p.Limit()-1, g+" ("+other.name+", same subject)")
 	}
 	f.allow(f.check(base, f.key()), 1, g+" (another subject, same policy)")
 	f.deny(f.check(base, k), domain.QuotaExhausted, g+" (the others left the base counter as it was)")
+}
+
+// policyNear returns the first policy of(0), of(1), ... whose counter for k
+// lies in partition part, or of(0) when none of the first 16,384 does.
+// (With PostgreSQL's 256 ledger shards one in 256 does.)
+func (f *fixture) policyNear(of func(n int) (domain.Policy, error), k domain.SubjectKey, part int) domain.Policy {
+	f.t.Helper()
+	var chosen domain.Policy
+	for n := range 1 << 14 {
+		p, err := of(n)
+		require.NoError(f.t, err, "harness: a policy")
+		if n == 0 {
+			chosen = p
+		}
+		if f.partOf(p, k) == part {
+			chosen = p
+			break
+		}
+	}
+	f.log.namePolicy(chosen)
+	return chosen
 }
 
 func testCostAboveOne(t *testing.T, f *fixture) {

@@ -78,6 +78,11 @@ const (
 	// KeysByPolicyID keys counters by policy id, scope and subject, leaving
 	// the limit and window out.
 	KeysByPolicyID
+	// KeysWithoutScopePerPartition keeps a map of counters in each
+	// partition, picked by the whole counter key, and keys each map by
+	// policy id, limit, window and subject, leaving the scope out: two
+	// scopes share a counter only when they share a partition.
+	KeysWithoutScopePerPartition
 	// ShadowSeparateCounter keys a shadow-mode check's counter apart from
 	// the enforced policy's, as if the mode were part of the fingerprint.
 	ShadowSeparateCounter
@@ -311,6 +316,9 @@ const (
 	// CleanupContextBeforeNegative checks its context before the maximum,
 	// so a done context hides the caller's negative maximum.
 	CleanupContextBeforeNegative
+	// CleanupNilContextBeforeNegative checks for a nil context before the
+	// maximum, so a nil context hides the caller's negative maximum.
+	CleanupNilContextBeforeNegative
 	// CleanupZeroSkipsClosed answers a zero maximum with (0, nil) before it
 	// looks at whether the store is closed.
 	CleanupZeroSkipsClosed
@@ -323,6 +331,12 @@ const (
 	// looking again: a counter renewed in between is deleted with its new
 	// count (SELECT ... WHERE expires <= now, then DELETE ... WHERE key IN).
 	CleanupDeletesWithoutRecheck
+	// CleanupDropsKeyLock removes an expired counter together with its
+	// key's entry in the lock table, without trying the lock, as if no
+	// admission could hold the lock of an expired key: the renewal that
+	// holds it and the next check of the key, which makes a new lock, both
+	// write the key.
+	CleanupDropsKeyLock
 	// CleanupHoldsClockLock samples the store's clock under the clock's
 	// mutex, which admissions take after their key locks, and keeps it
 	// while it waits for each expired key's lock to delete it: a
@@ -418,6 +432,10 @@ const (
 	// [KeyStringError], whose message is clean but whose exported string
 	// field holds the counter key's raw bytes, for %#v to print quoted.
 	DoneContextErrorKeyString
+	// DoneContextErrorKeyShortID refuses a done context with an error
+	// naming the subject key by a short id, its first 6 bytes in hex, as
+	// Docker names a container: a key shown in part is still shown.
+	DoneContextErrorKeyShortID
 	// LateCancelUnconsumed looks at its context again after it has written
 	// an admission's counters and, when it is done by then, reports the
 	// context's error as one that consumed nothing.
@@ -469,6 +487,7 @@ var faultNames = [faultCount]string{
 	ChargesOneUnit:                   "ChargesOneUnit",
 	KeysBySubjectOnly:                "KeysBySubjectOnly",
 	KeysByPolicyID:                   "KeysByPolicyID",
+	KeysWithoutScopePerPartition:     "KeysWithoutScopePerPartition",
 	LockOrderByPolicy:                "LockOrderByPolicy",
 	ReadsBeforeLocking:               "ReadsBeforeLocking",
 	LocksFirstKeyOnly:                "LocksFirstKeyOnly",
@@ -519,6 +538,7 @@ var faultNames = [faultCount]string{
 	RenewalKeepsCount:                "RenewalKeepsCount",
 	LocksBySubject:                   "LocksBySubject",
 	CleanupDeletesWithoutRecheck:     "CleanupDeletesWithoutRecheck",
+	CleanupDropsKeyLock:              "CleanupDropsKeyLock",
 	CleanupHoldsClockLock:            "CleanupHoldsClockLock",
 	CleanupStaleExpiryIndex:          "CleanupStaleExpiryIndex",
 	StatsEntriesNeverShrink:          "StatsEntriesNeverShrink",
@@ -529,6 +549,8 @@ var faultNames = [faultCount]string{
 	DoneContextErrorKeySpacedHex:     "DoneContextErrorKeySpacedHex",
 	DoneContextErrorLockID:           "DoneContextErrorLockID",
 	DoneContextErrorKeyString:        "DoneContextErrorKeyString",
+	DoneContextErrorKeyShortID:       "DoneContextErrorKeyShortID",
+	CleanupNilContextBeforeNegative:  "CleanupNilContextBeforeNegative",
 	CleanupTypedNilError:             "CleanupTypedNilError",
 }
 

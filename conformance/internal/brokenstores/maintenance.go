@@ -123,6 +123,9 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	case s.cfg.Fault == DoneContextErrorKeyString:
 		b := k.Bytes()
 		return &KeyStringError{Key: string(b[:]), Err: err}
+	case s.cfg.Fault == DoneContextErrorKeyShortID:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("subject %x: %w", b[32:38], err)}
 	default:
 		return &Error{Op: "admit", Err: err}
 	}
@@ -167,6 +170,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
+	}
+	if s.cfg.Fault == CleanupNilContextBeforeNegative && ctx == nil {
+		return 0, &Error{Op: "cleanup", Err: ports.ErrNilContext}
 	}
 	if max < 0 {
 		switch s.cfg.Fault {
@@ -333,6 +339,10 @@ func (s *Store) cleanupInTwoSteps(max int) int {
 func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 	s.keyMu.Lock()
 	l, ok := s.keyLocks[k]
+	if s.cfg.Fault == CleanupDropsKeyLock && !perCheck {
+		delete(s.keyLocks, k)
+		ok = false
+	}
 	s.keyMu.Unlock()
 	if ok {
 		if !l.TryLock() {

@@ -3,6 +3,7 @@ package brokenstores
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -202,6 +203,15 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 	case KeysByPolicyID:
 		p := c.Policy()
 		return domain.NewCounterKey(sha256.Sum256([]byte(p.ID().String()+"\x00"+p.Scope().String())), k.SubjectKey())
+	case KeysWithoutScopePerPartition:
+		// The partition's own map, keyed without the scope: a fingerprint
+		// of the rest, whose first byte keeps the key in its partition.
+		p := c.Policy()
+		rest := binary.BigEndian.AppendUint64(append([]byte(p.ID().String()), 0), uint64(p.Limit()))
+		fp := sha256.Sum256(binary.BigEndian.AppendUint64(rest, uint64(p.Window().Milliseconds())))
+		sk := k.SubjectKey().Bytes()
+		fp[0] = byte(s.PartitionOf(k)) ^ sk[0]
+		return domain.NewCounterKey(fp, k.SubjectKey())
 	case ShadowSeparateCounter:
 		if c.Policy().Mode() == domain.Shadow {
 			fp := k.Fingerprint()
