@@ -9,8 +9,10 @@ import (
 
 // ManualClock is a fake clock for harnesses of stores with an injectable
 // clock: it starts at zero and moves only through [ManualClock.Advance],
-// whose signature is an [AdvanceFunc]. The zero value is ready to use and
-// it is safe for concurrent use.
+// whose signature is an [AdvanceFunc], except that one case steps a
+// clock handed over as [Instance.Clock] back, to check that the store
+// clamps it. The zero value is ready to use and it is safe for concurrent
+// use.
 //
 // While the suite races admissions, every ManualClock also holds a racing
 // admission inside its clock read, the one point where a correct store

@@ -20,7 +20,13 @@ func harness(fault brokenstores.Fault) conformance.NewStoreFunc {
 	return func(_ testing.TB, opts conformance.Options) conformance.Instance {
 		clock := new(conformance.ManualClock)
 		s := brokenstores.New(brokenstores.Config{Fault: fault, Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
-		return conformance.Instance{Store: s, Advance: clock.Advance, ExactTime: true, PartitionOf: s.PartitionOf}
+		inst := conformance.Instance{Store: s, Advance: clock.Advance, ExactTime: true, PartitionOf: s.PartitionOf}
+		if fault == brokenstores.TrustsInjectedClock {
+			// Only a clock handed over as Instance.Clock can be stepped
+			// back, which this fault needs to show.
+			inst.Clock = clock
+		}
+		return inst
 	}
 }
 

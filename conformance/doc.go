@@ -141,6 +141,14 @@
 //     still finds it changed (a version that restarts on insert does
 //     not);
 //   - time: the store's clock never moves a window backwards;
+//   - expiry: a counter removed by cleanup is gone for every later read,
+//     also when its last check only read it (a denial); an expired key of
+//     a batch renews in its own slot, which the batch's new key cannot
+//     take; a counter a check has just found active is neither cleaned up
+//     nor evicted at that instant, when it ends between two whole
+//     milliseconds too; and a clock that steps back moves no window back
+//     (when the harness hands over Instance.Clock, which the suite then
+//     steps back);
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
@@ -222,7 +230,15 @@
 // from its capacity partitions: a store that takes such stripes in its
 // keys' byte order rather than the stripes' own order deadlocks only when
 // two racing batches' keys happen to cross on two stripes. Review those
-// three orders by hand.
+// three orders by hand. The pinned case is blind in the same way to a
+// store that samples its clock before its locks but clamps the sample to
+// the latest time read only after the clock returns (an atomic maximum
+// kept outside the locks): the rival's later time is in the clamp by
+// then, and lifts the pinned sample. Such a store, and an
+// optimistic store that samples its clock once before its retry loop
+// instead of once per attempt, count at a passed time only when the
+// scheduler pauses them between the clamp and the lock or the write,
+// which the suite cannot force; review where the clock is read, too.
 //
 // Stores whose clock the suite does not control race freely: the suite
 // has no point inside their admissions at which to hold one, so the
@@ -277,6 +293,8 @@
 // as unconsumed, a single-check path that skips rules, an optimistic
 // write conditioned on a version that restarts when a counter is created
 // anew, errors that show a key in base32, quoted, spaced hex, as a
-// short id or as a lock id, a typed nil error. Each must fail, in one default run, the case
+// short id or as a lock id, a typed nil error, a read cache that
+// cleanup leaves behind, a reclaim that takes the slot of a key its own
+// batch renews, expiry swept by the whole millisecond, an unclamped clock. Each must fail, in one default run, the case
 // written for it.
 package conformance

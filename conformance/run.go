@@ -33,7 +33,8 @@ type Instance struct {
 	// Store is the store under test. Required.
 	Store ports.Store
 	// Clock is the [ManualClock] the store reads, when the harness could
-	// inject one. The suite then moves time with it (Advance may be nil) and
+	// inject one. The suite then moves time with it (Advance may be nil),
+	// steps it back in one case to check that the store clamps it, and
 	// compares durations exactly (as with ExactTime). (Races are held in the
 	// clock read of any ManualClock, given here or not.) Default nil.
 	Clock *ManualClock
@@ -168,6 +169,7 @@ func scenarios() []scenario {
 		concurrencyScenario(),
 		timeScenario(),
 		contextScenario(),
+		expiryScenario(),
 	}
 }
 

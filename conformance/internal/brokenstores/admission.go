@@ -417,7 +417,7 @@ func (a *admission) observe(now domain.Instant) {
 		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {
 			o.Counter = domain.Counter{}
 			p := s.PartitionOf(k)
-			if s.full(a, p, claims, now) {
+			if s.full(a, p, claims, now) && !(s.cfg.Fault == ReclaimTakesBatchKeySlot && s.reclaimSlot(a, p, now)) {
 				o.Full = true
 				retryPart := p
 				if s.cfg.Fault == CapacityRetryFirstKeyPartition {
@@ -432,6 +432,37 @@ func (a *admission) observe(now domain.Instant) {
 		a.obs[i] = o
 	}
 	s.remember(a, now)
+}
+
+// reclaimSlot frees a slot of full partition p for a new key by removing
+// its earliest expired counter (ReclaimTakesBatchKeySlot), and reports
+// whether it found one. The defect: a key of the admission itself counts
+// too, though the admission read it and renews it in place, so the batch
+// writes it back beside the new key. The caller holds s.mu.
+func (s *Store) reclaimSlot(a *admission, p int, now domain.Instant) bool {
+	var victim domain.CounterKey
+	var earliest domain.Instant
+	found := false
+	for k, c := range s.entries {
+		if s.PartitionOf(k) == p && !c.Active(now) && (!found || c.Expires < earliest) {
+			victim, earliest, found = k, c.Expires, true
+		}
+	}
+	if !found {
+		return false
+	}
+	if !slices.Contains(a.keys, victim) && !s.tryRemove(victim, true) {
+		return false
+	}
+	if slices.Contains(a.keys, victim) {
+		// Its lock is the admission's own, so it is removed without one.
+		delete(s.entries, victim)
+		delete(s.firstExpiry, victim)
+		delete(s.versions, victim)
+		s.stored[p]--
+	}
+	a.stored[p]--
+	return true
 }
 
 // full reports whether partition p has no slot left for one more new key,

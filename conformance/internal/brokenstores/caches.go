@@ -16,6 +16,9 @@ type caches struct {
 	// single: SingleCheckCache, AdmitCheck's own copy of the counters it
 	// read or wrote.
 	single map[domain.CounterKey]domain.Counter
+	// kept: CleanupKeepsReadCache, the counters reads found, until a write
+	// of the key (but not cleanup's delete) drops them.
+	kept map[domain.CounterKey]domain.Counter
 }
 
 type cachedRead struct {
@@ -34,6 +37,7 @@ func newCaches() caches {
 		reads:   make(map[domain.CounterKey]cachedRead),
 		batches: make(map[string]cachedBatch),
 		single:  make(map[domain.CounterKey]domain.Counter),
+		kept:    make(map[domain.CounterKey]domain.Counter),
 	}
 }
 
@@ -49,6 +53,15 @@ func (s *Store) read(a *admission, k domain.CounterKey, at domain.Instant) (doma
 		if c, ok := s.single[k]; ok {
 			return c, true
 		}
+	case s.cfg.Fault == CleanupKeepsReadCache:
+		if c, ok := s.kept[k]; ok {
+			return c, true
+		}
+		c, ok := s.entries[k]
+		if ok {
+			s.kept[k] = c
+		}
+		return c, ok
 	}
 	c, ok := s.entries[k]
 	return c, ok
@@ -60,6 +73,9 @@ func (s *Store) wrote(a *admission, k domain.CounterKey, c domain.Counter) {
 	if s.cfg.Fault == SingleCheckCache && a.single {
 		s.single[k] = c
 	}
+	// The defect of CleanupKeepsReadCache: a write drops the key's cached
+	// read, but nothing else does.
+	delete(s.kept, k)
 }
 
 // batchKey names a set of keys, in any order.

@@ -47,6 +47,26 @@ const (
 	// admission read, as a coarse clock that only batches tick would,
 	// instead of reading the clock.
 	SingleCheckReusesLastTime
+	// TrustsInjectedClock reads its clock without clamping it, trusting a
+	// clock that only ever moves forward: when the clock steps back, so do
+	// its windows.
+	TrustsInjectedClock
+
+	// Expiry and the store's own bookkeeping.
+
+	// CleanupKeepsReadCache serves reads through a cache that a write
+	// updates but cleanup's delete leaves behind: a removed counter last
+	// read by a denial is served again, and its key renews "in place" in a
+	// slot it no longer holds.
+	CleanupKeepsReadCache
+	// ReclaimTakesBatchKeySlot gives a new key in a full partition the slot
+	// of an expired counter it removes on the way, even one the batch has
+	// read and renews in place, so the batch writes both back.
+	ReclaimTakesBatchKeySlot
+	// CleanupSweepsCurrentMillisecond removes counters by whole-millisecond
+	// expiry buckets, the current one included, so a counter ending later
+	// in this millisecond is removed while still active.
+	CleanupSweepsCurrentMillisecond
 
 	// Counters serialised through other types.
 
@@ -531,6 +551,10 @@ var faultNames = [faultCount]string{
 	ClosedBeforeBatchReady:           "ClosedBeforeBatchReady",
 	EpochAlignedWindows:              "EpochAlignedWindows",
 	SingleCheckReusesLastTime:        "SingleCheckReusesLastTime",
+	TrustsInjectedClock:              "TrustsInjectedClock",
+	CleanupKeepsReadCache:            "CleanupKeepsReadCache",
+	ReclaimTakesBatchKeySlot:         "ReclaimTakesBatchKeySlot",
+	CleanupSweepsCurrentMillisecond:  "CleanupSweepsCurrentMillisecond",
 	WindowInt32Millis:                "WindowInt32Millis",
 	StoresUnixNanos:                  "StoresUnixNanos",
 	ShadowSeparateCounter:            "ShadowSeparateCounter",

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
@@ -259,6 +260,10 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 			expired = s.firstExpiry[k] <= now
 		case CleanupKeepsCounterAtEnd:
 			expired = c.Expires < now
+		case CleanupSweepsCurrentMillisecond:
+			// The defect: the expiry index has a bucket per whole
+			// millisecond, and the current bucket is swept with the past.
+			expired = c.Expires < now-now%domain.Instant(time.Millisecond/time.Microsecond)+domain.Instant(time.Millisecond/time.Microsecond)
 		case CleanupRemovesActive, CleansActivePerCheck:
 			expired = true
 		}

@@ -240,6 +240,11 @@ func (s *Store) clampedNow() domain.Instant {
 	} else {
 		now = domain.InstantOf(s.cfg.Clock())
 	}
+	if s.cfg.Fault == TrustsInjectedClock {
+		// The defect: no clamp, so a clock that steps back moves the
+		// store's time back with it.
+		return now
+	}
 	if s.cfg.Fault == ClockBackwards {
 		if s.clockReads.Add(1)%2 == 0 {
 			now = now.Add(-time.Second)
