@@ -168,6 +168,7 @@ func scenarios() []scenario {
 		concurrencyScenario(),
 		timeScenario(),
 		contextScenario(),
+		readinessScenario(),
 	}
 }
 
