@@ -37,6 +37,8 @@ func concurrencyScenario() scenario {
 		{name: "opposite_order_batches_holding_their_first_lock_do_not_deadlock", run: testOppositeOrderFirstLocksHeld},
 		{name: "batches_crossing_partitions_holding_their_first_lock_do_not_deadlock", run: testCrossedBatchesFirstLocksHeld},
 		{name: "clock_is_read_with_the_locks_held", single: true, run: testClockReadWithLocksHeld},
+		{name: "batch_reads_the_clock_with_every_lock_held", single: true, run: testBatchClockReadWithLocksHeld},
+		{name: "different_keys_racing_each_decide_on_their_own", single: true, run: testIndependentKeysRace},
 		{name: "large_batches_never_wait_on_their_own_locks", opts: largeBatchOptions, run: testLargeBatchesOwnLocks},
 		{name: "cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock", single: true, run: testCleanupRacingAdmissions},
 		{name: "counter_removed_and_created_anew_under_a_held_renewal_loses_no_update", single: true, run: testRecreatedUnderHeldRenewal},
