@@ -31,6 +31,7 @@ func concurrencyScenario() scenario {
 		{name: "overlapping_checks_on_one_key_lose_no_update", single: true, run: testOverlappingChecks},
 		{name: "overlapping_shadow_checks_lose_no_update", single: true, run: testOverlappingShadowChecks},
 		{name: "overlapping_renewals_of_an_expired_window_lose_no_update", single: true, run: testOverlappingRenewals},
+		{name: "overlapping_creations_of_new_keys_lose_no_update", single: true, run: testOverlappingCreations},
 		{name: "single_checks_and_batches_exclude_each_other", run: testPathsExcludeEachOther},
 		{name: "new_keys_racing_for_the_last_slots_take_exactly_those", single: true, opts: capacityOptions, run: testRacingNewKeys},
 		{name: "opposite_order_batches_finish_and_count_exactly", run: testOppositeOrderBatches},
