@@ -145,6 +145,7 @@ var targets = map[bs.Fault]string{
 	bs.ReadyAdmitsProbe:                 "readiness/ready_consumes_nothing",
 	bs.SingleCheckSharedReads:           "concurrency/different_keys_racing_each_decide_on_their_own/AdmitCheck",
 	bs.ClockReadAfterFirstLock:          "concurrency/batch_reads_the_clock_with_every_lock_held",
+	bs.CreatesAfterRelock:               "concurrency/overlapping_creations_of_new_keys_lose_no_update",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -489,6 +489,13 @@ const (
 	// counts that key at a time that had passed. (A single check's first
 	// lock is its only one.)
 	ClockReadAfterFirstLock
+	// CreatesAfterRelock locks the partitions of an admission's keys, in
+	// ascending order, instead of the keys, and decides under those locks,
+	// but writes an admission that creates a counter only after dropping
+	// and retaking them, as a store that allocates a new entry outside its
+	// lock does: a waiter reads the key as absent in between. Admissions
+	// of stored keys write under the locks they decided under.
+	CreatesAfterRelock
 
 	faultCount
 )
@@ -592,6 +599,7 @@ var faultNames = [faultCount]string{
 	ReadyAdmitsProbe:                 "ReadyAdmitsProbe",
 	SingleCheckSharedReads:           "SingleCheckSharedReads",
 	ClockReadAfterFirstLock:          "ClockReadAfterFirstLock",
+	CreatesAfterRelock:               "CreatesAfterRelock",
 }
 
 // Faults returns every deliberate defect, None excluded.
