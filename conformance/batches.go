@@ -23,6 +23,7 @@ func batchesScenario() scenario {
 		{name: "largest_batch_is_admitted", single: true, run: testLargestBatch},
 		{name: "structural_errors_never_touch_the_store", single: true, run: testStructuralErrors},
 		{name: "unprepared_batch_is_the_callers_mistake", run: testUnpreparedBatch},
+		{name: "unready_batch_is_reported_before_a_nil_context", run: testBatchBeforeNilContext},
 		{name: "repeated_batches_count_every_time", run: testRepeatedBatches},
 		{name: "one_subject_under_several_policies", run: testOneSubjectSeveralPolicies},
 	}}

@@ -142,6 +142,14 @@ var targets = map[bs.Fault]string{
 	bs.DoneContextErrorKeyShortID:       "context/done_context_admits_nothing",
 	bs.CleanupNilContextBeforeNegative:  "context/nil_context_is_invalid_input",
 	bs.CleanupTypedNilError:             "cleanup/removes_only_expired_counters",
+	bs.CancelBetweenWrites:              "context/cancelled_batch_stays_whole_and_keeps_no_slot",
+	bs.CancelKeepsClaimedSlots:          "context/cancelled_batch_stays_whole_and_keeps_no_slot",
+	bs.NilContextBeforeBatchReady:       "batches/unready_batch_is_reported_before_a_nil_context",
+	bs.ReadyAfterClose:                  "readiness/closed_store_is_not_ready",
+	bs.ReadyAdmitsProbe:                 "readiness/ready_consumes_nothing",
+	bs.SingleCheckSharedReads:           "concurrency/different_keys_racing_each_decide_on_their_own/AdmitCheck",
+	bs.ClockReadAfterFirstLock:          "concurrency/batch_reads_the_clock_with_every_lock_held",
+	bs.CreatesAfterRelock:               "concurrency/overlapping_creations_of_new_keys_lose_no_update",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

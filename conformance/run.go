@@ -170,6 +170,7 @@ func scenarios() []scenario {
 		timeScenario(),
 		contextScenario(),
 		expiryScenario(),
+		readinessScenario(),
 	}
 }
 

@@ -39,6 +39,9 @@ type admission struct {
 	versions   []uint64 // the versions read (OptimisticVersionRestarts)
 	stored     []int    // the partitions' counts, as read
 
+	// early is ClockReadAfterFirstLock's sample, taken with the first key
+	// lock held.
+	early   domain.Instant
 	held    []*sync.Mutex
 	stripes []int // the stripes held (StripeLockedTwice)
 	parts   []int
@@ -53,6 +56,12 @@ func (a *admission) run() error {
 	a.before = make([]domain.Counter, a.n)
 	a.versions = make([]uint64, a.n)
 	a.present = make([]bool, a.n)
+	if a.single && s.cfg.Fault == SingleCheckSharedReads {
+		// The defect: one buffer for every single check's read, which
+		// s.mu guards for each read and each observation, but not from
+		// one to the other.
+		a.before, a.present = s.sharedBefore, s.sharedPresent
+	}
 	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
@@ -99,7 +108,22 @@ func (a *admission) run() error {
 	if s.cfg.Fault == ClockReadBeforeLocks {
 		now = early
 	}
+	if s.cfg.Fault == ClockReadAfterFirstLock {
+		now = a.early
+	}
 	a.observe(now)
+	if s.cfg.Fault == CancelKeepsClaimedSlots && a.ctx.Err() != nil {
+		// The defect: the slots claimed for the new keys are counted as
+		// taken, and the admission gives up without giving them back.
+		s.mu.Lock()
+		for _, p := range a.claimed {
+			if p >= 0 {
+				s.stored[p]++
+			}
+		}
+		s.mu.Unlock()
+		return &Error{Op: "admit", Err: a.ctx.Err()}
+	}
 	if s.cfg.Fault == WritesBeforeDeciding {
 		a.writeAhead(now)
 	}
@@ -113,6 +137,12 @@ func (a *admission) run() error {
 		a.unlock()
 		locked = false
 	}
+	if s.cfg.Fault == CreatesAfterRelock && commit && slices.Contains(a.present, false) {
+		// The defect: a new counter is written after the locks are taken
+		// again, when another admission may have read the key as absent.
+		a.unlock()
+		locked = false
+	}
 	if !locked {
 		if err := a.lock(); err != nil {
 			return &Error{Op: "admit", Err: err}
@@ -120,7 +150,9 @@ func (a *admission) run() error {
 		locked = true
 	}
 	if commit {
-		a.write(now)
+		if err := a.write(now); err != nil {
+			return &Error{Op: "admit", Err: err}
+		}
 		if err := a.ctx.Err(); err != nil && s.cfg.Fault == LateCancelUnconsumed {
 			// The defect: the write stands, but the error says it did not.
 			return &Error{Op: "admit", Err: err}
@@ -189,7 +221,7 @@ func (a *admission) runOptimistic() error {
 		}
 		switch {
 		case commit && !orphaned:
-			a.write(now)
+			_ = a.write(now) // CancelBetweenWrites runs locking admissions only
 		case !commit:
 			a.deny(now)
 		}
@@ -224,7 +256,7 @@ var errStripeWait = errors.New("lock wait timed out")
 // in ascending order.
 func (a *admission) lock() error {
 	s := a.s
-	if s.cfg.Fault == PartitionLocksInKeyOrder {
+	if s.cfg.Fault == PartitionLocksInKeyOrder || s.cfg.Fault == CreatesAfterRelock {
 		a.lockPartitionsInKeyOrder()
 		return nil
 	}
@@ -277,6 +309,11 @@ func (a *admission) lock() error {
 		}
 		l.Lock()
 		a.held = append(a.held, l)
+		if len(a.held) == 1 && s.cfg.Fault == ClockReadAfterFirstLock {
+			// The defect: the admission's time, read before its other
+			// locks (and so not clamped by what they guard).
+			a.early = domain.InstantOf(s.cfg.Clock())
+		}
 	}
 	// A key's presence changes only under its key lock (cleanup skips a
 	// locked key), so the keys found absent here are the ones that may need
@@ -327,7 +364,8 @@ func (a *admission) lockStripes() error {
 }
 
 // lockPartitionsInKeyOrder locks the partition of every key instead of
-// the key, once each, in the keys' order (PartitionLocksInKeyOrder).
+// the key, once each, in the keys' order (PartitionLocksInKeyOrder), or in
+// ascending partition order (CreatesAfterRelock).
 func (a *admission) lockPartitionsInKeyOrder() {
 	s := a.s
 	order := slices.Clone(a.keys)
@@ -337,6 +375,11 @@ func (a *admission) lockPartitionsInKeyOrder() {
 		if p := s.PartitionOf(k); !slices.Contains(parts, p) {
 			parts = append(parts, p)
 		}
+	}
+	if s.cfg.Fault == CreatesAfterRelock {
+		// Its partitions in their own order, as a store with one lock per
+		// partition takes them correctly.
+		slices.Sort(parts)
 	}
 	a.held, a.parts = a.held[:0], a.parts[:0]
 	for _, p := range parts {
@@ -552,8 +595,9 @@ func (a *admission) evaluationTime(now domain.Instant) domain.Instant {
 	return at
 }
 
-// write persists the new counters of a committed admission.
-func (a *admission) write(now domain.Instant) {
+// write persists the new counters of a committed admission. It fails only
+// with CancelBetweenWrites, after writing some of them.
+func (a *admission) write(now domain.Instant) error {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -563,8 +607,15 @@ func (a *admission) write(now domain.Instant) {
 		slices.SortFunc(targets, domain.CounterKey.Compare)
 	}
 	for i := range a.n {
+		if i > 0 && s.cfg.Fault == CancelBetweenWrites {
+			if err := a.ctx.Err(); err != nil {
+				// The defect: the keys before i stay written.
+				return err
+			}
+		}
 		s.put(a, i, targets[i], s.encode(a.next(i), a.before[i], a.present[i], now))
 	}
+	return nil
 }
 
 // put stores c under k for check i, counting the slot it claimed. The

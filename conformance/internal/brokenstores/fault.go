@@ -477,6 +477,46 @@ const (
 	// a zero decision and no error.
 	SingleCheckSkipsValidation
 
+	// Found by the fifth blind hunt.
+
+	// CancelBetweenWrites looks at its context between the writes of a
+	// committed batch and, when it is done, stops there and reports the
+	// context's error as one that consumed nothing: the keys written
+	// before it stay counted.
+	CancelBetweenWrites
+	// CancelKeepsClaimedSlots looks at its context once it has decided
+	// which new keys get a slot and, when it is done, gives up, consuming
+	// nothing, but counts the slots it claimed as taken: no key fills them.
+	CancelKeepsClaimedSlots
+	// NilContextBeforeBatchReady answers a nil context before it calls
+	// Batch.Ready, hiding a batch that is not ready behind the nil context.
+	NilContextBeforeBatchReady
+	// ReadyAfterClose answers Ready with nil after Close.
+	ReadyAfterClose
+	// ReadyAdmitsProbe proves it is ready by admitting a check of a probe
+	// key of its own, which takes a capacity slot.
+	ReadyAdmitsProbe
+	// SingleCheckSharedReads reads a single check's counter into one
+	// buffer the store keeps for every AdmitCheck, to save an allocation,
+	// guarded by the store's short mutex but not by the key's lock: checks
+	// of different keys that overlap decide on whichever counter was read
+	// last.
+	SingleCheckSharedReads
+	// ClockReadAfterFirstLock samples its clock once it holds the first of
+	// an admission's key locks, and takes the others after, as
+	// ClockReadBeforeLocks does before all of them: a check of a batch's
+	// later key can count between the sample and the batch, which then
+	// counts that key at a time that had passed. (A single check's first
+	// lock is its only one.)
+	ClockReadAfterFirstLock
+	// CreatesAfterRelock locks the partitions of an admission's keys, in
+	// ascending order, instead of the keys, and decides under those locks,
+	// but writes an admission that creates a counter only after dropping
+	// and retaking them, as a store that allocates a new entry outside its
+	// lock does: a waiter reads the key as absent in between. Admissions
+	// of stored keys write under the locks they decided under.
+	CreatesAfterRelock
+
 	faultCount
 )
 
@@ -576,6 +616,14 @@ var faultNames = [faultCount]string{
 	DoneContextErrorKeyShortID:       "DoneContextErrorKeyShortID",
 	CleanupNilContextBeforeNegative:  "CleanupNilContextBeforeNegative",
 	CleanupTypedNilError:             "CleanupTypedNilError",
+	CancelBetweenWrites:              "CancelBetweenWrites",
+	CancelKeepsClaimedSlots:          "CancelKeepsClaimedSlots",
+	NilContextBeforeBatchReady:       "NilContextBeforeBatchReady",
+	ReadyAfterClose:                  "ReadyAfterClose",
+	ReadyAdmitsProbe:                 "ReadyAdmitsProbe",
+	SingleCheckSharedReads:           "SingleCheckSharedReads",
+	ClockReadAfterFirstLock:          "ClockReadAfterFirstLock",
+	CreatesAfterRelock:               "CreatesAfterRelock",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -69,6 +69,10 @@ type Store struct {
 	versions map[domain.CounterKey]uint64
 	// inserted counts the counters ever inserted (StatsEntriesNeverShrink).
 	inserted int
+	// sharedBefore and sharedPresent are SingleCheckSharedReads's one read
+	// buffer for every AdmitCheck.
+	sharedBefore  []domain.Counter
+	sharedPresent []bool
 	caches
 }
 
@@ -78,6 +82,8 @@ var (
 	_ ports.Cleaner       = (*Store)(nil)
 	_ ports.StatsReporter = (*Store)(nil)
 	_ ports.Closer        = (*Store)(nil)
+
+	_ ports.ReadinessChecker = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -95,6 +101,9 @@ func New(cfg Config) *Store {
 		firstExpiry: make(map[domain.CounterKey]domain.Instant),
 		versions:    make(map[domain.CounterKey]uint64),
 		caches:      newCaches(),
+
+		sharedBefore:  make([]domain.Counter, 1),
+		sharedPresent: make([]bool, 1),
 	}
 	if cfg.Fault == StripeLockedTwice {
 		s.stripes = make([]chan struct{}, stripeCount)
@@ -124,6 +133,9 @@ func (s *Store) PartitionOf(k domain.CounterKey) int {
 // Admit applies b following the protocol of [domain.Batch], except where
 // the store's fault says otherwise.
 func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
+	if s.cfg.Fault == NilContextBeforeBatchReady && ctx == nil {
+		return &Error{Op: "admit", Err: ports.ErrNilContext}
+	}
 	if s.cfg.Fault == ClosedBeforeBatchReady && s.closed.Load() {
 		return &Error{Op: "admit", Err: ports.ErrClosed}
 	}

@@ -1,0 +1,57 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// testBatchBeforeNilContext hands Admit a batch that is not ready
+// together with a nil context. Both are the caller's mistakes, and
+// ports.Store names the batch first: the store answers with Batch.Ready's
+// error, so that a caller that drove a batch twice hears that, whatever
+// else is wrong. (Both errors match domain.ErrInvalidInput, so only the
+// error itself tells them apart: Ready's is a *domain.BatchError for a nil
+// or unprepared batch, and domain.ErrBatchProtocol for one already
+// evaluated; ports.ErrNilContext is neither.)
+func testBatchBeforeNilContext(t *testing.T, f *fixture) {
+	const g = "batches: a batch that is not ready is reported before a nil context (ports.Store: Batch.Ready first)"
+	var nilCtx context.Context
+	p, k := f.policy(2, window), f.key()
+	driven, err := domain.NewBatch([]domain.Check{f.check(p, k)}, f.opts.MaxBatchSize)
+	require.NoError(t, err, "harness: a batch of one")
+	f.admitDirect(driven, "a batch of one", g)
+	for _, bad := range []struct {
+		name  string
+		batch *domain.Batch
+	}{
+		{"a nil batch", nil},
+		{"the zero Batch", new(domain.Batch)},
+		{"the batch of one again, already evaluated", driven},
+	} {
+		want := bad.batch.Ready()
+		f.admits.Add(1)
+		f.rep.admits.Add(1)
+		err := f.guard(func() error { return f.inst.Store.Admit(nilCtx, bad.batch) })
+		f.log.add("Admit(nil ctx, %s) → error: %v", bad.name, err)
+		var pe *panicError
+		require.False(t, errors.As(err, &pe), "%s (%s): the store panicked: %v", g, bad.name, err)
+		require.Error(t, err, "%s (%s)", g, bad.name)
+		require.False(t, errors.Is(err, ports.ErrNilContext) && !errors.Is(want, ports.ErrNilContext),
+			"%s (%s): the store answered the nil context first: %v", g, bad.name, err)
+		var wantBatch *domain.BatchError
+		if errors.As(want, &wantBatch) {
+			var got *domain.BatchError
+			require.ErrorAs(t, err, &got, "%s (%s): return Batch.Ready's error", g, bad.name)
+			require.Equal(t, wantBatch.Problem, got.Problem, "%s (%s): return Batch.Ready's error", g, bad.name)
+		} else {
+			require.ErrorIs(t, err, want, "%s (%s): return Batch.Ready's error", g, bad.name)
+		}
+	}
+	f.allow(f.check(p, k), 0, g+" (only the batch of one was counted)")
+}
