@@ -237,7 +237,11 @@ func TestSettingsThatChangeNoAnswer(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
 				f := setup(t, postgres.Config{})
-				store, pool := f.serviceStore(t, postgres.Config{Protocol: protocol}, func(r *pgtest.Role) {
+				// The case asks whether a setting changes an answer, not how
+				// fast the store gives it: forced JIT compiles every statement
+				// of the warm-up, which a loaded machine has taken more than
+				// the default budgets to do.
+				store, pool := f.serviceStore(t, postgres.Config{Protocol: protocol, AcquireTimeout: 30 * time.Second, OperationTimeout: 30 * time.Second}, func(r *pgtest.Role) {
 					for _, s := range tc.set {
 						f.db.SetRoleSetting(t, r, s[0], s[1:]...)
 					}
