@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -37,27 +36,7 @@ func testBatchClockReadWithLocksHeld(t *testing.T, f *fixture) {
 		f.allow(batch[0], limit-1, g)
 		f.allow(batch[1], limit-1, g)
 		f.advance(time.Minute)
-		var resets []time.Duration
-		first := func(ctx context.Context) result {
-			var bd domain.BatchDecision
-			err := f.guard(func() (err error) {
-				bd, err = f.limiter.CheckAll(ctx, batch)
-				return err
-			})
-			if err != nil {
-				return result{err: err}
-			}
-			r := result{outcome: bd.Outcome()}
-			if _, den, ok := bd.Denied(); ok {
-				r.reason = den.Reason()
-			}
-			for _, d := range bd.Decisions() {
-				a, _ := d.Allowance()
-				r.remaining = append(r.remaining, a.Remaining)
-				resets = append(resets, a.ResetAfter)
-			}
-			return r
-		}
+		first := f.batchOp(batch)
 		r1, r2, held := f.pinnedRace(g, first, func() { f.advance(late) }, f.checkOp(c, f.path))
 		how := "a store that reads no ManualClock ran the batch to its end"
 		if held {
@@ -69,14 +48,14 @@ func testBatchClockReadWithLocksHeld(t *testing.T, f *fixture) {
 			require.NoError(t, r.err, "%s: the store failed a valid admission", g)
 			require.Equal(t, domain.Allowed, r.outcome, "%s: admission %d of 2 is within the limit, got %s (%s)", g, i+1, r.outcome, r.reason)
 		}
-		require.Len(t, resets, len(batch), "%s: one allowance per check of the allowed batch", g)
+		require.Len(t, r1.resets, len(batch), "%s: one allowance per check of the allowed batch", g)
 		// Both counted key target into its one window: the one left with
 		// fewer units counted last, so at the later time.
 		type count struct {
 			remaining int64
 			reset     time.Duration
 		}
-		earlier, later := count{r1.remaining[target], resets[target]}, count{r2.remaining[0], r2.reset}
+		earlier, later := count{r1.remaining[target], r1.resets[target]}, count{r2.remaining[0], r2.reset}
 		if earlier.remaining < later.remaining {
 			earlier, later = later, earlier
 		}

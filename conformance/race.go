@@ -19,7 +19,8 @@ import (
 type result struct {
 	outcome   domain.Outcome
 	remaining []int64
-	reset     time.Duration // a single check's reset time, when allowed
+	reset     time.Duration   // a single check's reset time, when allowed
+	resets    []time.Duration // each check's reset time, when a batch is allowed
 	reason    domain.DenialReason
 	removed   int // what a cleanup removed
 	err       error
@@ -284,6 +285,7 @@ func (f *fixture) batchOp(checks []domain.Check) raceOp {
 		for _, d := range bd.Decisions() {
 			a, _ := d.Allowance()
 			r.remaining = append(r.remaining, a.Remaining)
+			r.resets = append(r.resets, a.ResetAfter)
 		}
 		return r
 	}
