@@ -124,6 +124,9 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	case s.cfg.Fault == DoneContextErrorKeyString:
 		b := k.Bytes()
 		return &KeyStringError{Key: string(b[:]), Err: err}
+	case s.cfg.Fault == DoneContextErrorKeyBytea:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("subject_key '%s': %w", bytea(b[32:]), err)}
 	case s.cfg.Fault == DoneContextErrorKeyShortID:
 		b := k.Bytes()
 		return &Error{Op: "admit", Err: fmt.Errorf("subject %x: %w", b[32:38], err)}
