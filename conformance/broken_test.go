@@ -163,6 +163,7 @@ var targets = map[bs.Fault]string{
 	bs.SingleCheckOwnClamp:              "clamp/single_checks_and_batches_share_the_clamp",
 	bs.BatchCappedAtCapacity:            "spread/batch_larger_than_a_partition_spread_over_partitions_is_admitted",
 	bs.DoneContextErrorKeyBytea:         "context/done_context_admits_nothing",
+	bs.CleanupFreesSlotOfRenewed:        "concurrency/cleanup_racing_renewals_frees_only_the_slots_it_empties",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -577,6 +577,12 @@ const (
 	// format: printable bytes as they are, others as a backslash and three
 	// octal digits.
 	DoneContextErrorKeyBytea
+	// CleanupFreesSlotOfRenewed collects expired counters, then deletes
+	// each under its key's lock only if it is still expired (a conditional
+	// delete), but frees its slot in a second write whatever the delete
+	// did: a counter renewed in between keeps its slot, and the partition
+	// counts one fewer.
+	CleanupFreesSlotOfRenewed
 
 	faultCount
 )
@@ -698,6 +704,7 @@ var faultNames = [faultCount]string{
 	SingleCheckOwnClamp:              "SingleCheckOwnClamp",
 	BatchCappedAtCapacity:            "BatchCappedAtCapacity",
 	DoneContextErrorKeyBytea:         "DoneContextErrorKeyBytea",
+	CleanupFreesSlotOfRenewed:        "CleanupFreesSlotOfRenewed",
 }
 
 // Faults returns every deliberate defect, None excluded.
