@@ -261,8 +261,8 @@
 // Nor can the suite aim keys at the stripes of a lock a store keeps apart
 // from its capacity partitions: a store that takes such stripes in its
 // keys' byte order rather than the stripes' own order deadlocks only when
-// two racing batches' keys happen to cross on two stripes. Review those
-// three orders by hand. The pinned case is blind in the same way to a
+// two racing batches' keys happen to cross on two stripes. Review these
+// orders by hand. The pinned case is blind in the same way to a
 // store that samples its clock before its locks but clamps the sample to
 // the latest time read only after the clock returns (an atomic maximum
 // kept outside the locks): the rival's later time is in the clamp by
