@@ -150,6 +150,20 @@ var targets = map[bs.Fault]string{
 	bs.SingleCheckSharedReads:           "concurrency/different_keys_racing_each_decide_on_their_own/AdmitCheck",
 	bs.ClockReadAfterFirstLock:          "concurrency/batch_reads_the_clock_with_every_lock_held",
 	bs.CreatesAfterRelock:               "concurrency/overlapping_creations_of_new_keys_lose_no_update",
+	bs.TTLSetOnCreateOnly:               "lifetime/renewal_outlives_the_first_windows_rounded_ttl",
+	bs.ReadsTTLInWholeMillis:            "lifetime/counter_is_active_to_its_last_microsecond",
+	bs.ExpiresAtWholeMillis:             "lifetime/counter_is_active_to_its_last_microsecond",
+	bs.BatchTTLFromFirstCheck:           "lifetime/each_key_of_a_batch_keeps_its_own_window",
+	bs.CapacityRetryRefreshedTTL:        "retry/capacity_retry_is_the_partitions_earliest_expiry",
+	bs.CapacityRetryWholeSeconds:        "retry/capacity_retry_is_the_partitions_earliest_expiry",
+	bs.CapacityRetrySamePolicy:          "retry/capacity_retry_is_the_partitions_earliest_expiry",
+	bs.ClampsOnlyOnCommit:               "clamp/a_denial_raises_the_clamp",
+	bs.ClampKeepsRawTime:                "clamp/every_read_after_a_step_back_is_clamped",
+	bs.ClampsFirstPartitionOnly:         "clamp/a_batch_clamps_by_every_partition_it_touches",
+	bs.SingleCheckOwnClamp:              "clamp/single_checks_and_batches_share_the_clamp",
+	bs.BatchCappedAtCapacity:            "spread/batch_larger_than_a_partition_spread_over_partitions_is_admitted",
+	bs.DoneContextErrorKeyBytea:         "context/done_context_admits_nothing",
+	bs.CleanupFreesSlotOfRenewed:        "concurrency/cleanup_racing_renewals_frees_only_the_slots_it_empties",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -42,6 +42,7 @@ func concurrencyScenario() scenario {
 		{name: "different_keys_racing_each_decide_on_their_own", single: true, run: testIndependentKeysRace},
 		{name: "large_batches_never_wait_on_their_own_locks", opts: largeBatchOptions, run: testLargeBatchesOwnLocks},
 		{name: "cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock", single: true, run: testCleanupRacingAdmissions},
+		{name: "cleanup_racing_renewals_frees_only_the_slots_it_empties", single: true, opts: cleanupSlotOptions, run: testCleanupRacingRenewalsKeepsSlots},
 		{name: "counter_removed_and_created_anew_under_a_held_renewal_loses_no_update", single: true, run: testRecreatedUnderHeldRenewal},
 	}}
 }

@@ -21,13 +21,23 @@ func harness(fault brokenstores.Fault) conformance.NewStoreFunc {
 		clock := new(conformance.ManualClock)
 		s := brokenstores.New(brokenstores.Config{Fault: fault, Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
 		inst := conformance.Instance{Store: s, Advance: clock.Advance, ExactTime: true, PartitionOf: s.PartitionOf}
-		if fault == brokenstores.TrustsInjectedClock {
+		if steppedBack[fault] {
 			// Only a clock handed over as Instance.Clock can be stepped
-			// back, which this fault needs to show.
+			// back, which these faults need to show.
 			inst.Clock = clock
 		}
 		return inst
 	}
+}
+
+// steppedBack are the faults that show only on a clock the suite steps
+// back.
+var steppedBack = map[brokenstores.Fault]bool{
+	brokenstores.TrustsInjectedClock:      true,
+	brokenstores.ClampsOnlyOnCommit:       true,
+	brokenstores.ClampKeepsRawTime:        true,
+	brokenstores.ClampsFirstPartitionOnly: true,
+	brokenstores.SingleCheckOwnClamp:      true,
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:

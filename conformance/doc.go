@@ -141,7 +141,8 @@
 //     deadlock nor miscount; a large batch never waits on a lock it holds
 //     (two keys on one stripe of a striped lock); cleanup racing
 //     admissions of its partition, on each path, neither deadlocks nor
-//     removes a renewed counter; an optimistic admission held while
+//     removes a renewed counter, nor frees the slot of a counter it did
+//     not remove; an optimistic admission held while
 //     cleanup removes its counter and another check creates it anew
 //     still finds it changed (a version that restarts on insert does
 //     not);
@@ -157,10 +158,29 @@
 //   - readiness: the optional [ports.ReadinessChecker], skipped when
 //     absent: Ready consumes no quota and takes no slot, and fails with
 //     an error matching [ports.ErrClosed] once the store is closed;
+//   - lifetime: a counter lives exactly as long as its own window,
+//     however the store keeps a key's time to live apart from it: a
+//     window renewed in place lasts its whole new window whatever time
+//     to live, rounded to whole seconds, the key had before; a counter
+//     stays active to the last microsecond of its window (on a clock that
+//     has shown it keeps microseconds, also when the window ends between
+//     two milliseconds); each key of a batch lives by its own policy's
+//     window;
+//   - clamp: on a clock that steps back (Instance.Clock), a denial raises
+//     the clamp as an allowed check does, every read after the step is
+//     clamped, a batch is clamped by every partition it touches, and
+//     single checks and batches share one clamp;
+//   - retry: a capacity denial's retry time, when it gives one, is the
+//     partition's earliest expiry to the microsecond, also when that
+//     counter is another policy's and was checked again since its window
+//     began;
+//   - spread: a batch with more new keys than one partition holds, spread
+//     over partitions that each hold their share, is admitted whole;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
-//     bytes, bare or in a Go-quoted string; hex, contiguous or split by
+//     bytes, bare, in a Go-quoted string or in PostgreSQL's bytea escape
+//     format; hex, contiguous or split by
 //     spaces, colons or dashes; base64; base32; a byte array that fmt or
 //     encoding/json prints; or 8 of its bytes read as a 64-bit integer),
 //     and none is a typed nil (a nil *T returned as an error, which is
@@ -233,12 +253,16 @@
 // then takes its key locks keeps the pinned admission's rival waiting on
 // that mutex, not on a key lock, and passes the pinned case; a gap of the
 // same kind lets a cleanup that collects expired keys under one lock and
-// deletes them under another, without looking again, pass in most runs.
+// deletes them under another, without looking again (or looking again,
+// but freeing the slot whatever it finds), pass in most runs, and a store
+// that counts a partition's free slots in a read of its own before it
+// takes such a mutex admits two new keys into the last slot only when
+// both counted before either took it.
 // Nor can the suite aim keys at the stripes of a lock a store keeps apart
 // from its capacity partitions: a store that takes such stripes in its
 // keys' byte order rather than the stripes' own order deadlocks only when
-// two racing batches' keys happen to cross on two stripes. Review those
-// three orders by hand. The pinned case is blind in the same way to a
+// two racing batches' keys happen to cross on two stripes. Review these
+// orders by hand. The pinned case is blind in the same way to a
 // store that samples its clock before its locks but clamps the sample to
 // the latest time read only after the clock returns (an atomic maximum
 // kept outside the locks): the rival's later time is in the clamp by
@@ -312,5 +336,13 @@
 // before the batch, a readiness probe that admits a key or answers after
 // Close, one read buffer shared by every single check, a clock sampled
 // after the first of a batch's locks, a new key written after retaking
-// the lock. Each must fail, in one default run, the case written for it.
+// the lock, a key's time to live set only on creation, read or set in
+// whole milliseconds, or taken from a batch's first check, a capacity
+// retry time from refreshed time to live, in whole seconds or from the
+// refused policy alone, a clock clamp raised only on commit, kept raw,
+// kept per partition but applied by the first key's, or kept apart for
+// single checks, a batch refused for holding more keys than one
+// partition, a key printed in bytea escape format, and a cleanup that
+// frees the slot of a counter it did not remove. Each must fail, in one
+// default run, the case written for it.
 package conformance

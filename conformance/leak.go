@@ -74,6 +74,7 @@ func keyShown(text string, k domain.SubjectKey) string {
 	lower := strings.ToLower(text)
 	bareHex := hexSeparators.Replace(lower)
 	unquoted := unquotedStrings(text)
+	bytea := byteaUnescaped(text)
 	for i := 0; i+keyLeakWindow <= len(b); i++ {
 		w := b[i : i+keyLeakWindow]
 		if strings.Contains(text, string(w)) {
@@ -83,6 +84,9 @@ func keyShown(text string, k domain.SubjectKey) string {
 			if strings.Contains(u, string(w)) {
 				return "its bytes in a quoted string"
 			}
+		}
+		if bytea != "" && strings.Contains(bytea, string(w)) {
+			return "its bytes in PostgreSQL's bytea escape format"
 		}
 		if h := hex.EncodeToString(w); strings.Contains(lower, h) || strings.Contains(bareHex, h) {
 			return "its bytes in hex"
@@ -155,6 +159,29 @@ func unquotedStrings(text string) []string {
 		}
 	}
 	return out
+}
+
+// byteaEscape matches an escape of PostgreSQL's bytea escape output format
+// (bytea_output = 'escape'): a byte as a backslash and three octal digits,
+// or a backslash doubled.
+var byteaEscape = regexp.MustCompile(`\\(?:[0-3][0-7]{2}|\\)`)
+
+// byteaUnescaped returns text with every bytea escape resolved, so that a
+// key a SQL store prints as 'ab\232\033c' is found as bytes, or "" when
+// text holds no such escape. Printable bytes stay as they are in that
+// format, so an escaped key is a mix of raw characters and escapes that
+// neither the raw nor the quoted view matches.
+func byteaUnescaped(text string) string {
+	if !byteaEscape.MatchString(text) {
+		return ""
+	}
+	return byteaEscape.ReplaceAllStringFunc(text, func(e string) string {
+		if e == `\\` {
+			return `\`
+		}
+		n, _ := strconv.ParseUint(e[1:], 8, 8)
+		return string([]byte{byte(n)})
+	})
 }
 
 // keyLeak describes, without printing them, the first key of ks that err

@@ -171,6 +171,10 @@ func scenarios() []scenario {
 		contextScenario(),
 		expiryScenario(),
 		readinessScenario(),
+		lifetimeScenario(),
+		clampScenario(),
+		retryScenario(),
+		spreadScenario(),
 	}
 }
 

@@ -234,6 +234,9 @@ func (a *admission) runOptimistic() error {
 // SingleCheckReusesLastTime on AdmitCheck the latest time any admission
 // read.
 func (a *admission) clock() domain.Instant {
+	if now, ok := a.clampFault(); ok {
+		return now
+	}
 	if a.single && a.s.cfg.Fault == SingleCheckReusesLastTime {
 		return domain.Instant(a.s.last.Load())
 	}
@@ -449,6 +452,13 @@ func (a *admission) observe(now domain.Instant) {
 	for i, k := range a.keys {
 		a.claimed[i] = -1
 		c, ok := a.before[i], a.present[i]
+		if ok && s.lapsed(k, c, now) {
+			// The backend deleted the key at its deadline: the write
+			// creates it again, in the slot it still holds here.
+			c = domain.Counter{}
+		} else if ok {
+			c = s.observedCounter(c, now)
+		}
 		o := domain.Observation{Counter: c}
 		expired := ok && !c.Active(now)
 		if ok && s.cfg.Fault == RenewsEarly && now >= c.Expires.Add(-time.Millisecond) {
@@ -466,7 +476,8 @@ func (a *admission) observe(now domain.Instant) {
 				if s.cfg.Fault == CapacityRetryFirstKeyPartition {
 					retryPart = s.PartitionOf(a.keys[0])
 				}
-				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(retryPart)
+				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(retryPart, k)
+				o.EarliestExpiry = s.retryTime(o.EarliestExpiry, now)
 			} else {
 				claims[p]++
 				a.claimed[i] = p
@@ -553,18 +564,19 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 
 // retryAt returns the earliest expiry in partition p (the latest with
 // CapacityRetryLatest, the store's earliest with CapacityRetryAnyPartition,
-// the earliest first expiry with CapacityRetryFirstWindow). The caller
+// the earliest first expiry with CapacityRetryFirstWindow, and as
+// retryExpiry reads each counter's for a check of refused). The caller
 // holds s.mu.
-func (s *Store) retryAt(p int) (domain.Instant, bool) {
+func (s *Store) retryAt(p int, refused domain.CounterKey) (domain.Instant, bool) {
 	var at domain.Instant
 	found := false
 	for k, e := range s.entries {
 		if s.PartitionOf(k) != p && s.cfg.Fault != CapacityRetryAnyPartition {
 			continue
 		}
-		exp := e.Expires
-		if s.cfg.Fault == CapacityRetryFirstWindow {
-			exp = s.firstExpiry[k]
+		exp, ok := s.retryExpiry(k, refused, e)
+		if !ok {
+			continue
 		}
 		better := exp < at
 		if s.cfg.Fault == CapacityRetryLatest {
@@ -599,6 +611,9 @@ func (a *admission) evaluationTime(now domain.Instant) domain.Instant {
 // with CancelBetweenWrites, after writing some of them.
 func (a *admission) write(now domain.Instant) error {
 	s := a.s
+	if s.cfg.Fault == ClampsOnlyOnCommit {
+		s.raiseClamp(now)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	targets := a.keys
@@ -636,6 +651,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		s.firstExpiry[k] = c.Expires
 		s.inserted++
 	}
+	s.setDeadline(a, i, k, c)
 	s.entries[k] = c
 	s.versions[k]++
 	s.wrote(a, k, c)

@@ -517,6 +517,73 @@ const (
 	// of stored keys write under the locks they decided under.
 	CreatesAfterRelock
 
+	// Found by the sixth blind hunt: stores built on the idioms of
+	// key-value and SQL backends, whose keys live by a time to live kept
+	// apart from the window they count in.
+
+	// TTLSetOnCreateOnly gives a key a time to live, its window rounded up
+	// to whole seconds (EXPIRE), only when it creates the key (INCRBY, then
+	// EXPIRE when the count is new), and reads a key past it as deleted: a
+	// window renewed in place before the backend deleted the key keeps the
+	// first window's time to live, and loses its count early.
+	TTLSetOnCreateOnly
+	// ReadsTTLInWholeMillis reads a counter's end as now plus its time left
+	// in whole milliseconds (PTTL): in a window's last millisecond it finds
+	// none left, and renews an active window.
+	ReadsTTLInWholeMillis
+	// ExpiresAtWholeMillis gives a key an absolute expiry in whole
+	// milliseconds (PEXPIREAT), its window's end rounded down, and reads a
+	// key past it as deleted: a window that ends between two milliseconds
+	// loses its count early.
+	ExpiresAtWholeMillis
+	// BatchTTLFromFirstCheck gives every key a batch creates or renews the
+	// time to live of the batch's first check's window (a script that
+	// passes PEXPIRE the first argument for every key), and reads a key
+	// past it as deleted.
+	BatchTTLFromFirstCheck
+	// CapacityRetryRefreshedTTL reports a capacity denial's retry time
+	// from its keys' time to live, which every write of a key sets to a
+	// window from that write, rather than from the windows' ends.
+	CapacityRetryRefreshedTTL
+	// CapacityRetryWholeSeconds reports a capacity denial's retry time
+	// rounded up to whole seconds, as a time to live read with TTL is.
+	CapacityRetryWholeSeconds
+	// CapacityRetrySamePolicy looks for a full partition's earliest expiry
+	// among the refused check's own policy's counters only, as a query on
+	// an index of policy and expiry does.
+	CapacityRetrySamePolicy
+	// ClampsOnlyOnCommit clamps its clock by the latest time an admission
+	// wrote at, not the latest it read: after a denial, a clock that steps
+	// back lets the key's time left grow.
+	ClampsOnlyOnCommit
+	// ClampKeepsRawTime returns the clamped time but keeps the clock's own
+	// reading as the latest: after a clock steps back, the first read is
+	// clamped and the next goes back.
+	ClampKeepsRawTime
+	// ClampsFirstPartitionOnly keeps a clamp per partition and clamps an
+	// admission by its first key's partition alone: a batch whose first
+	// key's partition saw only earlier times moves its other keys'
+	// windows back.
+	ClampsFirstPartitionOnly
+	// SingleCheckOwnClamp clamps AdmitCheck's clock by a latest time of its
+	// own, which batches neither read nor raise.
+	SingleCheckOwnClamp
+	// BatchCappedAtCapacity refuses, as too large, a batch with more checks
+	// than one partition holds, though its keys spread over partitions
+	// fit.
+	BatchCappedAtCapacity
+	// DoneContextErrorKeyBytea refuses a done context with an error that
+	// names the subject key as PostgreSQL prints a bytea in its escape
+	// format: printable bytes as they are, others as a backslash and three
+	// octal digits.
+	DoneContextErrorKeyBytea
+	// CleanupFreesSlotOfRenewed collects expired counters, then deletes
+	// each under its key's lock only if it is still expired (a conditional
+	// delete), but frees its slot in a second write whatever the delete
+	// did: a counter renewed in between keeps its slot, and the partition
+	// counts one fewer.
+	CleanupFreesSlotOfRenewed
+
 	faultCount
 )
 
@@ -624,6 +691,20 @@ var faultNames = [faultCount]string{
 	SingleCheckSharedReads:           "SingleCheckSharedReads",
 	ClockReadAfterFirstLock:          "ClockReadAfterFirstLock",
 	CreatesAfterRelock:               "CreatesAfterRelock",
+	TTLSetOnCreateOnly:               "TTLSetOnCreateOnly",
+	ReadsTTLInWholeMillis:            "ReadsTTLInWholeMillis",
+	ExpiresAtWholeMillis:             "ExpiresAtWholeMillis",
+	BatchTTLFromFirstCheck:           "BatchTTLFromFirstCheck",
+	CapacityRetryRefreshedTTL:        "CapacityRetryRefreshedTTL",
+	CapacityRetryWholeSeconds:        "CapacityRetryWholeSeconds",
+	CapacityRetrySamePolicy:          "CapacityRetrySamePolicy",
+	ClampsOnlyOnCommit:               "ClampsOnlyOnCommit",
+	ClampKeepsRawTime:                "ClampKeepsRawTime",
+	ClampsFirstPartitionOnly:         "ClampsFirstPartitionOnly",
+	SingleCheckOwnClamp:              "SingleCheckOwnClamp",
+	BatchCappedAtCapacity:            "BatchCappedAtCapacity",
+	DoneContextErrorKeyBytea:         "DoneContextErrorKeyBytea",
+	CleanupFreesSlotOfRenewed:        "CleanupFreesSlotOfRenewed",
 }
 
 // Faults returns every deliberate defect, None excluded.

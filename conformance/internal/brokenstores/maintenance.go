@@ -124,6 +124,9 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	case s.cfg.Fault == DoneContextErrorKeyString:
 		b := k.Bytes()
 		return &KeyStringError{Key: string(b[:]), Err: err}
+	case s.cfg.Fault == DoneContextErrorKeyBytea:
+		b := k.Bytes()
+		return &Error{Op: "admit", Err: fmt.Errorf("subject_key '%s': %w", bytea(b[32:]), err)}
 	case s.cfg.Fault == DoneContextErrorKeyShortID:
 		b := k.Bytes()
 		return &Error{Op: "admit", Err: fmt.Errorf("subject %x: %w", b[32:38], err)}
@@ -214,7 +217,7 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			defer s.partLocks[p].Unlock()
 		}
 	}
-	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock {
+	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock || s.cfg.Fault == CleanupFreesSlotOfRenewed {
 		return s.cleanupInTwoSteps(max), nil
 	}
 	now := s.now()
@@ -285,8 +288,8 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 	return removed
 }
 
-// cleanupInTwoSteps is CleanupExpired for CleanupDeletesWithoutRecheck and
-// CleanupHoldsClockLock: it collects up to max expired counters, earliest
+// cleanupInTwoSteps is CleanupExpired for CleanupDeletesWithoutRecheck,
+// CleanupHoldsClockLock and CleanupFreesSlotOfRenewed: it collects up to max expired counters, earliest
 // expiry first, then deletes each under its key's lock, waiting for it.
 // CleanupDeletesWithoutRecheck deletes what it collected whatever the
 // counter has become since; CleanupHoldsClockLock looks again, but holds
@@ -332,6 +335,9 @@ func (s *Store) cleanupInTwoSteps(max int) int {
 			delete(s.versions, c.k)
 			s.stored[s.PartitionOf(c.k)]--
 			removed++
+		} else if s.cfg.Fault == CleanupFreesSlotOfRenewed {
+			// The defect: the slot's write does not depend on the delete's.
+			s.stored[s.PartitionOf(c.k)]--
 		}
 		s.mu.Unlock()
 		l.Unlock()

@@ -74,6 +74,7 @@ type Store struct {
 	sharedBefore  []domain.Counter
 	sharedPresent []bool
 	caches
+	lifetimes
 }
 
 var (
@@ -101,6 +102,7 @@ func New(cfg Config) *Store {
 		firstExpiry: make(map[domain.CounterKey]domain.Instant),
 		versions:    make(map[domain.CounterKey]uint64),
 		caches:      newCaches(),
+		lifetimes:   newLifetimes(cfg.Partitions),
 
 		sharedBefore:  make([]domain.Counter, 1),
 		sharedPresent: make([]bool, 1),
@@ -146,6 +148,10 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	}
 	if err := s.usable(ctx, b.Key(0)); err != nil {
 		return err
+	}
+	if s.cfg.Fault == BatchCappedAtCapacity && b.Len() > s.cfg.Capacity {
+		// The defect: one partition's bound taken for the batch's.
+		return &Error{Op: "admit", Err: &domain.BatchError{Problem: domain.BatchTooLarge, Size: b.Len(), Max: s.cfg.Capacity}}
 	}
 	a := &admission{s: s, ctx: ctx, n: b.Len(), mode: b.Mode(), check: b.Check}
 	a.keys = make([]domain.CounterKey, a.n)
@@ -256,6 +262,15 @@ func (s *Store) clampedNow() domain.Instant {
 		// The defect: no clamp, so a clock that steps back moves the
 		// store's time back with it.
 		return now
+	}
+	switch s.cfg.Fault {
+	case ClampsOnlyOnCommit:
+		// The defect: the time read is clamped, but raises the clamp only
+		// when the admission writes (see admission.write).
+		return max(now, domain.Instant(s.last.Load()))
+	case ClampKeepsRawTime:
+		// The defect: the clock's own reading is kept as the latest.
+		return max(now, domain.Instant(s.last.Swap(int64(now))))
 	}
 	if s.cfg.Fault == ClockBackwards {
 		if s.clockReads.Add(1)%2 == 0 {
