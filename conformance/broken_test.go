@@ -164,6 +164,15 @@ var targets = map[bs.Fault]string{
 	bs.BatchCappedAtCapacity:            "spread/batch_larger_than_a_partition_spread_over_partitions_is_admitted",
 	bs.DoneContextErrorKeyBytea:         "context/done_context_admits_nothing",
 	bs.CleanupFreesSlotOfRenewed:        "concurrency/cleanup_racing_renewals_frees_only_the_slots_it_empties",
+	bs.CapacityRetryOwnWindow:           "retry/capacity_retry_counts_every_window",
+	bs.CapacityRetryKeptFromLastDenial:  "retry/capacity_retry_of_a_partition_of_expired_counters",
+	bs.CapacityRoundedToPowerOfTwo:      "capacity/odd_capacity_is_exact",
+	bs.StatsReusesHeadroom:              "stats/a_report_is_a_snapshot",
+	bs.StatsCachesReport:                "stats/a_report_is_a_snapshot",
+	bs.CloseReleasesCounters:            "close/close_racing_an_admission_lets_it_finish",
+	bs.ClosedErrorIsInvalidInput:        "close/closed_error_is_no_callers_mistake",
+	bs.DoneContextCause:                 "context/done_context_with_a_cause_admits_nothing",
+	bs.CleanupLowersClamp:               "clamp/cleanup_keeps_the_clamp",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -32,8 +32,15 @@ func capacityScenario() scenario {
 		{name: "new_keys_of_a_batch_compete_for_free_slots", single: true, opts: capacityOptions, run: testBatchNewKeysCompete},
 		{name: "new_keys_of_a_batch_take_slots_of_their_own_partitions", single: true, opts: capacityOptions, run: testBatchNewKeysOwnPartitions},
 		{name: "denied_batch_keeps_no_slot", single: true, opts: capacityOptions, run: testDeniedBatchKeepsNoSlot},
+		{name: "odd_capacity_is_exact", single: true, opts: oddCapacityOptions, run: testFullPartitionDenies},
 	}}
 }
+
+// oddCapacityOptions make a partition's bound a number no store rounds to:
+// every other case's capacity is a power of two, which a store that sizes
+// its table to the next power of two and counts slots by it would meet
+// exactly.
+var oddCapacityOptions = Options{Capacity: 3, MaxBatchSize: 8}
 
 func testFullPartitionDenies(t *testing.T, f *fixture) {
 	const g = "capacity: a partition holding Capacity counters denies a new key for storage capacity"

@@ -26,12 +26,16 @@ import (
 //     partition alone moves the other keys' windows back.
 //   - Single checks and batches share one clamp: a store whose AdmitCheck
 //     keeps a clamp of its own goes back to a time before a batch's.
+//   - Cleanup reads the clamped time too: a store whose cleanup reads the
+//     clock itself and stores what it read as the latest time lowers the
+//     clamp for every check after it.
 func clampScenario() scenario {
 	return scenario{name: "clamp", cases: []testCase{
 		{name: "a_denial_raises_the_clamp", single: true, run: testDenialRaisesClamp},
 		{name: "every_read_after_a_step_back_is_clamped", single: true, run: testEveryReadClamped},
 		{name: "a_batch_clamps_by_every_partition_it_touches", run: testBatchClampsEveryPartition},
 		{name: "single_checks_and_batches_share_the_clamp", run: testPathsShareClamp},
+		{name: "cleanup_keeps_the_clamp", run: testCleanupKeepsClamp},
 	}}
 }
 
@@ -132,4 +136,28 @@ func testPathsShareClamp(t *testing.T, f *fixture) {
 		f.requireDuration(window-clampStep, a.ResetAfter, g+" (the window's time left never grows)")
 		f.advance(clampStep / 2)
 	}
+}
+
+// testCleanupKeepsClamp moves the clock on, steps it back and runs a
+// cleanup that finds nothing to remove, then checks a denied key: its
+// retry time is still the one it had before the step.
+func testCleanupKeepsClamp(t *testing.T, f *fixture) {
+	const g = "clamp: a cleanup after a clock steps back leaves the clamp where it was (a store whose cleanup stores " +
+		"its own clock read as the latest time moves every window back)"
+	f.requireSteppableClock()
+	cleanup, ok := f.cleaner()
+	if !ok {
+		t.Skip("clamp: the store does not implement ports.Cleaner")
+	}
+	p, k := f.policy(1, window), f.key()
+	c := f.check(p, k)
+	f.allow(c, 0, g)
+	f.advance(clampStep)
+	f.requireRetry(f.deny(c, domain.QuotaExhausted, g), window-clampStep, g)
+	f.stepBack(clampStep / 2)
+	n, err := cleanup(10)
+	require.NoError(t, err, "%s: CleanupExpired failed after the clock stepped back", g)
+	require.Zero(t, n, "%s: the only counter is active, so cleanup removes nothing", g)
+	f.requireRetry(f.deny(c, domain.QuotaExhausted, g+" (the clock stepped back, then cleanup ran)"), window-clampStep,
+		g+" (the retry time is the one the denial before the step reported)")
 }

@@ -23,6 +23,8 @@ import (
 func closeScenario() scenario {
 	return scenario{name: "close", cases: []testCase{
 		{name: "closed_store_fails_closed", single: true, run: testClosedStoreFailsClosed},
+		{name: "close_racing_an_admission_lets_it_finish", single: true, run: testCloseRacingAdmission},
+		{name: "closed_error_is_no_callers_mistake", single: true, run: testClosedErrorIsNoCallersMistake},
 	}}
 }
 

@@ -38,6 +38,7 @@ var steppedBack = map[brokenstores.Fault]bool{
 	brokenstores.ClampKeepsRawTime:        true,
 	brokenstores.ClampsFirstPartitionOnly: true,
 	brokenstores.SingleCheckOwnClamp:      true,
+	brokenstores.CleanupLowersClamp:       true,
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:

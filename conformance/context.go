@@ -27,6 +27,7 @@ func contextScenario() scenario {
 	return scenario{name: "context", cases: []testCase{
 		{name: "nil_context_is_invalid_input", run: testNilContext},
 		{name: "done_context_admits_nothing", single: true, run: testDoneContext},
+		{name: "done_context_with_a_cause_admits_nothing", single: true, run: testDoneContextWithCause},
 		{name: "cancelled_admission_never_hides_a_unit", single: true, run: testCancelledAdmission},
 		{name: "cancelled_batch_stays_whole_and_keeps_no_slot", opts: capacityOptions, run: testCancelledBatch},
 	}}

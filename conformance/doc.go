@@ -102,9 +102,9 @@
 //     bound, and AdmitCheck rejects an invalid check;
 //   - capacity: per partition, exactly: a full partition refuses new keys
 //     (with a retry time, when it gives one, that is its own earliest
-//     expiry, renewals included, in a batch too), never evicts, serves its
-//     keys and renews expired ones in place, alone or in a batch beside a
-//     new key;
+//     expiry, renewals included, in a batch too), at a capacity that is no
+//     power of two as well, never evicts, serves its keys and renews
+//     expired ones in place, alone or in a batch beside a new key;
 //     expired counters hold their slots until removed, and once removed
 //     their slots are all usable, however many of their neighbours were
 //     renewed; a batch's new keys compete for free slots, each for one of
@@ -118,12 +118,18 @@
 //     that says nothing was consumed and holds no key, Admit, AdmitCheck
 //     and CleanupExpired even when their context is done as well (as
 //     ports.Closer documents), and still reports a nil context, a nil
-//     batch or an invalid single check as the caller's mistake;
+//     batch or an invalid single check as the caller's mistake, but
+//     never a valid call on a closed store (its error does not match
+//     [domain.ErrInvalidInput]); Close racing an admission lets it
+//     finish, allowed or refused as closed, without a panic; and a Stats
+//     report is the caller's snapshot, which later calls never change
+//     and writing into which changes nothing the store reports;
 //   - context: Admit, AdmitCheck and CleanupExpired, called directly with
 //     a nil context, return an error matching [domain.ErrInvalidInput]
 //     ([ports.ErrNilContext]), consume nothing and never panic (nor does
 //     Stats); a context done before the call admits nothing, with an error
-//     matching the context's that says nothing was consumed; and a context
+//     matching the context's that says nothing was consumed (ctx.Err(),
+//     also when the context ended with a cause); and a context
 //     cancelled while an admission runs never leaves an error saying
 //     nothing was consumed beside a unit that was, and leaves a batch
 //     whole, counted for every key or none, with no slot kept for a key
@@ -168,12 +174,14 @@
 //     window;
 //   - clamp: on a clock that steps back (Instance.Clock), a denial raises
 //     the clamp as an allowed check does, every read after the step is
-//     clamped, a batch is clamped by every partition it touches, and
-//     single checks and batches share one clamp;
+//     clamped, a batch is clamped by every partition it touches, single
+//     checks and batches share one clamp, and a cleanup leaves it where
+//     it was;
 //   - retry: a capacity denial's retry time, when it gives one, is the
 //     partition's earliest expiry to the microsecond, also when that
-//     counter is another policy's and was checked again since its window
-//     began;
+//     counter is another policy's, with another window, and was checked
+//     again since its window began, and zero once every counter of the
+//     full partition has ended;
 //   - spread: a batch with more new keys than one partition holds, spread
 //     over partitions that each hold their share, is admitted whole;
 //   - errors: in every case, no error the store returns shows a subject
@@ -342,7 +350,13 @@
 // refused policy alone, a clock clamp raised only on commit, kept raw,
 // kept per partition but applied by the first key's, or kept apart for
 // single checks, a batch refused for holding more keys than one
-// partition, a key printed in bytea escape format, and a cleanup that
-// frees the slot of a counter it did not remove. Each must fail, in one
-// default run, the case written for it.
+// partition, a key printed in bytea escape format, a cleanup that
+// frees the slot of a counter it did not remove, a capacity retry time
+// from the refused check's window or kept in a buffer from the last
+// denial, a capacity rounded up to a power of two, Stats reports that
+// share memory with the store, a Close that drops the counters under an
+// admission, a closed store's error that claims to be the caller's
+// mistake, a context's cause reported instead of its error, and a
+// cleanup that lowers the clamp. Each must fail, in one default run, the
+// case written for it.
 package conformance

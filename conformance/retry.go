@@ -20,6 +20,13 @@ import (
 //     policy's counters in the same partition.
 //   - A store that reads a time to live in whole seconds (TTL) rounds the
 //     retry time.
+//   - A store that adds the refused check's window to the partition's
+//     earliest start answers late when the counter that ends first has a
+//     shorter window (capacity_retry_counts_every_window).
+//   - A store that keeps its last retry time in a buffer, recomputed from
+//     active counters only, answers another partition's for a partition
+//     whose counters have all ended
+//     (capacity_retry_of_a_partition_of_expired_counters).
 //
 // (capacity's full_partition_denies_a_new_key checks the retry time of a
 // partition whose counters one policy created once each, whole minutes
@@ -27,6 +34,8 @@ import (
 func retryScenario() scenario {
 	return scenario{name: "retry", cases: []testCase{
 		{name: "capacity_retry_is_the_partitions_earliest_expiry", single: true, opts: capacityOptions, run: testCapacityRetryEarliestExpiry},
+		{name: "capacity_retry_counts_every_window", single: true, opts: capacityOptions, run: testCapacityRetryAcrossWindows},
+		{name: "capacity_retry_of_a_partition_of_expired_counters", single: true, opts: capacityOptions, run: testCapacityRetryOfExpiredPartition},
 	}}
 }
 

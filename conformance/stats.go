@@ -17,6 +17,7 @@ func statsScenario() scenario {
 	return scenario{name: "stats", cases: []testCase{
 		{name: "occupancy_follows_admissions", single: true, run: testStatsOccupancy},
 		{name: "partitions_agree_with_partition_of", single: true, run: testStatsPartitions},
+		{name: "a_report_is_a_snapshot", run: testStatsAreSnapshots},
 	}}
 }
 

@@ -478,6 +478,9 @@ func (a *admission) observe(now domain.Instant) {
 				}
 				o.EarliestExpiry, o.HasEarliestExpiry = s.retryAt(retryPart, k)
 				o.EarliestExpiry = s.retryTime(o.EarliestExpiry, now)
+				if at, has, ok := s.retryFault(a, i, retryPart, now); ok {
+					o.EarliestExpiry, o.HasEarliestExpiry = at, has
+				}
 			} else {
 				claims[p]++
 				a.claimed[i] = p
@@ -523,7 +526,7 @@ func (s *Store) reclaimSlot(a *admission, p int, now domain.Instant) bool {
 // claims[p] having been claimed by earlier checks of the admission. The
 // caller holds s.mu.
 func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool {
-	c := s.cfg.Capacity
+	c := s.partitionCapacity()
 	switch f := s.cfg.Fault; {
 	case f == IgnoresCapacity, f == EvictsLiveKeys,
 		f == SingleCheckIgnoresCapacity && a.single,

@@ -584,6 +584,47 @@ const (
 	// counts one fewer.
 	CleanupFreesSlotOfRenewed
 
+	// Found by the seventh blind hunt: the fields a store returns, and
+	// buffers and reports it keeps from one call to the next.
+
+	// CapacityRetryOwnWindow takes a capacity denial's retry time as the
+	// partition's earliest window start plus the refused check's window,
+	// as if every counter of the partition had that window.
+	CapacityRetryOwnWindow
+	// CapacityRetryKeptFromLastDenial keeps a capacity denial's retry time
+	// in a buffer it reuses, and recomputes it only from active counters:
+	// in a full partition whose counters have all expired, it answers the
+	// retry time of the last denial, another partition's.
+	CapacityRetryKeptFromLastDenial
+	// CapacityRoundedToPowerOfTwo sizes each partition to the next power
+	// of two of its capacity, as a store with a power-of-two hash table
+	// that counts slots by its size does, and admits that many keys.
+	CapacityRoundedToPowerOfTwo
+	// StatsReusesHeadroom returns every Stats report's headroom in one
+	// slice it keeps and refills on the next call, to save an allocation.
+	StatsReusesHeadroom
+	// StatsCachesReport hands out its last report again, headroom slice
+	// and all, while the counts it reports are unchanged, as a store whose
+	// stats are costly to gather caches them: a caller that writes into a
+	// report changes what the store reports next.
+	StatsCachesReport
+	// CloseReleasesCounters drops its counters on Close without waiting
+	// for admissions in flight, which then write into nothing and panic.
+	CloseReleasesCounters
+	// ClosedErrorIsInvalidInput refuses an admission on a closed store
+	// with an error that matches domain.ErrInvalidInput beside
+	// ports.ErrClosed, as if calling a closed store were the caller's
+	// mistake.
+	ClosedErrorIsInvalidInput
+	// DoneContextCause refuses a done context with context.Cause(ctx)
+	// rather than ctx.Err(): for a context ended with a cause, that matches
+	// only the cause.
+	DoneContextCause
+	// CleanupLowersClamp reads the clock in CleanupExpired without the
+	// clamp and stores what it read as the latest time: after cleanup, a
+	// clock that has stepped back moves every window back.
+	CleanupLowersClamp
+
 	faultCount
 )
 
@@ -705,6 +746,16 @@ var faultNames = [faultCount]string{
 	BatchCappedAtCapacity:            "BatchCappedAtCapacity",
 	DoneContextErrorKeyBytea:         "DoneContextErrorKeyBytea",
 	CleanupFreesSlotOfRenewed:        "CleanupFreesSlotOfRenewed",
+
+	CapacityRetryOwnWindow:          "CapacityRetryOwnWindow",
+	CapacityRetryKeptFromLastDenial: "CapacityRetryKeptFromLastDenial",
+	CapacityRoundedToPowerOfTwo:     "CapacityRoundedToPowerOfTwo",
+	StatsReusesHeadroom:             "StatsReusesHeadroom",
+	StatsCachesReport:               "StatsCachesReport",
+	CloseReleasesCounters:           "CloseReleasesCounters",
+	ClosedErrorIsInvalidInput:       "ClosedErrorIsInvalidInput",
+	DoneContextCause:                "DoneContextCause",
+	CleanupLowersClamp:              "CleanupLowersClamp",
 }
 
 // Faults returns every deliberate defect, None excluded.

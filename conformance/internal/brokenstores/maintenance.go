@@ -127,6 +127,8 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	case s.cfg.Fault == DoneContextErrorKeyBytea:
 		b := k.Bytes()
 		return &Error{Op: "admit", Err: fmt.Errorf("subject_key '%s': %w", bytea(b[32:]), err)}
+	case s.cfg.Fault == DoneContextCause:
+		return &Error{Op: "admit", Err: context.Cause(ctx)}
 	case s.cfg.Fault == DoneContextErrorKeyShortID:
 		b := k.Bytes()
 		return &Error{Op: "admit", Err: fmt.Errorf("subject %x: %w", b[32:38], err)}
@@ -154,6 +156,8 @@ func (s *Store) closedError(k domain.CounterKey) error {
 		return &Error{Op: "admit", Err: fmt.Errorf("key %x: %w", b[32:], ports.ErrClosed)}
 	case ClosedErrorUntyped:
 		return &Error{Op: "admit", Err: errClosedUntyped}
+	case ClosedErrorIsInvalidInput:
+		return &Error{Op: "admit", Err: fmt.Errorf("%w: %w", domain.ErrInvalidInput, ports.ErrClosed)}
 	}
 	return &Error{Op: "admit", Err: ports.ErrClosed}
 }
@@ -161,6 +165,12 @@ func (s *Store) closedError(k domain.CounterKey) error {
 // Close makes every later operation fail closed.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	if s.cfg.Fault == CloseReleasesCounters {
+		// The defect: admissions in flight still write to the map.
+		s.mu.Lock()
+		s.entries = nil
+		s.mu.Unlock()
+	}
 	return nil
 }
 
@@ -219,6 +229,10 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	}
 	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock || s.cfg.Fault == CleanupFreesSlotOfRenewed {
 		return s.cleanupInTwoSteps(max), nil
+	}
+	if s.cfg.Fault == CleanupLowersClamp {
+		// The defect: cleanup's own clock read replaces the latest time.
+		s.last.Store(int64(domain.InstantOf(s.cfg.Clock())))
 	}
 	now := s.now()
 	s.mu.Lock()
@@ -438,5 +452,5 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	if s.cfg.Fault == StatsEntriesNeverShrink {
 		st.Entries = int64(s.inserted)
 	}
-	return st, nil
+	return s.report(st), nil
 }

@@ -75,6 +75,7 @@ type Store struct {
 	sharedPresent []bool
 	caches
 	lifetimes
+	reused
 }
 
 var (
