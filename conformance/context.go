@@ -120,20 +120,33 @@ func testNilContextStats(t *testing.T, f *fixture, guarantee string) {
 func testDoneContext(t *testing.T, f *fixture) {
 	const g = "context: a context done before the call admits nothing: the store refuses it with an error matching the " +
 		"context's error that says nothing was consumed"
-	p := f.policy(2, window)
-	k, other := f.key(), f.key()
 	cancelled, cancel := context.WithCancel(f.ctx)
 	cancel()
 	expired, cancelExpired := context.WithDeadline(f.ctx, time.Unix(0, 0))
 	defer cancelExpired()
-	for _, dc := range []struct {
-		name string
-		ctx  context.Context
-		want error
-	}{
+	f.requireDoneContextsAdmitNothing(g, []doneContext{
 		{"cancelled ctx", cancelled, context.Canceled},
 		{"ctx past its deadline", expired, context.DeadlineExceeded},
-	} {
+	})
+}
+
+// doneContext is a context done before the call, and the error its
+// refusal must match.
+type doneContext struct {
+	name string
+	ctx  context.Context
+	want error
+}
+
+// requireDoneContextsAdmitNothing applies a single check (on the case's
+// path) and a batch under each of dcs: the store must refuse each with an
+// error matching the context's error, saying nothing was consumed, and
+// consume nothing.
+func (f *fixture) requireDoneContextsAdmitNothing(g string, dcs []doneContext) {
+	f.t.Helper()
+	p := f.policy(2, window)
+	k, other := f.key(), f.key()
+	for _, dc := range dcs {
 		d, err := f.applyWith(dc.ctx, dc.name, f.check(p, k), f.path)
 		f.requireDoneContextRefused(err, dc.want, fmt.Sprintf("%s (a single check via %s, %s)", g, f.path, dc.name), describe(d))
 		checks := []domain.Check{f.check(p, other), f.check(p, k)}
