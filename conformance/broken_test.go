@@ -173,6 +173,13 @@ var targets = map[bs.Fault]string{
 	bs.ClosedErrorIsInvalidInput:        "close/closed_error_is_no_callers_mistake",
 	bs.DoneContextCause:                 "context/done_context_with_a_cause_admits_nothing",
 	bs.CleanupLowersClamp:               "clamp/cleanup_keeps_the_clamp",
+	bs.KeysByHash64:                     "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
+	bs.KeysBySubjectSuffix:              "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
+	bs.KeysXorFolded:                    "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByFingerprintXorSubject:      "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByFingerprintFirstByte:       "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
+	bs.NewKeyBySubjectSeen:              "lookalikes/keys_alike_in_part_need_slots_of_their_own",
+	bs.NewKeyByHash64Seen:               "lookalikes/keys_alike_in_part_need_slots_of_their_own",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

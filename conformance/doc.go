@@ -356,7 +356,9 @@
 // denial, a capacity rounded up to a power of two, Stats reports that
 // share memory with the store, a Close that drops the counters under an
 // admission, a closed store's error that claims to be the caller's
-// mistake, a context's cause reported instead of its error, and a
-// cleanup that lowers the clamp. Each must fail, in one default run, the
-// case written for it.
+// mistake, a context's cause reported instead of its error, a
+// cleanup that lowers the clamp, and counters keyed, or new keys told
+// apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
+// subject key or the fingerprint's first byte. Each must fail, in one
+// default run, the case written for it.
 package conformance

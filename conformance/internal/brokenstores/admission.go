@@ -470,7 +470,12 @@ func (a *admission) observe(now domain.Instant) {
 		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {
 			o.Counter = domain.Counter{}
 			p := s.PartitionOf(k)
-			if s.full(a, p, claims, now) && !(s.cfg.Fault == ReclaimTakesBatchKeySlot && s.reclaimSlot(a, p, now)) {
+			if !ok && s.storesLookalike(k) {
+				// The defect: the filter says the key is stored, so its
+				// slot is taken without asking whether one is free.
+				claims[p]++
+				a.claimed[i] = p
+			} else if s.full(a, p, claims, now) && !(s.cfg.Fault == ReclaimTakesBatchKeySlot && s.reclaimSlot(a, p, now)) {
 				o.Full = true
 				retryPart := p
 				if s.cfg.Fault == CapacityRetryFirstKeyPartition {
@@ -489,6 +494,28 @@ func (a *admission) observe(now domain.Instant) {
 		a.obs[i] = o
 	}
 	s.remember(a, now)
+}
+
+// storesLookalike reports, for NewKeyBySubjectSeen and NewKeyByHash64Seen,
+// whether the store holds a key the fault's filter cannot tell from k. The
+// caller holds s.mu.
+func (s *Store) storesLookalike(k domain.CounterKey) bool {
+	if s.cfg.Fault != NewKeyBySubjectSeen && s.cfg.Fault != NewKeyByHash64Seen {
+		return false
+	}
+	for e := range s.entries {
+		switch s.cfg.Fault {
+		case NewKeyBySubjectSeen:
+			if e.SubjectKey() == k.SubjectKey() {
+				return true
+			}
+		case NewKeyByHash64Seen:
+			if e.Hash64() == k.Hash64() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reclaimSlot frees a slot of full partition p for a new key by removing

@@ -625,6 +625,41 @@ const (
 	// clock that has stepped back moves every window back.
 	CleanupLowersClamp
 
+	// Keys reduced for speed (the eighth hunt).
+
+	// KeysByHash64 keeps its counters in a map keyed on the counter key's
+	// 64-bit Hash64 and trusts a match without comparing the whole key: two
+	// subject keys that share their first eight bytes share a counter.
+	KeysByHash64
+	// KeysBySubjectSuffix keys counters by the fingerprint, the subject
+	// key's first byte (its capacity shard) and its last sixteen bytes,
+	// taken as uniform enough: subject keys that differ only in bytes 1 to
+	// 15 share a counter.
+	KeysBySubjectSuffix
+	// KeysXorFolded keys counters by the 64-byte counter key folded to
+	// eight bytes by XOR of its words: keys whose differences cancel in the
+	// fold share a counter.
+	KeysXorFolded
+	// KeysByFingerprintXorSubject keys counters by the fingerprint XOR the
+	// subject key (32 bytes, "both already uniform"): a subject under one
+	// policy and its XOR with the two fingerprints under another share a
+	// counter.
+	KeysByFingerprintXorSubject
+	// KeysByFingerprintFirstByte keys counters by the subject key and the
+	// fingerprint's first byte only (the byte the capacity shard is made
+	// of): two policies whose fingerprints begin alike share a subject's
+	// counter.
+	KeysByFingerprintFirstByte
+	// NewKeyBySubjectSeen decides whether a key is new by whether its
+	// subject key is stored under any policy (a filter of subjects): a
+	// stored subject's counter under another policy takes a slot without
+	// checking that one is free.
+	NewKeyBySubjectSeen
+	// NewKeyByHash64Seen decides whether a key is new by whether a stored
+	// key has its Hash64: a key whose hash matches a stored one's takes a
+	// slot without checking that one is free.
+	NewKeyByHash64Seen
+
 	faultCount
 )
 
@@ -756,6 +791,13 @@ var faultNames = [faultCount]string{
 	ClosedErrorIsInvalidInput:       "ClosedErrorIsInvalidInput",
 	DoneContextCause:                "DoneContextCause",
 	CleanupLowersClamp:              "CleanupLowersClamp",
+	KeysByHash64:                    "KeysByHash64",
+	KeysBySubjectSuffix:             "KeysBySubjectSuffix",
+	KeysXorFolded:                   "KeysXorFolded",
+	KeysByFingerprintXorSubject:     "KeysByFingerprintXorSubject",
+	KeysByFingerprintFirstByte:      "KeysByFingerprintFirstByte",
+	NewKeyBySubjectSeen:             "NewKeyBySubjectSeen",
+	NewKeyByHash64Seen:              "NewKeyByHash64Seen",
 }
 
 // Faults returns every deliberate defect, None excluded.

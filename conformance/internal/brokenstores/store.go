@@ -231,6 +231,8 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 		sk := k.SubjectKey().Bytes()
 		fp[0] = byte(s.PartitionOf(k)) ^ sk[0]
 		return domain.NewCounterKey(fp, k.SubjectKey())
+	case KeysByHash64, KeysBySubjectSuffix, KeysXorFolded, KeysByFingerprintXorSubject, KeysByFingerprintFirstByte:
+		return s.reducedKey(k)
 	case ShadowSeparateCounter:
 		if c.Policy().Mode() == domain.Shadow {
 			fp := k.Fingerprint()
@@ -238,6 +240,39 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 		}
 	}
 	return k
+}
+
+// reducedKey is the key a key-reducing fault keeps k's counter under. Its
+// first bytes of fingerprint and subject key keep k's partition.
+func (s *Store) reducedKey(k domain.CounterKey) domain.CounterKey {
+	b := k.Bytes()
+	var fp domain.Fingerprint
+	var sub [32]byte
+	switch s.cfg.Fault {
+	case KeysByHash64:
+		binary.LittleEndian.PutUint64(sub[:], k.Hash64())
+	case KeysBySubjectSuffix:
+		copy(fp[:], b[:32])
+		sub[0] = b[32]
+		copy(sub[16:], b[48:])
+	case KeysXorFolded:
+		var x uint64
+		for i := 0; i < len(b); i += 8 {
+			x ^= binary.LittleEndian.Uint64(b[i:])
+		}
+		binary.LittleEndian.PutUint64(sub[:], x)
+	case KeysByFingerprintXorSubject:
+		for i := range sub {
+			sub[i] = b[i] ^ b[32+i]
+		}
+	case KeysByFingerprintFirstByte:
+		fp[0] = b[0]
+		copy(sub[:], b[32:])
+	}
+	// The partition is the first byte of the fingerprint XOR that of the
+	// subject key: keep k's.
+	fp[0] = b[0] ^ b[32] ^ sub[0]
+	return domain.NewCounterKey(fp, domain.SubjectKeyFromBytes(sub))
 }
 
 // now reads the clock, clamped so that it never goes backwards, unless the
