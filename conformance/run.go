@@ -175,6 +175,7 @@ func scenarios() []scenario {
 		clampScenario(),
 		retryScenario(),
 		spreadScenario(),
+		churnScenario(),
 	}
 }
 
