@@ -173,6 +173,11 @@ var targets = map[bs.Fault]string{
 	bs.ClosedErrorIsInvalidInput:        "close/closed_error_is_no_callers_mistake",
 	bs.DoneContextCause:                 "context/done_context_with_a_cause_admits_nothing",
 	bs.CleanupLowersClamp:               "clamp/cleanup_keeps_the_clamp",
+
+	bs.TombstonesFillTable:        "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.ProbeStopsAtDeletedCell:    "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.SlotFreedTwiceWhenEmpty:    "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.AllocatorRestartsWhenEmpty: "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

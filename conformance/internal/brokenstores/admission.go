@@ -644,6 +644,9 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 			s.evictFirstExpiring(p, a.keys)
 		}
 		s.stored[p]++
+		if !s.insertIndex(k, p) {
+			return // TombstonesFillTable: the slot is taken, the key stored nowhere
+		}
 	}
 	if s.cfg.Fault == RenewalTakesSlot && a.present[i] && c.Start >= a.before[i].Expires {
 		// The defect: the renewal of an expired counter in its own slot is
