@@ -178,6 +178,7 @@ var targets = map[bs.Fault]string{
 	bs.ProbeStopsAtDeletedCell:    "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 	bs.SlotFreedTwiceWhenEmpty:    "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 	bs.AllocatorRestartsWhenEmpty: "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.CleanupFiltersHeapInPlace:  "churn/retry_time_after_cleanup_is_the_next_earliest_end",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

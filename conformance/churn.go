@@ -28,10 +28,13 @@ import (
 //     one slot to two keys;
 //   - an expiry index (a heap, a sorted list) whose order goes stale after
 //     removals names the wrong earliest expiry for a capacity denial's
-//     retry time.
+//     retry time: a binary heap that cleanup filters in place, keeping the
+//     order of what is left but never sifting it again, is no heap when
+//     the counters went in out of order.
 func churnScenario() scenario {
 	return scenario{name: "churn", cases: []testCase{
 		{name: "cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot", single: true, opts: churnOptions, run: testChurn},
+		{name: "retry_time_after_cleanup_is_the_next_earliest_end", single: true, opts: indexOrderOptions, run: testIndexOrderAfterCleanup},
 	}}
 }
 
@@ -156,5 +159,36 @@ func testChurn(t *testing.T, f *fixture) {
 		}
 		m.advance(round - (m.now - start))
 		m.cleanup(cleanup, rg)
+	}
+}
+
+// indexOrderOptions hold the seven counters of the index-order case and
+// the two that fill the partition after cleanup.
+var indexOrderOptions = Options{Capacity: 7, MaxBatchSize: 8}
+
+// testIndexOrderAfterCleanup stores seven counters whose ends, in the
+// order they are created, make a binary min-heap that is not sorted
+// (ends 10, 50, 20, 60, 70, 30, 40 minutes on), lets the two earliest end
+// and removes them, fills the partition and asks for a retry time: the
+// partition's earliest end is now 30 minutes on. A heap that cleanup
+// filters in place, without sifting what is left (50, 60, 70, 30, 40), has
+// 50 at its top.
+func testIndexOrderAfterCleanup(t *testing.T, f *fixture) {
+	const g = "churn: after cleanup removes the earliest counters, a capacity denial's retry time is the earliest end left"
+	cleanup := f.requireCleaner()
+	ends := []time.Duration{10, 50, 20, 60, 70, 30, 40}
+	probe := f.policyOf("conformance.order", "probe", 1, window)
+	part := f.somePart(probe)
+	for i, end := range ends {
+		p := f.policyOf("conformance.order", fmt.Sprintf("end-%d", i), 1, end*time.Minute)
+		f.allow(f.check(p, f.keyIn(p, part)), 0, g)
+	}
+	f.advance(25 * time.Minute)
+	require.Equal(t, 2, f.cleanAll(cleanup, 1, g), "%s: the counters ending 10 and 20 minutes on have ended", g)
+	f.admitNew(probe, part, 2, g+" (the freed slots)")
+	f.requireOccupancy(occupancy{part: f.opts.Capacity}, g)
+	den := f.deny(f.check(probe, f.keyIn(probe, part)), domain.StorageCapacity, g+" (the partition is full)")
+	if retry, ok := den.RetryAfter(); ok {
+		f.requireDuration(5*time.Minute, retry, g+" (the counter ending 30 minutes on is the partition's earliest)")
 	}
 }

@@ -1,6 +1,10 @@
 package brokenstores
 
-import "github.com/runlimit/runlimit/domain"
+import (
+	"slices"
+
+	"github.com/runlimit/runlimit/domain"
+)
 
 // index is the per-partition index the ninth hunt's faults keep beside the
 // entries map, as a store over an open-addressing table or a slot array
@@ -23,6 +27,9 @@ type index struct {
 	slotOf   map[domain.CounterKey]int
 	free     [][]int
 	next     []int
+	// heaps is each partition's expiry heap, its earliest end on top
+	// (CleanupFiltersHeapInPlace).
+	heaps [][]domain.CounterKey
 }
 
 // chainID names one probe chain: a partition's table, and the home cell
@@ -40,6 +47,7 @@ func newIndex(partitions int) index {
 		slotOf:   make(map[domain.CounterKey]int),
 		free:     make([][]int, partitions),
 		next:     make([]int, partitions),
+		heaps:    make([][]domain.CounterKey, partitions),
 	}
 }
 
@@ -114,6 +122,11 @@ func (s *Store) insertIndex(k domain.CounterKey, p int) bool {
 func (s *Store) removeIndex(k domain.CounterKey) {
 	p := s.PartitionOf(k)
 	switch s.cfg.Fault {
+	case CleanupFiltersHeapInPlace:
+		// The defect: cleanup filters the removed counter out of the
+		// heap's array, keeping the order of the rest, and never sifts
+		// again: what is left need not be a heap.
+		s.heaps[p] = slices.DeleteFunc(s.heaps[p], func(h domain.CounterKey) bool { return h == k })
 	case ProbeStopsAtDeletedCell:
 		id := chainID{p, k.Fingerprint()}
 		for i, c := range s.chains[id] {
@@ -142,4 +155,46 @@ func (s *Store) removeIndex(k domain.CounterKey) {
 			}
 		}
 	}
+}
+
+// heapWrote keeps partition p's expiry heap in order after k's counter was
+// written: a new key goes in at the bottom and rises, a renewed one moves
+// to its new end (CleanupFiltersHeapInPlace). The caller holds s.mu.
+func (s *Store) heapWrote(k domain.CounterKey, p int) {
+	h := s.heaps[p]
+	i := slices.Index(h, k)
+	if i < 0 {
+		h = append(h, k)
+		i = len(h) - 1
+	}
+	s.heaps[p] = h
+	less := func(a, b int) bool { return s.entries[h[a]].Expires < s.entries[h[b]].Expires }
+	for i > 0 && less(i, (i-1)/2) {
+		h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+		i = (i - 1) / 2
+	}
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && less(c+1, c) {
+			c++
+		}
+		if !less(c, i) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// heapTop returns the end of the counter on top of partition p's expiry
+// heap, taken as the partition's earliest (CleanupFiltersHeapInPlace).
+// The caller holds s.mu.
+func (s *Store) heapTop(p int) (domain.Instant, bool) {
+	if len(s.heaps[p]) == 0 {
+		return 0, false
+	}
+	return s.entries[s.heaps[p][0]].Expires, true
 }

@@ -651,6 +651,12 @@ const (
 	// free list: once the free list is used up, the allocator hands out
 	// slots that hold counters.
 	AllocatorRestartsWhenEmpty
+	// CleanupFiltersHeapInPlace keeps each partition's ends in a binary
+	// min-heap and takes a capacity denial's retry time from its top, but
+	// cleanup filters removed counters out of the heap's array in place,
+	// keeping the order of the rest, without sifting again: once counters
+	// went in out of order, the top is not the earliest end.
+	CleanupFiltersHeapInPlace
 
 	faultCount
 )
@@ -788,6 +794,7 @@ var faultNames = [faultCount]string{
 	ProbeStopsAtDeletedCell:    "ProbeStopsAtDeletedCell",
 	SlotFreedTwiceWhenEmpty:    "SlotFreedTwiceWhenEmpty",
 	AllocatorRestartsWhenEmpty: "AllocatorRestartsWhenEmpty",
+	CleanupFiltersHeapInPlace:  "CleanupFiltersHeapInPlace",
 }
 
 // Faults returns every deliberate defect, None excluded.
