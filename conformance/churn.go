@@ -46,7 +46,6 @@ var churnOptions = Options{Capacity: 6, MaxBatchSize: 8}
 // counter's key and end, as time since the case's first round began.
 type churnModel struct {
 	f       *fixture
-	p       domain.Policy
 	part    int
 	now     time.Duration
 	expires map[domain.SubjectKey]time.Duration
