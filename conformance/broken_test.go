@@ -180,6 +180,11 @@ var targets = map[bs.Fault]string{
 	bs.KeysByFingerprintFirstByte:       "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
 	bs.NewKeyBySubjectSeen:              "lookalikes/keys_alike_in_part_need_slots_of_their_own",
 	bs.NewKeyByHash64Seen:               "lookalikes/keys_alike_in_part_need_slots_of_their_own",
+	bs.TombstonesFillTable:              "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.ProbeStopsAtDeletedCell:          "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.SlotFreedTwiceWhenEmpty:          "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.AllocatorRestartsWhenEmpty:       "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
+	bs.CleanupFiltersHeapInPlace:        "churn/retry_time_after_cleanup_is_the_next_earliest_end",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -184,6 +184,12 @@
 //     full partition has ended;
 //   - spread: a batch with more new keys than one partition holds, spread
 //     over partitions that each hold their share, is admitted whole;
+//   - churn: one partition cycled through about forty rounds of create,
+//     expire and cleanup in calls of one keeps every counter it stores,
+//     finds each again after its neighbours are removed, counts its slots
+//     exactly and names its earliest end as a capacity retry time,
+//     also after cleanup removed the earliest counters of ones created
+//     out of order;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
@@ -359,6 +365,9 @@
 // mistake, a context's cause reported instead of its error, a
 // cleanup that lowers the clamp, and counters keyed, or new keys told
 // apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
-// subject key or the fingerprint's first byte. Each must fail, in one
-// default run, the case written for it.
+// subject key or the fingerprint's first byte, an index whose tombstones fill its table,
+// a probe that stops at a deleted cell, a slot freed twice or handed out
+// again by an allocator restarted on an empty partition, and an expiry
+// heap filtered in place. Each must fail, in one default run, the
+// case written for it.
 package conformance

@@ -598,6 +598,9 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 // retryExpiry reads each counter's for a check of refused). The caller
 // holds s.mu.
 func (s *Store) retryAt(p int, refused domain.CounterKey) (domain.Instant, bool) {
+	if s.cfg.Fault == CleanupFiltersHeapInPlace {
+		return s.heapTop(p)
+	}
 	var at domain.Instant
 	found := false
 	for k, e := range s.entries {
@@ -671,6 +674,9 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 			s.evictFirstExpiring(p, a.keys)
 		}
 		s.stored[p]++
+		if !s.insertIndex(k, p) {
+			return // TombstonesFillTable: the slot is taken, the key stored nowhere
+		}
 	}
 	if s.cfg.Fault == RenewalTakesSlot && a.present[i] && c.Start >= a.before[i].Expires {
 		// The defect: the renewal of an expired counter in its own slot is
@@ -683,6 +689,9 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	}
 	s.setDeadline(a, i, k, c)
 	s.entries[k] = c
+	if s.cfg.Fault == CleanupFiltersHeapInPlace {
+		s.heapWrote(k, s.PartitionOf(k))
+	}
 	s.versions[k]++
 	s.wrote(a, k, c)
 }

@@ -44,6 +44,9 @@ func newCaches() caches {
 // read returns the counter stored under k, or the stale one a caching
 // fault serves instead. The caller holds s.mu.
 func (s *Store) read(a *admission, k domain.CounterKey, at domain.Instant) (domain.Counter, bool) {
+	if !s.indexed(k) {
+		return domain.Counter{}, false
+	}
 	switch {
 	case s.cfg.Fault == CachesReads:
 		if r, ok := s.reads[k]; ok && r.at == at {

@@ -660,6 +660,39 @@ const (
 	// slot without checking that one is free.
 	NewKeyByHash64Seen
 
+	// Found by the ninth blind hunt: indexes that break only after a
+	// partition has seen many keys come and go.
+
+	// TombstonesFillTable indexes each partition in an open-addressing
+	// table of twice its capacity whose deleted cells are tombstones no
+	// insertion reuses: after that many insertions a new key finds no
+	// cell, takes its slot and is stored nowhere, so it is new again at
+	// its next check.
+	TombstonesFillTable
+	// ProbeStopsAtDeletedCell indexes each partition in an open-addressing
+	// table hashed by the policy's fingerprint alone, so a policy's keys
+	// share one probe chain, and ends a lookup at the first deleted cell:
+	// once cleanup removes a key, the active keys stored behind it are
+	// lost.
+	ProbeStopsAtDeletedCell
+	// SlotFreedTwiceWhenEmpty keeps each partition's counters in a slot
+	// array with a free list, and frees the last counter's slot a second
+	// time when the partition empties: its next two new keys share one
+	// slot, and the first is lost.
+	SlotFreedTwiceWhenEmpty
+	// AllocatorRestartsWhenEmpty keeps each partition's counters in a
+	// slot array served by a free list and a bump allocator, and restarts
+	// the allocator at slot 0 when the partition empties but keeps its
+	// free list: once the free list is used up, the allocator hands out
+	// slots that hold counters.
+	AllocatorRestartsWhenEmpty
+	// CleanupFiltersHeapInPlace keeps each partition's ends in a binary
+	// min-heap and takes a capacity denial's retry time from its top, but
+	// cleanup filters removed counters out of the heap's array in place,
+	// keeping the order of the rest, without sifting again: once counters
+	// went in out of order, the top is not the earliest end.
+	CleanupFiltersHeapInPlace
+
 	faultCount
 )
 
@@ -798,6 +831,11 @@ var faultNames = [faultCount]string{
 	KeysByFingerprintFirstByte:      "KeysByFingerprintFirstByte",
 	NewKeyBySubjectSeen:             "NewKeyBySubjectSeen",
 	NewKeyByHash64Seen:              "NewKeyByHash64Seen",
+	TombstonesFillTable:             "TombstonesFillTable",
+	ProbeStopsAtDeletedCell:         "ProbeStopsAtDeletedCell",
+	SlotFreedTwiceWhenEmpty:         "SlotFreedTwiceWhenEmpty",
+	AllocatorRestartsWhenEmpty:      "AllocatorRestartsWhenEmpty",
+	CleanupFiltersHeapInPlace:       "CleanupFiltersHeapInPlace",
 }
 
 // Faults returns every deliberate defect, None excluded.

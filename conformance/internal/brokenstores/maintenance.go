@@ -385,6 +385,7 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 	default:
 		s.stored[s.PartitionOf(k)]--
 	}
+	s.removeIndex(k)
 	return true
 }
 

@@ -76,6 +76,7 @@ type Store struct {
 	caches
 	lifetimes
 	reused
+	index
 }
 
 var (
@@ -104,6 +105,7 @@ func New(cfg Config) *Store {
 		versions:    make(map[domain.CounterKey]uint64),
 		caches:      newCaches(),
 		lifetimes:   newLifetimes(cfg.Partitions),
+		index:       newIndex(cfg.Partitions),
 
 		sharedBefore:  make([]domain.Counter, 1),
 		sharedPresent: make([]bool, 1),
