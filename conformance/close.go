@@ -30,16 +30,7 @@ func closeScenario() scenario {
 
 func testClosedStoreFailsClosed(t *testing.T, f *fixture) {
 	const g = "close: after Close a check fails closed, consuming nothing"
-	c, ok := f.inst.Store.(ports.Closer)
-	if !ok {
-		t.Skip("close: the store does not implement ports.Closer")
-	}
-	p, k := f.policy(2, window), f.key()
-	f.allow(f.check(p, k), 1, g)
-	f.rep.called(Closer)
-	err := f.guard(c.Close)
-	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
+	p, k := f.closeAfterACheck(t, g)
 
 	d, err := f.apply(f.check(p, k), f.path)
 	requireFailedClosed(t, err, k, g+" (a single check)", describe(d))
@@ -154,4 +145,22 @@ func requireFailedClosed(t *testing.T, err error, k domain.SubjectKey, g, got st
 	msg := err.Error()
 	require.False(t, bytes.Contains([]byte(msg), b[:]), "%s: the error holds the subject key's bytes", g)
 	require.False(t, strings.Contains(strings.ToLower(msg), hex.EncodeToString(b[:8])), "%s: the error holds the subject key in hex", g)
+}
+
+// closeAfterACheck counts one unit of a new key under a policy of two, then
+// closes the store, and returns both; it skips the case when the store is
+// not a [ports.Closer].
+func (f *fixture) closeAfterACheck(t *testing.T, g string) (domain.Policy, domain.SubjectKey) {
+	t.Helper()
+	c, ok := f.inst.Store.(ports.Closer)
+	if !ok {
+		t.Skip("close: the store does not implement ports.Closer")
+	}
+	p, k := f.policy(2, window), f.key()
+	f.allow(f.check(p, k), 1, g)
+	f.rep.called(Closer)
+	err := f.guard(c.Close)
+	f.log.add("Close → %v", err)
+	require.NoError(t, err, "%s: Close failed", g)
+	return p, k
 }

@@ -62,16 +62,7 @@ func testCloseRacingAdmission(t *testing.T, f *fixture) {
 func testClosedErrorIsNoCallersMistake(t *testing.T, f *fixture) {
 	const g = "close: a closed store's error for a valid call is the store's state, not the caller's mistake: it does " +
 		"not match domain.ErrInvalidInput"
-	closer, ok := f.inst.Store.(ports.Closer)
-	if !ok {
-		t.Skip("close: the store does not implement ports.Closer")
-	}
-	p, k := f.policy(2, window), f.key()
-	f.allow(f.check(p, k), 1, g)
-	f.rep.called(Closer)
-	err := f.guard(closer.Close)
-	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
+	p, k := f.closeAfterACheck(t, g)
 
 	d, err := f.apply(f.check(p, k), f.path)
 	requireFailedClosed(t, err, k, g+" (a single check)", describe(d))
