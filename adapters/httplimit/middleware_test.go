@@ -150,7 +150,8 @@ func TestMiddlewareCost(t *testing.T) {
 		w := do(h, request("GET", "/", "192.0.2.1:1", ""))
 		got = append(got, w.Header().Get("RateLimit"))
 	}
-	require.Equal(t, []string{`"upload";r=3;t=600`, `"upload";r=1;t=600`, `"upload";r=0;t=600`}, got)
+	// 5 units at 2 a request: r and q count requests (see Draft11).
+	require.Equal(t, []string{`"upload";r=1;t=600`, `"upload";r=0;t=600`, `"upload";r=0;t=600`}, got)
 }
 
 func TestMiddlewareShadow(t *testing.T) {
