@@ -19,7 +19,8 @@ type Limit struct {
 	// "auth.login/client".
 	Name string
 	// Cost is the units of quota one request consumes, 1 to the policy's
-	// limit. Default 1.
+	// limit. The fields count this limit's requests: its limit and
+	// remaining units divided by Cost. Default 1.
 	Cost int64
 }
 

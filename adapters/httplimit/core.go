@@ -171,6 +171,12 @@ func (c *core) run(w http.ResponseWriter, r *http.Request, s *scratch, outer *Re
 		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: err})
 		return verdict{}, false
 	}
+	if !c.fits(&v) {
+		// Not a decision about this batch: it cannot say that every limit
+		// has quota, so nothing of it is reported and nothing passes.
+		c.refuse(w, r, s, outer, Rejection{Reason: ReasonLimiter, Err: ErrUnknownOutcome})
+		return verdict{}, false
+	}
 	switch v.outcome {
 	case domain.Allowed, domain.ShadowDenied:
 		s.quotas = outer.appendQuotas(s.quotas[:0])
@@ -208,4 +214,42 @@ func (c *core) refuse(w http.ResponseWriter, r *http.Request, s *scratch, outer 
 	rw := &rejectWriter{w: w, status: s.rej.Status()}
 	c.reject(rw, r, &s.rej)
 	rw.finish()
+}
+
+// fits reports whether v can be the decision about c's limits. The
+// limiter is any ports.Limiter, a host's decorator or a remote client as
+// well as app.Limiter, and the middleware lets a request through on its
+// word: an allowed batch must have one allowed decision per limit, a
+// shadow denial needs limits in shadow mode, and a denial or shadow
+// denial must name one of the limits. Anything else would let a limit the
+// limiter never reported on pass unchecked.
+func (c *core) fits(v *verdict) bool {
+	switch v.outcome {
+	case domain.Allowed:
+		if v.many == nil {
+			return len(c.limits) == 1
+		}
+		if len(v.many) != len(c.limits) {
+			return false
+		}
+		for i := range v.many {
+			if v.many[i].Outcome() != domain.Allowed {
+				return false
+			}
+		}
+		return true
+	case domain.ShadowDenied:
+		if c.limits[0].policy.Mode() != domain.Shadow {
+			return false
+		}
+		fallthrough
+	case domain.Denied:
+		if v.index < 0 || v.index >= len(c.limits) {
+			return false
+		}
+		_, ok := v.one.Denial()
+		return ok
+	}
+	// An unknown outcome is refused by run's switch.
+	return true
 }

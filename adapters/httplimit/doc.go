@@ -118,7 +118,8 @@
 // lowest rate first, and one client sees the same field on every
 // response (see [Draft11]).
 // Windows and waits are whole seconds rounded up; a quota or shadow denial
-// shows r=0. Retry-After, on denials only, is never earlier than the t of
+// shows r=0. q and r count requests: a limit whose requests cost more than
+// one unit ([Limit.Cost]) reports its units divided by the cost. Retry-After, on denials only, is never earlier than the t of
 // a limit the response reports as exhausted. Only the limits whose state
 // is known appear in RateLimit: when a batch is denied, nothing was
 // consumed and the other limits' counters were not read.

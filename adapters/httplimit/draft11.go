@@ -21,10 +21,16 @@ const (
 //	RateLimit-Policy: "auth.login/identity";q=8;w=60, "auth.login/client";q=40;w=60
 //	RateLimit: "auth.login/identity";r=0;t=37, "auth.login/client";r=39;t=60
 //
-// RateLimit-Policy names every quota with its limit (q) and its window in
-// whole seconds, rounded up (w); RateLimit names every known quota with the
-// units left (r, 0 for a quota or shadow denial) and the seconds until its
-// window ends, rounded up (t).
+// RateLimit-Policy names every quota with the requests its window admits
+// (q) and its window in whole seconds, rounded up (w); RateLimit names
+// every known quota with the requests left (r, 0 for a quota or shadow
+// denial) and the seconds until its window ends, rounded up (t).
+//
+// Both count requests, the draft's default quota unit (no qu parameter
+// is written): a limit whose requests cost more than one unit
+// ([Limit.Cost]) shows its limit and remaining units divided by the
+// cost, rounded down, so that a client never reads r=1 where one unit is
+// left and a request needs two.
 //
 // RateLimit keeps the order the quotas are given in, most restrictive
 // first by their live state. RateLimit-Policy does not: it describes the
@@ -71,7 +77,7 @@ func (Draft11) WriteFields(h http.Header, quotas []Quota) {
 			continue
 		}
 		b = append(b, ";q="...)
-		b = appendSFInteger(b, q.Limit)
+		b = appendSFInteger(b, int64(perWindow(q)))
 		if w := ceilSeconds(q.Window); w > 0 {
 			b = append(b, ";w="...)
 			b = appendSFInteger(b, w)
@@ -95,7 +101,7 @@ func (Draft11) WriteFields(h http.Header, quotas []Quota) {
 			continue
 		}
 		b = append(b, ";r="...)
-		b = appendSFInteger(b, q.Remaining)
+		b = appendSFInteger(b, requestsLeft(*q))
 		b = append(b, ";t="...)
 		b = appendSFInteger(b, ceilSeconds(q.Reset))
 		m++

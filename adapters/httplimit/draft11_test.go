@@ -153,7 +153,7 @@ func TestDraft11PolicyOrder(t *testing.T) {
 		{"lowest rate first", []httplimit.Quota{q("fast", 10, 1, time.Second), q("slow", 100, 1, time.Hour)},
 			`"slow";q=100;w=3600, "fast";q=10;w=1`},
 		{"rate counts requests, not units", []httplimit.Quota{q("units", 10, 1, time.Minute), q("costly", 30, 5, time.Minute)},
-			`"costly";q=30;w=60, "units";q=10;w=60`},
+			`"costly";q=6;w=60, "units";q=10;w=60`},
 		{"equal rates: fewer per window first", []httplimit.Quota{q("hour", 3600, 1, time.Hour), q("second", 1, 1, time.Second)},
 			`"second";q=1;w=1, "hour";q=3600;w=3600`},
 		{"equal policies: by name", []httplimit.Quota{q("b", 5, 1, time.Minute), q("a", 5, 1, time.Minute)},

@@ -27,7 +27,10 @@ var (
 	// refused before any check; it matches [domain.ErrInvalidInput].
 	ErrForwarding = fmt.Errorf("%w: httplimit: untrustworthy forwarding header", domain.ErrInvalidInput)
 	// ErrUnknownOutcome: the limiter returned a decision that is neither
-	// allowed, denied nor shadow-denied. The request is refused.
+	// allowed, denied nor shadow-denied, or one that does not fit the
+	// batch: an allowed batch without one allowed decision per limit, a
+	// shadow denial of limits in enforce mode, a denial of a limit the
+	// batch does not have. The request is refused.
 	ErrUnknownOutcome = errors.New("httplimit: limiter returned no decision")
 	// ErrSubjectCount: [Guard.Admit] was given a different number of
 	// subjects than the guard has limits. The request is refused before

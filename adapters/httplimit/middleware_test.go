@@ -150,7 +150,8 @@ func TestMiddlewareCost(t *testing.T) {
 		w := do(h, request("GET", "/", "192.0.2.1:1", ""))
 		got = append(got, w.Header().Get("RateLimit"))
 	}
-	require.Equal(t, []string{`"upload";r=3;t=600`, `"upload";r=1;t=600`, `"upload";r=0;t=600`}, got)
+	// 5 units at 2 a request: r and q count requests (see Draft11).
+	require.Equal(t, []string{`"upload";r=1;t=600`, `"upload";r=0;t=600`, `"upload";r=0;t=600`}, got)
 }
 
 func TestMiddlewareShadow(t *testing.T) {
@@ -306,7 +307,8 @@ func TestMiddlewareFailsClosed(t *testing.T) {
 }
 
 // A limiter that reports fewer decisions than checks does not crash the
-// middleware: the limits it did not report are unknown.
+// middleware, nor does it let the request through: the limit it did not
+// report may have no quota, so the request fails closed.
 func TestMiddlewareShortDecision(t *testing.T) {
 	t.Parallel()
 	fake := &fakeLimiter{decision: decisionOf(t, memory.Config{MaxKeys: 8}, perMinute, 0, 0)}
@@ -315,12 +317,9 @@ func TestMiddlewareShortDecision(t *testing.T) {
 	require.NoError(t, err)
 	next := &recorder{}
 	w := do(m.Handler(next), request("GET", "/", "192.0.2.1:1", ""))
-	require.Equal(t, http.StatusOK, w.Code)
-	require.Equal(t, `"test.http/client";r=2;t=60`, w.Header().Get("RateLimit"))
-	_, ok := next.result.Decision(1)
-	require.False(t, ok)
-	_, ok = next.result.Decision(-1)
-	require.False(t, ok)
+	require.Equal(t, http.StatusServiceUnavailable, w.Code)
+	require.Empty(t, w.Header().Get("RateLimit"))
+	require.Zero(t, next.calls)
 }
 
 // A RejectFunc owns the whole response.

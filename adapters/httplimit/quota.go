@@ -77,6 +77,8 @@ func sortQuotas(qs []Quota) {
 	})
 }
 
+// requestsLeft is the requests q has left: its remaining units divided by
+// the units one request costs, rounded down.
 func requestsLeft(q Quota) int64 {
 	if q.Cost <= 1 {
 		return q.Remaining
