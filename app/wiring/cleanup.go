@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/internal/callerctx"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -138,6 +139,11 @@ func (run cleanupRun) pass(ctx context.Context, c cleaner) (goOn bool) {
 	}()
 	began := time.Now()
 	passCtx, own := run.startObservers(ctx, c.name)
+	// An observer's context that is not derived from the loop's (a span
+	// started from context.Background()) must not keep Close from
+	// cancelling the pass.
+	passCtx, release := callerctx.Bind(ctx, passCtx)
+	defer release()
 	removed, err := run.drain(passCtx, c)
 	run.endObservers(own, c.name, removed, err)
 	if err != nil && ctx.Err() != nil {
