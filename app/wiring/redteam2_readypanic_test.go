@@ -22,7 +22,6 @@ type panicReadyStore struct {
 	where atomic.Value // "Ready", "Stats", "PoisonedShards" or ""
 }
 
-
 func (s *panicReadyStore) panicIn(call string) {
 	if w, _ := s.where.Load().(string); w == call {
 		panic(errors.New("host bug while checking " + panicSubject))
@@ -110,4 +109,4 @@ func TestReadyRecoversAPanickingHostStore(t *testing.T) {
 type statsOnly struct{ s *panicReadyStore }
 
 func (s statsOnly) Admit(ctx context.Context, b *domain.Batch) error { return s.s.Admit(ctx, b) }
-func (s statsOnly) Stats(ctx context.Context) (ports.Stats, error) { return s.s.Stats(ctx) }
+func (s statsOnly) Stats(ctx context.Context) (ports.Stats, error)   { return s.s.Stats(ctx) }
