@@ -14,7 +14,10 @@ import "context"
 // Size, CheckAll and the policies ([Event.Policy]), Index -1, and no
 // outcome, error or duration. The context it returns (nil, or a nil
 // pointer in the interface, means ctx unchanged) is the one the next context observer, and then the store,
-// receive. Once the store has answered, the limiter calls EndAdmission
+// receive. The store's call stays bound to the caller's deadline and
+// cancellation even when that context is not derived from ctx (a span
+// started from context.Background()): the store then gets its values, and
+// it ends when either context does. Once the store has answered, the limiter calls EndAdmission
 // with the context StartAdmission returned and the full Event, instead of
 // ObserveAdmission.
 //

@@ -42,6 +42,7 @@ func TestServiceImportsOnlyDomainAndPorts(t *testing.T) {
 		"github.com/runlimit/runlimit/app",
 		"github.com/runlimit/runlimit/domain",
 		"github.com/runlimit/runlimit/ports",
+		"github.com/runlimit/runlimit/internal/callerctx",
 		"github.com/runlimit/runlimit/internal/nilcheck",
 	}
 	for _, dep := range strings.Fields(string(out)) {

@@ -35,7 +35,8 @@ func (l *engine) init(store ports.Store, maxBatch int) {
 // store answered once [vetDecision] has passed it.
 func (l *engine) admitCheck(ctx context.Context, check *domain.Check) (domain.Decision, error) {
 	if l.single != nil {
-		return vetDecision(l.single.AdmitCheck(ctx, *check))
+		d, err := l.single.AdmitCheck(ctx, *check)
+		return vetCheckDecision(check, d, err)
 	}
 	return l.checkBatch(ctx, *check)
 }
@@ -76,7 +77,34 @@ func (l *engine) admit(ctx context.Context, b *domain.Batch, n int) error {
 var (
 	errBatchChanged = fmt.Errorf("%w: the store changed the number of checks in the batch", domain.ErrBatchProtocol)
 	errNoOutcome    = fmt.Errorf("%w: the store returned a decision without an outcome and no error", domain.ErrBatchProtocol)
+	errWrongMode    = fmt.Errorf("%w: the store returned a decision of the other quota mode than the check's", domain.ErrBatchProtocol)
 )
+
+// vetCheckDecision is [vetDecision] for the decision a store's
+// single-check path returned for check, which the store built itself
+// (a batch's decisions are the domain's, from the batch's own checks): it
+// must also fit the check's quota mode. A shadow denial answers only a
+// shadow-mode check, and would otherwise let an enforce-mode request over
+// its limit through (PermitsRequest is true for it); a quota denial
+// answers only an enforce-mode check.
+func vetCheckDecision(check *domain.Check, d domain.Decision, err error) (domain.Decision, error) {
+	d, err = vetDecision(d, err)
+	if err != nil {
+		return d, err
+	}
+	shadow := check.Policy().Mode() == domain.Shadow
+	switch d.Outcome() {
+	case domain.ShadowDenied:
+		if !shadow {
+			return domain.Decision{}, errWrongMode
+		}
+	case domain.Denied:
+		if den, _ := d.Denial(); shadow && den.Reason() == domain.QuotaExhausted {
+			return domain.Decision{}, errWrongMode
+		}
+	}
+	return d, nil
+}
 
 // vetDecision returns d and err as a limiter may hand them to its caller:
 // no decision with an error (a store that returned an allowed decision

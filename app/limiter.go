@@ -122,11 +122,11 @@ func (l *Limiter) Check(ctx context.Context, check domain.Check) (domain.Decisio
 		return e.checkBatch(ctx, check)
 	}
 	d, err := e.single.AdmitCheck(ctx, check)
-	if o := d.Outcome(); err != nil || o < domain.Allowed || o > domain.ShadowDenied {
-		// A store's answer the caller must not read as given: see
-		// vetDecision. Kept out of line, so that the common answer costs
-		// one test here.
-		return vetDecision(d, err)
+	if err != nil || d.Outcome() != domain.Allowed {
+		// A denial, or a store's answer the caller must not read as
+		// given: see vetCheckDecision. Kept out of line, so that the
+		// common answer costs one test here.
+		return vetCheckDecision(&check, d, err)
 	}
 	return d, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/callerctx"
 	"github.com/runlimit/runlimit/internal/nilcheck"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -429,7 +430,9 @@ func (s *observedStore) Admit(ctx context.Context, b *domain.Batch) error {
 		if len(s.observers) > len(stack) {
 			ctxs = make([]context.Context, len(s.observers))
 		}
-		ctx = s.begin(ctx, &e, ctxs)
+		var release func()
+		ctx, release = callerctx.Bind(caller, s.begin(ctx, &e, ctxs))
+		defer release()
 	}
 	start := time.Now()
 	answered := false
@@ -465,7 +468,9 @@ func (s *observedStore) AdmitCheck(ctx context.Context, check domain.Check) (dom
 		if len(s.observers) > len(stack) {
 			ctxs = make([]context.Context, len(s.observers))
 		}
-		ctx = s.begin(ctx, &e, ctxs)
+		var release func()
+		ctx, release = callerctx.Bind(caller, s.begin(ctx, &e, ctxs))
+		defer release()
 	}
 	start := time.Now()
 	answered := false

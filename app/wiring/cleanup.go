@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
+	"github.com/runlimit/runlimit/internal/callerctx"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -124,6 +125,14 @@ func startCleanupLoop(ticks <-chan time.Time, stopTicks func(), run cleanupRun) 
 // itself, which may hold anything, is neither logged nor kept.
 var ErrCleanupPanicked = errors.New("runlimit: cleanup panicked")
 
+// ErrCleanupCount is matched by the [*CleanupError] of a call whose store
+// reported an impossible count: below zero, or above the batch it was
+// asked for ([ports.Cleaner] removes at most that many). The count is not
+// taken, as it may be the store's backlog rather than what it removed
+// (which, above the batch, would call the store again at once, without
+// end), and the store's pass ends; the loop goes on at its next tick.
+var ErrCleanupCount = errors.New("runlimit: cleanup reported an impossible count")
+
 // pass cleans c once and reports the pass. It returns false when the loop
 // is stopping.
 func (run cleanupRun) pass(ctx context.Context, c cleaner) (goOn bool) {
@@ -138,6 +147,11 @@ func (run cleanupRun) pass(ctx context.Context, c cleaner) (goOn bool) {
 	}()
 	began := time.Now()
 	passCtx, own := run.startObservers(ctx, c.name)
+	// An observer's context that is not derived from the loop's (a span
+	// started from context.Background()) must not keep Close from
+	// cancelling the pass.
+	passCtx, release := callerctx.Bind(ctx, passCtx)
+	defer release()
 	removed, err := run.drain(passCtx, c)
 	run.endObservers(own, c.name, removed, err)
 	if err != nil && ctx.Err() != nil {
@@ -264,7 +278,11 @@ func (run cleanupRun) cleanupOnce(ctx context.Context, c cleaner) (n int, err er
 			n, err = 0, fmt.Errorf("%w: CleanupExpired panicked with a value of type %T", ErrCleanupPanicked, v)
 		}
 	}()
-	return c.CleanupExpired(ctx, run.batch)
+	n, err = c.CleanupExpired(ctx, run.batch)
+	if err == nil && (n < 0 || n > run.batch) {
+		return 0, fmt.Errorf("%w: CleanupExpired(max %d) reported %d removed", ErrCleanupCount, run.batch, n)
+	}
+	return n, err
 }
 
 // setBusy marks the loop as running passes or not. It reports false,

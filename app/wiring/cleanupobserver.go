@@ -19,7 +19,9 @@ import (
 type CleanupObserver interface {
 	// StartCleanup is called before a pass over the named store ("gate",
 	// "memory", "postgres" or "store"). The pass runs with the context it
-	// returns; nil means ctx unchanged.
+	// returns; nil means ctx unchanged. Close cancels the pass even when
+	// that context is not derived from ctx: the pass gets its values and
+	// ends when either context does.
 	StartCleanup(ctx context.Context, store string) context.Context
 	// EndCleanup is called after the pass with the context StartCleanup
 	// returned, the number of counters removed and the store's error:

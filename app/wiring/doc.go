@@ -87,7 +87,8 @@
 // [ports.ReadinessChecker]) or else its Stats. For PostgreSQL that is
 // [postgres.Store.Ready]: the database answers, the session's settings
 // are safe, the schema is the version this build needs and an admission's
-// statements prepare. Config.Logger (default
+// statements prepare. A store whose check panics is not ready
+// ([ErrReadyPanicked]); Ready itself never panics for it. Config.Logger (default
 // [slog.Default]) receives start and stop and the schema migrated (info),
 // each cleanup pass (info when it removed counters, debug when it found
 // none) and its failures (warning, unless

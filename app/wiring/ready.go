@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/runlimit/runlimit/ports"
 )
@@ -18,6 +19,13 @@ var (
 	// [Runtime.Close] has begun. It matches [ports.ErrClosed], as the
 	// closed stores' errors do.
 	ErrClosed = fmt.Errorf("runlimit: runtime is closed: %w", ports.ErrClosed)
+	// ErrReadyPanicked is matched by the [*NotReadyError] of a store whose
+	// readiness check (its Ready, its Stats or its PoisonedShards, the
+	// host's code for a host's store) panicked: the panic is recovered and
+	// logged at error level by its value's type, never its value, which
+	// may hold anything, and the store is not ready. A Start that meets
+	// one fails, and closes the Runtime.
+	ErrReadyPanicked = errors.New("runlimit: readiness check panicked")
 	// ErrNotBuilt is the answer of [Runtime.Start] and [Runtime.Ready] on
 	// a nil or zero Runtime, which [New] or [Open] did not build. It is
 	// [ports.ErrNotBuilt].
@@ -77,12 +85,33 @@ func newReporter(name string, store ports.Store) (reporter, bool) {
 // admissions can run, is preferred to Stats, which can answer while every
 // admission fails (PostgreSQL's ledger reads fine on a schema whose lock
 // function is missing).
-func (rep reporter) check(ctx context.Context) error {
+func (rep reporter) check(ctx context.Context, logger *slog.Logger) error {
 	if rep.ready != nil {
-		return rep.ready.Ready(ctx)
+		return guardReady(ctx, logger, rep.name, "Ready", func() error { return rep.ready.Ready(ctx) })
 	}
-	_, err := rep.Stats(ctx)
-	return err
+	return guardReady(ctx, logger, rep.name, "Stats", func() error {
+		_, err := rep.Stats(ctx)
+		return err
+	})
+}
+
+// guardReady calls check, a store's readiness code (the host's, for a
+// host's store), and turns its panic into an error matching
+// [ErrReadyPanicked], logged at error level by the value's type only: a
+// probe's handler, or the host's start, must not crash for it.
+func guardReady(ctx context.Context, logger *slog.Logger, store, call string, check func() error) (err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		err = fmt.Errorf("%w: %s panicked with a value of type %T", ErrReadyPanicked, call, v)
+		// A logger whose handler panics in turn is given up on.
+		defer func() { _ = recover() }()
+		logger.LogAttrs(ctx, slog.LevelError, "runlimit: a readiness check panicked; the store is not ready",
+			slog.String("store", store), slog.String("call", call), slog.String("panic_type", fmt.Sprintf("%T", v)))
+	}()
+	return check()
 }
 
 // Ready reports whether r can serve checks, for a readiness probe: nil once
@@ -91,7 +120,9 @@ func (rep reporter) check(ctx context.Context) error {
 // For PostgreSQL that is [postgres.Store.Ready]: the database answers, the
 // admission's statements prepare and the schema is the version this build
 // needs.
-// Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError],
+// Otherwise it returns [ErrNotStarted], [ErrClosed] or a [*NotReadyError]
+// (matching [ErrReadyPanicked] when a store's check panicked: Ready
+// never panics for a store),
 // or, once started, the error of a ctx that is already done, without
 // asking any store.
 // A host store that does neither is ready while the Runtime runs. Ready
@@ -123,11 +154,17 @@ func (r *Runtime) Ready(ctx context.Context) error {
 // storesReady checks every store that can prove itself ready, and logs the
 // shards poisoned since the last look.
 func (r *runtimeState) storesReady(ctx context.Context) error {
+	logger := r.logger()
 	for _, w := range r.poison {
-		w.check(ctx, r.logger())
+		if err := guardReady(ctx, logger, w.store, "PoisonedShards", func() error {
+			w.check(ctx, logger)
+			return nil
+		}); err != nil {
+			return &NotReadyError{Store: w.store, Err: err}
+		}
 	}
 	for _, rep := range r.reporters {
-		if err := rep.check(ctx); err != nil {
+		if err := rep.check(ctx, logger); err != nil {
 			return &NotReadyError{Store: rep.name, Err: err}
 		}
 	}

@@ -435,9 +435,11 @@ func (r *runtimeState) logger() *slog.Logger {
 // either way. A loop between passes stops at once, so a ctx that is done
 // already (a shutdown deadline that serving requests used up) still
 // closes everything before Close returns. If ctx ends while a cancelled
-// pass is still running, or while a host's store from Config.NewStoreFunc
-// is closing (its Close may block), Close returns an error matching ctx's;
-// the stores close once the pass or the store's Close returns, and a
+// pass is still running, while a host's store from Config.NewStoreFunc
+// is closing (its Close may block), or while checks in flight hold
+// connections of the pool opened from Config.DatabaseURL, Close returns
+// an error matching ctx's; the stores close once the pass or the store's
+// Close returns, the pool once those checks finish, and a
 // later Close waits for them again. So does a ctx that ends while a
 // cancelled Start, or another Close, is still letting go. A store whose Close panics is an
 // error naming the store, and the others are closed all the same. Once
@@ -569,19 +571,32 @@ type closer struct {
 // from Config.NewStoreFunc closes on a goroutine of its own, which Close
 // waits for only until its context ends: fx's stop timeout, or a host's
 // shutdown deadline, must not be spent waiting on a Close that blocks.
-// The Runtime's own stores and pool close before it returns, as they did
-// before it had a host's store to wait for. A store whose Close panics is
+// The Runtime's own stores close before it returns, and so does its pool
+// when no check holds a connection; a pool in use closes on a goroutine
+// of its own once the checks in flight let go of it. A store whose Close panics is
 // reported as an error, and the others are still closed.
 func (r *runtimeState) closeStores() {
 	var errs []error
 	finish := func() {
-		if r.ownPool {
-			// Waits for connections in use to come back, as no loop or
-			// check of this Runtime holds one any more (checks in flight
-			// finish).
-			r.pool.Close()
-		}
 		r.closeErr = errors.Join(errs...)
+		if !r.ownPool {
+			close(r.closing)
+			return
+		}
+		// The pool's Close waits for the connections in use to come back:
+		// checks in flight finish, each within its store budget (up to
+		// two minutes at the largest settings). Close must not spend its
+		// context on them, so a pool in use closes on a goroutine of its
+		// own; an idle one, the common case, closes before Close returns,
+		// even under a context that is done already.
+		if r.pool.Stat().AcquiredConns() > 0 {
+			go func() {
+				r.pool.Close()
+				close(r.closing)
+			}()
+			return
+		}
+		r.pool.Close()
 		close(r.closing)
 	}
 	for i, c := range r.closers {

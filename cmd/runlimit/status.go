@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
@@ -18,7 +19,8 @@ and index sizes, and live and dead tuples (PostgreSQL's estimates; many dead
 tuples mean vacuum is not keeping up).
 
 Headroom is measured against --rows-per-shard, which should match the services'
-postgres.Config.RowsPerShard. The reads, once connected, take at most --timeout
+postgres.Config.RowsPerShard; without the flag, $RUNLIMIT_POSTGRES_ROWS_PER_SHARD
+as the services read it. The reads, once connected, take at most --timeout
 in all (a table lock held elsewhere, such as an ALTER TABLE's, makes them
 wait). --json prints one JSON object with stable field names for scripts and
 monitoring.`
@@ -56,10 +58,17 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	addDatabaseFlag(fs, true)
 	schema := addSchemaFlag(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
-	rowsPerShard := fs.Int("rows-per-shard", postgres.DefaultRowsPerShard, "the services' rows per capacity shard, 1 to 65536, for headroom")
+	rowsPerShard := fs.Int("rows-per-shard", postgres.DefaultRowsPerShard, "the services' rows per capacity shard, 1 to 65536, for headroom ($"+envRowsPerShard+" when the flag is absent)")
 	timeout := fs.Duration("timeout", postgres.DefaultTimeout, "time budget of the status read once connected, at most 60s")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if !isSet(fs, "rows-per-shard") {
+		n, err := rowsPerShardFromEnv(getenv)
+		if err != nil {
+			return err
+		}
+		*rowsPerShard = n
 	}
 	if *rowsPerShard < 1 || *rowsPerShard > postgres.MaxRowsPerShard {
 		return fmt.Errorf("%w: --rows-per-shard is %d, want 1 to %d", errUsage, *rowsPerShard, postgres.MaxRowsPerShard)
@@ -100,6 +109,31 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 		return enc.Encode(report)
 	}
 	return printStatus(stdout, report)
+}
+
+// envRowsPerShard is the variable app/wiring reads the service's rows per
+// shard from (wiring.EnvPostgresRowsPerShard), so that status run in the
+// service's environment measures headroom as the service counts it.
+const envRowsPerShard = "RUNLIMIT_POSTGRES_ROWS_PER_SHARD"
+
+// rowsPerShardFromEnv returns $RUNLIMIT_POSTGRES_ROWS_PER_SHARD as the
+// service reads it, 0 and unset meaning the default, or a usage error
+// naming the variable.
+func rowsPerShardFromEnv(getenv func(string) string) (int, error) {
+	v := getenv(envRowsPerShard)
+	if v == "" {
+		return postgres.DefaultRowsPerShard, nil
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: $%s is not a whole number", errUsage, envRowsPerShard)
+	case n == 0:
+		return postgres.DefaultRowsPerShard, nil
+	case n < 0 || n > postgres.MaxRowsPerShard:
+		return 0, fmt.Errorf("%w: $%s is %d, want 1 to %d (0 means %d)", errUsage, envRowsPerShard, n, postgres.MaxRowsPerShard, postgres.DefaultRowsPerShard)
+	}
+	return n, nil
 }
 
 func readStatus(ctx context.Context, db *database, store *postgres.Store, schema string) (statusReport, error) {
