@@ -377,7 +377,11 @@
 // apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
 // subject key or the fingerprint's first byte, an index whose tombstones fill its table,
 // a probe that stops at a deleted cell, a slot freed twice or handed out
-// again by an allocator restarted on an empty partition, and an expiry
-// heap filtered in place. Each must fail, in one default run, the
-// case written for it.
+// again by an allocator restarted on an empty partition, an expiry
+// heap filtered in place, counters keyed by a limit or a window cut to
+// 32 bits, by a limit read back from a float64, by identifiers joined
+// with no separator or with one they may hold, or by four bytes of the
+// fingerprint, a batch's new keys claiming slots by subject or per
+// policy, and a cleanup that deletes a subject's other counters. Each
+// must fail, in one default run, the case written for it.
 package conformance
