@@ -185,6 +185,16 @@ var targets = map[bs.Fault]string{
 	bs.SlotFreedTwiceWhenEmpty:          "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 	bs.AllocatorRestartsWhenEmpty:       "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 	bs.CleanupFiltersHeapInPlace:        "churn/retry_time_after_cleanup_is_the_next_earliest_end",
+	bs.KeysByInt32Limit:                 "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByFloatLimit:                 "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByInt32WindowMillis:          "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByJoinedText:                 "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByUnseparatedFields:          "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByFingerprintPrefix:          "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysByFingerprintSuffix:          "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.NewKeysClaimBySubject:            "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
+	bs.NewKeysClaimByPolicy:             "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
+	bs.CleanupRemovesSubject:            "fingerprints/cleanup_of_one_policys_counter_keeps_the_subjects_others",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -190,6 +190,16 @@
 //     exactly and names its earliest end as a capacity retry time,
 //     also after cleanup removed the earliest counters of ones created
 //     out of order;
+//   - fingerprints: for one subject, a policy whose limit is 2^32 above
+//     another's, or one above its 2^53, whose window is 2^32 ms longer,
+//     whose policy id and scope join to the other's text around a
+//     separator they may hold, or whose fingerprint shares its first or
+//     last four bytes with the other's, counts in a counter of its own;
+//     a batch's new counters of one subject under two policies take a
+//     slot each; and cleanup removes a subject's expired counter but not
+//     its active counters under other policies (a store that keys
+//     counters by eight or more bytes of the fingerprint meets no pair
+//     the suite can find: review what it keeps);
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
@@ -367,7 +377,11 @@
 // apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
 // subject key or the fingerprint's first byte, an index whose tombstones fill its table,
 // a probe that stops at a deleted cell, a slot freed twice or handed out
-// again by an allocator restarted on an empty partition, and an expiry
-// heap filtered in place. Each must fail, in one default run, the
-// case written for it.
+// again by an allocator restarted on an empty partition, an expiry
+// heap filtered in place, counters keyed by a limit or a window cut to
+// 32 bits, by a limit read back from a float64, by identifiers joined
+// with no separator or with one they may hold, or by four bytes of the
+// fingerprint, a batch's new keys claiming slots by subject or per
+// policy, and a cleanup that deletes a subject's other counters. Each
+// must fail, in one default run, the case written for it.
 package conformance

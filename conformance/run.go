@@ -176,6 +176,7 @@ func scenarios() []scenario {
 		retryScenario(),
 		spreadScenario(),
 		lookalikesScenario(),
+		fingerprintsScenario(),
 		churnScenario(),
 	}
 }

@@ -475,7 +475,11 @@ func (a *admission) observe(now domain.Instant) {
 				// slot is taken without asking whether one is free.
 				claims[p]++
 				a.claimed[i] = p
-			} else if s.full(a, p, claims, now) && !(s.cfg.Fault == ReclaimTakesBatchKeySlot && s.reclaimSlot(a, p, now)) {
+			} else if !ok && s.subjectClaimed(a, i, p) {
+				// NewKeysClaimBySubject: the subject's claim is taken for
+				// this key's too.
+				a.claimed[i] = p
+			} else if s.full(a, p, s.claimsSeen(a, i, p, claims), now) && !(s.cfg.Fault == ReclaimTakesBatchKeySlot && s.reclaimSlot(a, p, now)) {
 				o.Full = true
 				retryPart := p
 				if s.cfg.Fault == CapacityRetryFirstKeyPartition {

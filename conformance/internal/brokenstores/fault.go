@@ -693,6 +693,51 @@ const (
 	// went in out of order, the top is not the earliest end.
 	CleanupFiltersHeapInPlace
 
+	// Found by the tenth blind hunt: keys a store builds from a policy's
+	// fields, and counters of one subject under several policies.
+
+	// KeysByInt32Limit keys counters by a fingerprint of its own over the
+	// policy id, scope, the limit as an int32 (an `integer` column) and the
+	// window: limits alike in their low 32 bits share a subject's counter.
+	KeysByInt32Limit
+	// KeysByFloatLimit keys counters by a fingerprint of its own with the
+	// limit read back from a float64 (a JSON number): limits above 2^53
+	// that round alike share a subject's counter.
+	KeysByFloatLimit
+	// KeysByInt32WindowMillis keys counters by a fingerprint of its own
+	// with the window as an int32 count of milliseconds: windows alike in
+	// their low 32 bits share a subject's counter.
+	KeysByInt32WindowMillis
+	// KeysByJoinedText keys counters by the text "id:scope:limit:window"
+	// (a Redis key): identifiers may hold ':', so a policy id ending in ':'
+	// and a scope beginning with it share a subject's counter.
+	KeysByJoinedText
+	// KeysByUnseparatedFields keys counters by a SHA-256 of the policy's
+	// fields with no separator between the id and the scope, so a
+	// character moved from one to the other shares a subject's counter.
+	KeysByUnseparatedFields
+	// KeysByFingerprintPrefix keys counters by the subject key and the
+	// fingerprint's first four bytes (a short id of eight hex digits):
+	// fingerprints that begin alike share a subject's counter.
+	KeysByFingerprintPrefix
+	// KeysByFingerprintSuffix keys counters by the subject key and the
+	// fingerprint's last four bytes: fingerprints that end alike share a
+	// subject's counter.
+	KeysByFingerprintSuffix
+	// NewKeysClaimBySubject counts the slots a batch's new keys claim by
+	// subject: a subject's second new counter in the batch (a policy whose
+	// limit changed, say) claims none, so the batch overfills its partition.
+	NewKeysClaimBySubject
+	// NewKeysClaimByPolicy counts the slots a batch's new keys claim per
+	// policy fingerprint, as a store with a table per policy would: new
+	// keys of two policies in one batch each see only their own policy's
+	// claims, and overfill their partition.
+	NewKeysClaimByPolicy
+	// CleanupRemovesSubject removes, with each expired counter, the
+	// subject's active counters under other policies, as a delete by
+	// subject key would.
+	CleanupRemovesSubject
+
 	faultCount
 )
 
@@ -836,6 +881,16 @@ var faultNames = [faultCount]string{
 	SlotFreedTwiceWhenEmpty:         "SlotFreedTwiceWhenEmpty",
 	AllocatorRestartsWhenEmpty:      "AllocatorRestartsWhenEmpty",
 	CleanupFiltersHeapInPlace:       "CleanupFiltersHeapInPlace",
+	KeysByInt32Limit:                "KeysByInt32Limit",
+	KeysByFloatLimit:                "KeysByFloatLimit",
+	KeysByInt32WindowMillis:         "KeysByInt32WindowMillis",
+	KeysByJoinedText:                "KeysByJoinedText",
+	KeysByUnseparatedFields:         "KeysByUnseparatedFields",
+	KeysByFingerprintPrefix:         "KeysByFingerprintPrefix",
+	KeysByFingerprintSuffix:         "KeysByFingerprintSuffix",
+	NewKeysClaimBySubject:           "NewKeysClaimBySubject",
+	NewKeysClaimByPolicy:            "NewKeysClaimByPolicy",
+	CleanupRemovesSubject:           "CleanupRemovesSubject",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -386,6 +386,9 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 		s.stored[s.PartitionOf(k)]--
 	}
 	s.removeIndex(k)
+	if s.cfg.Fault == CleanupRemovesSubject && !perCheck {
+		s.removeSubject(k)
+	}
 	return true
 }
 

@@ -235,6 +235,9 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 		return domain.NewCounterKey(fp, k.SubjectKey())
 	case KeysByHash64, KeysBySubjectSuffix, KeysXorFolded, KeysByFingerprintXorSubject, KeysByFingerprintFirstByte:
 		return s.reducedKey(k)
+	case KeysByInt32Limit, KeysByFloatLimit, KeysByInt32WindowMillis, KeysByJoinedText, KeysByUnseparatedFields,
+		KeysByFingerprintPrefix, KeysByFingerprintSuffix:
+		return s.joinedKey(c)
 	case ShadowSeparateCounter:
 		if c.Policy().Mode() == domain.Shadow {
 			fp := k.Fingerprint()
