@@ -168,11 +168,12 @@ func testInvalidCheckBeforeContext(t *testing.T, f *fixture) {
 	cancel()
 	expired, cancelExpired := context.WithDeadline(f.ctx, time.Unix(0, 0))
 	defer cancelExpired()
+	invalid := f.invalidChecks()
 	for _, dc := range []struct {
 		name string
 		ctx  context.Context
 	}{{"the case's ctx", f.ctx}, {"nil ctx", nilCtx}, {"cancelled ctx", cancelled}, {"ctx past its deadline", expired}} {
-		for _, bad := range f.invalidChecks() {
+		for _, bad := range invalid {
 			var want *domain.CheckError
 			require.ErrorAs(t, bad.check.Validate(), &want, "harness: %s is invalid", bad.name)
 			f.rep.called(CheckAdmitter)
