@@ -200,13 +200,24 @@
 //     its active counters under other policies (a store that keys
 //     counters by eight or more bytes of the fingerprint meets no pair
 //     the suite can find: review what it keeps);
+//   - results: an error carries no result: AdmitCheck returns the zero
+//     Decision beside every error (a nil or done context, an invalid
+//     check, a cancellation while it runs, a closed store), and a closed
+//     store's Stats the zero Stats; an invalid single check is reported
+//     as the check's own *domain.CheckError before a nil or done context,
+//     and a batch that is not ready by Batch.Ready's error before a done
+//     one; and an open store never answers a nil or done context, before
+//     or during an admission, with an error matching [ports.ErrClosed];
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
 //     bytes, bare, in a Go-quoted string or in PostgreSQL's bytea escape
 //     format; hex, contiguous or split by
 //     spaces, colons or dashes; base64; base32; a byte array that fmt or
-//     encoding/json prints; or 8 of its bytes read as a 64-bit integer),
+//     encoding/json prints; 8 of its bytes read as a 64-bit integer;
+//     its bytes in reverse order in hex, as a little-endian word prints;
+//     one decimal integer of 6 or more of its bytes, as math/big prints
+//     the whole key; or consecutive 32-bit words of it in decimal),
 //     and none is a typed nil (a nil *T returned as an error, which is
 //     not a nil error). The suite never prints such an error itself: its
 //     messages and operation log show it withheld, naming the key and how
@@ -382,6 +393,12 @@
 // 32 bits, by a limit read back from a float64, by identifiers joined
 // with no separator or with one they may hold, or by four bytes of the
 // fingerprint, a batch's new keys claiming slots by subject or per
-// policy, and a cleanup that deletes a subject's other counters. Each
+// policy, a cleanup that deletes a subject's other counters, a decision
+// handed out beside an error (the last one returned, or one whose write
+// a late cancellation dropped), a report beside a closed store's error,
+// an invalid single check reported untyped or as its nil or done
+// context, an unready batch reported as its done context, a done context
+// reported as a closed store, and keys printed as a little-endian word
+// in hex, one big decimal or two 32-bit words. Each
 // must fail, in one default run, the case written for it.
 package conformance

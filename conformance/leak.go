@@ -116,6 +116,9 @@ func keyShown(text string, k domain.SubjectKey) string {
 			}
 		}
 	}
+	if how := keyShownAsNumbers(text, lower, bareHex, b); how != "" {
+		return how
+	}
 	// Base64 groups three bytes into four characters, so the key's
 	// encoding depends on where it starts in what was encoded: look for
 	// each of the three alignments.

@@ -178,6 +178,7 @@ func scenarios() []scenario {
 		lookalikesScenario(),
 		fingerprintsScenario(),
 		churnScenario(),
+		resultsScenario(),
 	}
 }
 

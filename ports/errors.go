@@ -18,7 +18,9 @@ var ErrNilContext = fmt.Errorf("%w: nil context.Context", domain.ErrInvalidInput
 // them with errors.Is whichever store it runs on.
 var (
 	// ErrClosed is matched by the error of every operation on a store that
-	// was closed ([Closer]). Such an error consumed nothing.
+	// was closed ([Closer]). Such an error consumed nothing. An open store's
+	// errors never match it, a done context's included: hosts take it to
+	// mean the store is gone for good.
 	ErrClosed = errors.New("runlimit: store is closed")
 	// ErrInvalidConfig is matched by every error a constructor returns for
 	// a configuration outside its bounds: a store's, the limiter's, the

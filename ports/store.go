@@ -92,6 +92,8 @@ type Cleaner interface {
 }
 
 // StatsReporter is implemented by stores that can report their occupancy.
+// Beside an error, such as one matching [ErrClosed], Stats returns the zero
+// Stats.
 type StatsReporter interface {
 	Stats(ctx context.Context) (Stats, error)
 }
@@ -139,6 +141,12 @@ func (s Stats) MinHeadroom() int64 {
 // one flow makes the check a batch of one with [domain.Batch.ResetSingle];
 // [domain.EvaluateCheck] evaluates a lone check without a batch. Limiters use it for single checks; the conformance suite
 // runs single checks through it and batches through Admit.
+//
+// An invalid check is answered first, with [domain.Check.Validate]'s
+// error, whatever ctx or the store's state, as Admit answers
+// [domain.Batch.Ready]'s first. Beside an error AdmitCheck returns the zero
+// Decision: an error fails closed, and a decision travelling with it (a
+// cached one, or one whose write was given up) could be read as a permit.
 type CheckAdmitter interface {
 	AdmitCheck(ctx context.Context, check domain.Check) (domain.Decision, error)
 }

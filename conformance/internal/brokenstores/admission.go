@@ -149,6 +149,9 @@ func (a *admission) run() error {
 		}
 		locked = true
 	}
+	if a.dropsCancelledWrite() {
+		return &Error{Op: "admit", Err: a.ctx.Err()}
+	}
 	if commit {
 		if err := a.write(now); err != nil {
 			return &Error{Op: "admit", Err: err}

@@ -738,6 +738,51 @@ const (
 	// subject key would.
 	CleanupRemovesSubject
 
+	// Found by the twelfth blind hunt: results and error paths.
+
+	// SingleCheckDecisionBesideError keeps the last decision AdmitCheck
+	// returned, to hand back without a copy, and returns it beside every
+	// error: after an allowed check, a failed one carries a permit.
+	SingleCheckDecisionBesideError
+	// LateCancelDecisionBesideError drops the write of a single check
+	// whose context was cancelled after its evaluation, and returns the
+	// decision it computed beside the context's error.
+	LateCancelDecisionBesideError
+	// StatsBesideClosedError reports its occupancy on a closed store beside
+	// ports.ErrClosed, as if the report were still worth reading.
+	StatsBesideClosedError
+	// SingleCheckErrorUntyped refuses an invalid single check with an error
+	// of its own that matches domain.ErrInvalidInput but is not the
+	// check's *domain.CheckError, so errors.As cannot say what is wrong.
+	SingleCheckErrorUntyped
+	// NilContextBeforeCheckValidation answers a nil context before it
+	// validates a single check, so an invalid check beside a nil context
+	// is reported as the context.
+	NilContextBeforeCheckValidation
+	// DoneContextBeforeCheckValidation answers a done context before it
+	// validates a single check, so an invalid check is reported as the
+	// caller having given up.
+	DoneContextBeforeCheckValidation
+	// DoneContextBeforeBatchReady answers a done context before it asks
+	// Batch.Ready, so a nil, unprepared or already evaluated batch is
+	// reported as the context.
+	DoneContextBeforeBatchReady
+	// DoneContextErrorMatchesClosed runs each admission under a context
+	// merged from the caller's and the store's own, and reports it done as
+	// the store being closed: its error matches ports.ErrClosed on an open
+	// store.
+	DoneContextErrorMatchesClosed
+	// DoneContextErrorKeyLittleEndianHex names the counter's slot in a
+	// done context's error: eight subject key bytes read little-endian and
+	// printed in hex.
+	DoneContextErrorKeyLittleEndianHex
+	// DoneContextErrorKeyDecimal names the subject in a done context's
+	// error as one big decimal integer (math/big over the subject key).
+	DoneContextErrorKeyDecimal
+	// DoneContextErrorKeyWords names the counter's bucket in a done
+	// context's error as two 32-bit words of the subject key in decimal.
+	DoneContextErrorKeyWords
+
 	faultCount
 )
 
@@ -891,6 +936,18 @@ var faultNames = [faultCount]string{
 	NewKeysClaimBySubject:           "NewKeysClaimBySubject",
 	NewKeysClaimByPolicy:            "NewKeysClaimByPolicy",
 	CleanupRemovesSubject:           "CleanupRemovesSubject",
+
+	SingleCheckDecisionBesideError:     "SingleCheckDecisionBesideError",
+	LateCancelDecisionBesideError:      "LateCancelDecisionBesideError",
+	StatsBesideClosedError:             "StatsBesideClosedError",
+	SingleCheckErrorUntyped:            "SingleCheckErrorUntyped",
+	NilContextBeforeCheckValidation:    "NilContextBeforeCheckValidation",
+	DoneContextBeforeCheckValidation:   "DoneContextBeforeCheckValidation",
+	DoneContextBeforeBatchReady:        "DoneContextBeforeBatchReady",
+	DoneContextErrorMatchesClosed:      "DoneContextErrorMatchesClosed",
+	DoneContextErrorKeyLittleEndianHex: "DoneContextErrorKeyLittleEndianHex",
+	DoneContextErrorKeyDecimal:         "DoneContextErrorKeyDecimal",
+	DoneContextErrorKeyWords:           "DoneContextErrorKeyWords",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -100,6 +100,9 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 			return err
 		}
 	}
+	if err := s.doneContextError(ctx, k); err != nil {
+		return err
+	}
 	switch err := ctx.Err(); {
 	case err == nil, s.cfg.Fault == IgnoresDoneContext:
 	case s.cfg.Fault == DoneContextRawError:
@@ -420,7 +423,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 			return ports.Stats{}, &Error{Op: "stats", Err: err}
 		}
 	}
-	if s.closed.Load() && s.cfg.Fault != IgnoresClose {
+	if s.closed.Load() && s.cfg.Fault != IgnoresClose && s.cfg.Fault != StatsBesideClosedError {
 		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
 	var now domain.Instant
@@ -455,6 +458,10 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	}
 	if s.cfg.Fault == StatsEntriesNeverShrink {
 		st.Entries = int64(s.inserted)
+	}
+	if s.closed.Load() && s.cfg.Fault == StatsBesideClosedError {
+		// The defect: the report travels with the error.
+		return st, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
 	return s.report(st), nil
 }

@@ -77,6 +77,7 @@ type Store struct {
 	lifetimes
 	reused
 	index
+	results
 }
 
 var (
@@ -141,6 +142,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if s.cfg.Fault == NilContextBeforeBatchReady && ctx == nil {
 		return &Error{Op: "admit", Err: ports.ErrNilContext}
 	}
+	if s.cfg.Fault == DoneContextBeforeBatchReady && ctx != nil && ctx.Err() != nil {
+		return &Error{Op: "admit", Err: ctx.Err()}
+	}
 	if s.cfg.Fault == ClosedBeforeBatchReady && s.closed.Load() {
 		return &Error{Op: "admit", Err: ports.ErrClosed}
 	}
@@ -182,9 +186,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	return a.run()
 }
 
-// AdmitCheck applies one check as Admit applies a batch of one, through
+// admitCheck applies one check as Admit applies a batch of one, through
 // [domain.EvaluateCheck].
-func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
+func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision, error) {
 	if s.cfg.Fault == ClosedBeforeCheckValidation && ctx != nil && s.closed.Load() {
 		return domain.Decision{}, &Error{Op: "admit", Err: ports.ErrClosed}
 	}
@@ -209,7 +213,7 @@ func (s *Store) AdmitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	a.next = func(int) domain.Counter { return next }
 	a.denied = func() (int, domain.Outcome) { return 0, d.Outcome() }
 	if err := a.run(); err != nil {
-		return domain.Decision{}, err
+		return s.decisionBesideError(d), err
 	}
 	return d, nil
 }
