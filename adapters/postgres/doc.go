@@ -289,9 +289,11 @@
 //   - session_replication_role other than origin: the ledger's triggers
 //     would not fire, so new counters would take no slot and the bound per
 //     shard would be gone. Only a superuser may set it, for any role;
-//   - a search_path that searches another schema before pg_catalog: that
-//     schema's operators and types would stand in for the built-ins the
-//     store's statements use.
+//   - a search_path that names another schema before pg_catalog, whether
+//     or not that schema exists ("$user" included): its operators and
+//     types would stand in for the built-ins the store's statements use,
+//     and a schema created later makes the server analyse the statements
+//     a connection prepared again, under the new path.
 //
 // A connection is checked when it is made ready, which is when the role's,
 // the database's and the startup parameters' settings are in force. Host

@@ -435,7 +435,7 @@ const (
        pg_catalog.set_config('lock_timeout', $2::pg_catalog.text, true),
        pg_catalog.set_config('idle_in_transaction_session_timeout', $3::pg_catalog.text, true),
        pg_catalog.current_setting('session_replication_role'),
-       pg_catalog.current_schemas(true)`
+       pg_catalog.current_setting('search_path')`
 
 	// sqlWarmLock takes, under the lock timeout just set, the locks that
 	// preparing the statements would take one by one: a table locked
