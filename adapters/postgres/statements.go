@@ -474,9 +474,12 @@ WHERE ctid = ANY (ARRAY(
 	// sqlVersion reads the version the migrations recorded.
 	sqlVersion = `SELECT pg_catalog.max(version) FROM {version_table}`
 
+	// sqlSizes runs under whatever search_path the session has (stats
+	// do not refuse unsafe settings), so its operators are named in full:
+	// an = found through the search_path could be another role's code.
 	sqlSizes = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
-       COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)
+       COALESCE(s.n_live_tup, 0::pg_catalog.int8), COALESCE(s.n_dead_tup, 0::pg_catalog.int8)
 FROM pg_catalog.pg_class AS c
-LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid = c.oid
-WHERE c.oid = '{windows}'::pg_catalog.regclass`
+LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid OPERATOR(pg_catalog.=) c.oid
+WHERE c.oid OPERATOR(pg_catalog.=) '{windows}'::pg_catalog.regclass::pg_catalog.oid`
 )
