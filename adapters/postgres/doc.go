@@ -228,9 +228,14 @@
 //   - CONNECT on the database and USAGE on the schema;
 //   - SELECT, INSERT, UPDATE and DELETE on runlimit_fixed_windows (UPDATE
 //     also for its row locks, DELETE for cleanup);
-//   - SELECT and UPDATE on runlimit_capacity_shards (UPDATE only because
-//     locking a row FOR UPDATE needs it; the ledger's counts are kept by its
-//     triggers);
+//   - SELECT on runlimit_capacity_shards, and UPDATE on its
+//     capacity_shard column alone (GRANT UPDATE (capacity_shard) ON ...):
+//     locking a row FOR UPDATE needs UPDATE on one of its columns, and a
+//     shard number cannot change (its primary key, CHECK and the counters'
+//     foreign key hold it). UPDATE on row_count would let the role set a
+//     count back and insert past every bound, the database's hard maximum
+//     included; the counts are kept by the ledger's triggers, which run as
+//     their owner;
 //   - EXECUTE on runlimit_lock_counter(bigint, bytea, bytea, smallint, text,
 //     text), which a connection prepares a call of when it is made ready
 //     (the previous release's replicas run it), and on
