@@ -300,6 +300,10 @@
 //     and a schema created later makes the server analyse the statements
 //     a connection prepared again, under the new path.
 //
+// The warm-up of a new connection stops, in the server, before it
+// prepares or runs anything under such a session, so that an operator of
+// a schema searched before pg_catalog is never called with a stored key.
+//
 // A connection is checked when it is made ready, which is when the role's,
 // the database's and the startup parameters' settings are in force. Host
 // code that changes these two on a pooled connection afterwards (a SET

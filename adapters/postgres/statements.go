@@ -437,6 +437,29 @@ const (
        pg_catalog.current_setting('session_replication_role'),
        pg_catalog.current_setting('search_path')`
 
+	// sqlSettingsGuard fails, and so makes the server skip everything
+	// after it in the warm-up's pipeline (every preparation and warming
+	// read), when the session's settings are unsafe in a way the server can
+	// judge: session_replication_role other than origin, or a schema that
+	// exists and is searched before pg_catalog, whose operators the warming
+	// reads would otherwise call, handed every stored key, before the
+	// client has looked at what sqlSettings read. (checkSettings, on the
+	// client, also refuses a schema named before pg_catalog that does not
+	// exist yet, which holds no code for now.) The error is a failed cast
+	// to bool of a text that says why; every operator, function and type
+	// is named in full, and the text depends on the session, so that the
+	// planner cannot fold the cast, and fail, ahead of the test.
+	sqlSettingsGuard = `SELECT (CASE
+    WHEN pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'origin'::pg_catalog.text
+     AND (SELECT s.name
+          FROM pg_catalog.unnest(pg_catalog.current_schemas(true)) WITH ORDINALITY AS s(name, i)
+          WHERE NOT pg_catalog.starts_with(s.name::pg_catalog.text, 'pg_temp_'::pg_catalog.text)
+          ORDER BY s.i
+          LIMIT 1) OPERATOR(pg_catalog.=) 'pg_catalog'::pg_catalog.name
+    THEN 'true'::pg_catalog.text
+    ELSE 'runlimit: the session''s settings are unsafe (session_replication_role or search_path)'::pg_catalog.text
+END)::pg_catalog.bool`
+
 	// sqlWarmLock takes, under the lock timeout just set, the locks that
 	// preparing the statements would take one by one: a table locked
 	// elsewhere then fails the warm-up before it has prepared anything.
