@@ -39,9 +39,18 @@ type Querier interface {
 // package tracks the schema, whether sqlx's table exists, how many of
 // RustVersions ($4) it records as applied, and whether Runlimit's table
 // exists. The count is read only when sqlx's table exists.
-const sqlRustMigrated = `SELECT pg_catalog.to_regclass($1::text) IS NOT NULL,
-       pg_catalog.to_regclass($2::text) IS NOT NULL,
-       pg_catalog.to_regclass($3::text) IS NOT NULL`
+const sqlRustMigrated = `SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL,
+       pg_catalog.to_regclass($2::pg_catalog.text) IS NOT NULL,
+       pg_catalog.to_regclass($3::pg_catalog.text) IS NOT NULL`
+
+// sqlRustApplied counts, in sqlx's table (%s, qualified and quoted), the
+// rows of RustVersions ($1); with $2, only those applied successfully.
+// Like every query of this package's on a querier of the caller's, it
+// names every function and operator in full: the caller's search_path may
+// reach a schema before pg_catalog.
+const sqlRustApplied = `SELECT pg_catalog.count(*) FROM %s AS m
+WHERE m.version OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])
+  AND (m.success OR NOT $2::pg_catalog.bool)`
 
 // RustMigrated reports whether schema ("" means [DefaultSchema]) holds
 // Runlimit's schema as a Rust Runlimit service migrated it, not yet
@@ -72,17 +81,15 @@ func RustMigrated(ctx context.Context, q Querier, schema string) (bool, error) {
 	if tracked || !sqlx {
 		return false, nil
 	}
-	var applied int
-	err = q.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "_sqlx_migrations"}.Sanitize()+
-		` WHERE version = ANY ($1::bigint[]) AND success`, RustVersions[:]).Scan(&applied)
+	applied, sqlxTable := 0, pgx.Identifier{schema, "_sqlx_migrations"}.Sanitize()
+	err = q.QueryRow(ctx, fmt.Sprintf(sqlRustApplied, sqlxTable), RustVersions[:], true).Scan(&applied)
 	if err != nil {
 		return false, fmt.Errorf("runlimit: migrations: read _sqlx_migrations: %w", pgerror.Sanitize(err))
 	}
 	switch {
 	case applied == 0:
 		var recorded int
-		err = q.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "_sqlx_migrations"}.Sanitize()+
-			` WHERE version = ANY ($1::bigint[])`, RustVersions[:]).Scan(&recorded)
+		err = q.QueryRow(ctx, fmt.Sprintf(sqlRustApplied, sqlxTable), RustVersions[:], false).Scan(&recorded)
 		if err != nil {
 			return false, fmt.Errorf("runlimit: migrations: read _sqlx_migrations: %w", pgerror.Sanitize(err))
 		}

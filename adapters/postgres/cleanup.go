@@ -57,11 +57,11 @@ func (s *Store) cleanup(ss *session, maxRows int) (int, error) {
 	q.Queue(sqlBegin)
 	var (
 		replication string
-		schemas     []string
+		searchPath  string
 	)
 	q.Queue(sqlSettings, string(t[0]), string(t[2]), string(t[1])).QueryRow(func(row pgx.Row) error {
 		var ignored [3]string
-		return row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &schemas)
+		return row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &searchPath)
 	})
 	if !ss.send(false) {
 		return 0, errCallerLeft
@@ -71,7 +71,7 @@ func (s *Store) cleanup(ss *session, maxRows int) (int, error) {
 	if err != nil {
 		return 0, interpretMaintenanceError(opCleanup, stageOpen, err)
 	}
-	if err := checkSettings(replication, schemas); err != nil {
+	if err := checkSettings(replication, searchPath); err != nil {
 		return 0, &MaintenanceError{Op: opCleanup, Err: err}
 	}
 

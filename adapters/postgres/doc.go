@@ -228,9 +228,14 @@
 //   - CONNECT on the database and USAGE on the schema;
 //   - SELECT, INSERT, UPDATE and DELETE on runlimit_fixed_windows (UPDATE
 //     also for its row locks, DELETE for cleanup);
-//   - SELECT and UPDATE on runlimit_capacity_shards (UPDATE only because
-//     locking a row FOR UPDATE needs it; the ledger's counts are kept by its
-//     triggers);
+//   - SELECT on runlimit_capacity_shards, and UPDATE on its
+//     capacity_shard column alone (GRANT UPDATE (capacity_shard) ON ...):
+//     locking a row FOR UPDATE needs UPDATE on one of its columns, and a
+//     shard number cannot change (its primary key, CHECK and the counters'
+//     foreign key hold it). UPDATE on row_count would let the role set a
+//     count back and insert past every bound, the database's hard maximum
+//     included; the counts are kept by the ledger's triggers, which run as
+//     their owner;
 //   - EXECUTE on runlimit_lock_counter(bigint, bytea, bytea, smallint, text,
 //     text), which a connection prepares a call of when it is made ready
 //     (the previous release's replicas run it), and on
@@ -289,9 +294,15 @@
 //   - session_replication_role other than origin: the ledger's triggers
 //     would not fire, so new counters would take no slot and the bound per
 //     shard would be gone. Only a superuser may set it, for any role;
-//   - a search_path that searches another schema before pg_catalog: that
-//     schema's operators and types would stand in for the built-ins the
-//     store's statements use.
+//   - a search_path that names another schema before pg_catalog, whether
+//     or not that schema exists ("$user" included): its operators and
+//     types would stand in for the built-ins the store's statements use,
+//     and a schema created later makes the server analyse the statements
+//     a connection prepared again, under the new path.
+//
+// The warm-up of a new connection stops, in the server, before it
+// prepares or runs anything under such a session, so that an operator of
+// a schema searched before pg_catalog is never called with a stored key.
 //
 // A connection is checked when it is made ready, which is when the role's,
 // the database's and the startup parameters' settings are in force. Host

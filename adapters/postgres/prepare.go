@@ -31,9 +31,9 @@ func (s *Store) stateOf(pc *pgconn.PgConn) *connState {
 var warmLockID = AdvisoryLockID(domain.CounterKey{})
 
 // warmQueries is how many statements warm runs besides its preparations:
-// BEGIN, the settings, the table locks, the five warming queries and
-// ROLLBACK.
-const warmQueries = 9
+// BEGIN, the settings, their guard, the table locks, the five warming
+// queries and ROLLBACK.
+const warmQueries = 10
 
 // warmSettings is the index of sqlSettings' result among warm's results,
 // which follows BEGIN's.
@@ -51,7 +51,9 @@ const warmSettings = 1
 // timeout, from budget, and lock timeout, from wait (the caller's deadline,
 // or the budget if that ends first), overriding whatever the role or the
 // database set, reads the settings the store cannot set for itself (see
-// checkSettings), and takes its tables' ACCESS SHARE locks, which every
+// checkSettings), fails at once when the server can tell they are unsafe
+// (sqlSettingsGuard: nothing is then prepared or run under them), and
+// takes its tables' ACCESS SHARE locks, which every
 // preparation naming a table takes too. A table that another session holds
 // locked (an ALTER TABLE, a LOCK TABLE) therefore holds the warm-up no
 // longer than it would hold an admission on a warm connection, and the
@@ -84,6 +86,9 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 	// rollback.
 	p.SendQueryParams(sqlBegin, nil, nil, nil, nil)
 	p.SendQueryParams(sqlSettings, [][]byte{t[0], t[2], t[1]}, nil, nil, binaryFormat)
+	// Unsafe settings end the round trip here, before anything is
+	// prepared or run under them.
+	p.SendQueryParams(sqlSettingsGuard, nil, nil, nil, nil)
 	p.SendQueryParams(s.sql.warmLock, nil, nil, nil, nil)
 	for _, st := range s.sql.prepared {
 		p.SendPrepare(st.name, st.sql, nil)
@@ -145,7 +150,9 @@ func (s *Store) warm(ctx context.Context, pc *pgconn.PgConn, wait, budget time.T
 			if err := p.Close(); err != nil && firstErr == nil {
 				firstErr = err
 			}
-			if firstErr == nil {
+			// Unsafe settings are the cause of the guard's error.
+			var setting *SettingError
+			if firstErr == nil || errors.As(unsafe, &setting) {
 				firstErr = unsafe
 			}
 			if firstErr != nil {

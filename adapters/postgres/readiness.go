@@ -178,11 +178,11 @@ func (s *Store) bound(ss *session) (unsafe, err error) {
 	q.Queue(sqlSettings, string(t[0]), string(t[2]), string(t[1])).QueryRow(func(row pgx.Row) error {
 		var ignored [3]string
 		var replication string
-		var schemas []string
-		if err := row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &schemas); err != nil {
+		var searchPath string
+		if err := row.Scan(&ignored[0], &ignored[1], &ignored[2], &replication, &searchPath); err != nil {
 			return err
 		}
-		unsafe = checkSettings(replication, schemas)
+		unsafe = checkSettings(replication, searchPath)
 		return nil
 	})
 	if !ss.send(false) {

@@ -1,9 +1,6 @@
 package postgres
 
-import (
-	"encoding/binary"
-	"strings"
-)
+import "strings"
 
 // checkSettingValues checks the settings sqlSettings read, in binary
 // format: the three timeouts it set, then what checkSettings checks.
@@ -11,17 +8,12 @@ func checkSettingValues(v [][]byte) error {
 	if len(v) != 5 {
 		return malformed("reading the session's settings got a malformed row")
 	}
-	schemas, ok := decodeNameArray(v[4])
-	if !ok {
-		return malformed("reading the session's settings got a malformed search path")
-	}
-	return checkSettings(string(v[3]), schemas)
+	return checkSettings(string(v[3]), string(v[4]))
 }
 
 // checkSettings checks the session's session_replication_role and its
-// effective search path (current_schemas(true)): the settings that change
-// what the store's statements do and that it cannot set for its own
-// transactions:
+// search_path, as set (current_setting): the settings that change what the
+// store's statements do and that it cannot set for its own transactions:
 //
 //   - session_replication_role must be origin. Under replica (or local),
 //     the ledger's triggers do not fire, so new counters take no slot,
@@ -35,56 +27,133 @@ func checkSettingValues(v [][]byte) error {
 //     schema's objects stand in for them: an = on bytea that is always
 //     true would make an update write every counter.
 //
+// The search_path is judged as written, not by the schemas it reaches now
+// (current_schemas): the server skips a schema that does not exist, but a
+// role holding CREATE on the database may create it later, and the server
+// then analyses every statement prepared on the connection again, under
+// the new path. So every schema named before pg_catalog counts, "$user"
+// included, except pg_temp, the session's own temporary schema, which is
+// never searched for functions or operators, and in which only the session
+// itself creates objects. A search_path that does not name pg_catalog
+// searches it first.
+//
 // It returns a *SettingError for the first unsafe setting, nil when both
 // are safe.
-func checkSettings(role string, schemas []string) error {
+func checkSettings(role, searchPath string) error {
 	if role != "origin" {
 		return &SettingError{Name: "session_replication_role", Value: role, Want: "origin (the capacity ledger's triggers must fire)"}
 	}
-	for _, schema := range schemas {
-		// The session's own temporary schema, searched first unless
-		// named later, is searched for tables and types only, and only
-		// the session itself creates objects in it.
-		if strings.HasPrefix(schema, "pg_temp_") {
-			continue
-		}
-		if schema != "pg_catalog" {
-			return &SettingError{Name: "search_path", Value: strings.Join(schemas, ", "),
-				Want: "pg_catalog searched first (leave it out of search_path, or name it first)"}
-		}
-		return nil
+	if !catalogFirst(searchPath) {
+		return &SettingError{Name: "search_path", Value: searchPath,
+			Want: "pg_catalog searched first (leave it out of search_path, or name it first)"}
 	}
-	return &SettingError{Name: "search_path", Value: "", Want: "pg_catalog searched first"}
+	return nil
 }
 
-// decodeNameArray decodes a one-dimensional array of names or text in
-// binary format, without NULL elements.
-func decodeNameArray(b []byte) ([]string, bool) {
-	if len(b) < 12 {
-		return nil, false
+// catalogFirst reports whether searchPath, a search_path setting, has
+// pg_catalog searched before any schema but pg_temp: it does not name
+// pg_catalog, or names nothing but pg_temp before it. A setting it cannot
+// read is not.
+func catalogFirst(searchPath string) bool {
+	names, ok := splitIdentifiers(searchPath)
+	if !ok {
+		return false
 	}
-	dims := binary.BigEndian.Uint32(b)
-	b = b[12:] // dimensions, NULL flag, element type
-	switch {
-	case dims == 0:
+	named := false
+	for _, name := range names {
+		named = named || name == "pg_catalog"
+	}
+	if !named {
+		return true
+	}
+	for _, name := range names {
+		switch name {
+		case "pg_catalog":
+			return true
+		case "pg_temp":
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// splitIdentifiers splits a list setting such as search_path into its
+// names as the server reads it: separated by commas, each either quoted
+// ("" inside quotes is one "), kept as written, or bare, lower-cased
+// (ASCII letters only) and ending at a comma or white space. It reports
+// false for a list the server would not accept.
+func splitIdentifiers(s string) ([]string, bool) {
+	var names []string
+	i := skipSpace(s, 0)
+	if i == len(s) {
 		return nil, true
-	case dims != 1 || len(b) < 8:
-		return nil, false
 	}
-	n := int(binary.BigEndian.Uint32(b))
-	b = b[8:] // length, lower bound
-	out := make([]string, 0, min(n, 64))
-	for range n {
-		if len(b) < 4 {
+	for {
+		var name string
+		if s[i] == '"' {
+			var b strings.Builder
+			i++
+			for {
+				j := strings.IndexByte(s[i:], '"')
+				if j < 0 {
+					return nil, false
+				}
+				b.WriteString(s[i : i+j])
+				i += j + 1
+				if i < len(s) && s[i] == '"' {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				break
+			}
+			name = b.String()
+		} else {
+			start := i
+			for i < len(s) && s[i] != ',' && !isSpace(s[i]) {
+				i++
+			}
+			if i == start {
+				return nil, false
+			}
+			name = lowerASCII(s[start:i])
+		}
+		names = append(names, name)
+		i = skipSpace(s, i)
+		switch {
+		case i == len(s):
+			return names, true
+		case s[i] != ',':
 			return nil, false
 		}
-		size := int32(binary.BigEndian.Uint32(b))
-		b = b[4:]
-		if size < 0 || int(size) > len(b) {
+		i = skipSpace(s, i+1)
+		if i == len(s) {
 			return nil, false
 		}
-		out = append(out, string(b[:size]))
-		b = b[size:]
 	}
-	return out, len(b) == 0
+}
+
+// isSpace reports whether c is white space to the server's scanner.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+// lowerASCII lower-cases the ASCII letters of s, as the server folds a
+// bare identifier under a multi-byte encoding.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

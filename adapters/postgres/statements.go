@@ -435,7 +435,30 @@ const (
        pg_catalog.set_config('lock_timeout', $2::pg_catalog.text, true),
        pg_catalog.set_config('idle_in_transaction_session_timeout', $3::pg_catalog.text, true),
        pg_catalog.current_setting('session_replication_role'),
-       pg_catalog.current_schemas(true)`
+       pg_catalog.current_setting('search_path')`
+
+	// sqlSettingsGuard fails, and so makes the server skip everything
+	// after it in the warm-up's pipeline (every preparation and warming
+	// read), when the session's settings are unsafe in a way the server can
+	// judge: session_replication_role other than origin, or a schema that
+	// exists and is searched before pg_catalog, whose operators the warming
+	// reads would otherwise call, handed every stored key, before the
+	// client has looked at what sqlSettings read. (checkSettings, on the
+	// client, also refuses a schema named before pg_catalog that does not
+	// exist yet, which holds no code for now.) The error is a failed cast
+	// to bool of a text that says why; every operator, function and type
+	// is named in full, and the text depends on the session, so that the
+	// planner cannot fold the cast, and fail, ahead of the test.
+	sqlSettingsGuard = `SELECT (CASE
+    WHEN pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'origin'::pg_catalog.text
+     AND (SELECT s.name
+          FROM pg_catalog.unnest(pg_catalog.current_schemas(true)) WITH ORDINALITY AS s(name, i)
+          WHERE NOT pg_catalog.starts_with(s.name::pg_catalog.text, 'pg_temp_'::pg_catalog.text)
+          ORDER BY s.i
+          LIMIT 1) OPERATOR(pg_catalog.=) 'pg_catalog'::pg_catalog.name
+    THEN 'true'::pg_catalog.text
+    ELSE 'runlimit: the session''s settings are unsafe (session_replication_role or search_path)'::pg_catalog.text
+END)::pg_catalog.bool`
 
 	// sqlWarmLock takes, under the lock timeout just set, the locks that
 	// preparing the statements would take one by one: a table locked
@@ -474,9 +497,12 @@ WHERE ctid = ANY (ARRAY(
 	// sqlVersion reads the version the migrations recorded.
 	sqlVersion = `SELECT pg_catalog.max(version) FROM {version_table}`
 
+	// sqlSizes runs under whatever search_path the session has (stats
+	// do not refuse unsafe settings), so its operators are named in full:
+	// an = found through the search_path could be another role's code.
 	sqlSizes = `SELECT pg_catalog.pg_table_size(c.oid), pg_catalog.pg_indexes_size(c.oid),
-       COALESCE(s.n_live_tup, 0), COALESCE(s.n_dead_tup, 0)
+       COALESCE(s.n_live_tup, 0::pg_catalog.int8), COALESCE(s.n_dead_tup, 0::pg_catalog.int8)
 FROM pg_catalog.pg_class AS c
-LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid = c.oid
-WHERE c.oid = '{windows}'::pg_catalog.regclass`
+LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid OPERATOR(pg_catalog.=) c.oid
+WHERE c.oid OPERATOR(pg_catalog.=) '{windows}'::pg_catalog.regclass::pg_catalog.oid`
 )

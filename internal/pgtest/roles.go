@@ -19,7 +19,7 @@ func (d *Database) NewServiceRole(t testing.TB, schema string) *Role {
 	d.exec(t, `
 		GRANT USAGE ON SCHEMA `+s+` TO `+r+`;
 		GRANT SELECT, INSERT, UPDATE, DELETE ON `+s+`.runlimit_fixed_windows TO `+r+`;
-		GRANT SELECT, UPDATE ON `+s+`.runlimit_capacity_shards TO `+r+`;
+		GRANT SELECT, UPDATE (capacity_shard) ON `+s+`.runlimit_capacity_shards TO `+r+`;
 		GRANT SELECT ON `+s+`.runlimit_schema_version TO `+r+`;
 		GRANT EXECUTE ON FUNCTION `+s+`.runlimit_lock_counter(bigint, bytea, bytea, smallint, text, text) TO `+r)
 	return role
