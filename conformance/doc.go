@@ -190,6 +190,12 @@
 //     exactly and names its earliest end as a capacity retry time,
 //     also after cleanup removed the earliest counters of ones created
 //     out of order;
+//   - extremes: a clock that steps back by a microsecond, within the
+//     latest millisecond, is clamped as a larger step is; windows of the
+//     largest length, anchored on consecutive microseconds, stay active to
+//     their last microsecond and end exactly then, and a partition full of
+//     them names its earliest end, exactly, as a capacity retry time (such
+//     ends lie past 2^53 µs on a store that counts from the Unix epoch);
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
@@ -367,7 +373,10 @@
 // apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
 // subject key or the fingerprint's first byte, an index whose tombstones fill its table,
 // a probe that stops at a deleted cell, a slot freed twice or handed out
-// again by an allocator restarted on an empty partition, and an expiry
-// heap filtered in place. Each must fail, in one default run, the
-// case written for it.
+// again by an allocator restarted on an empty partition, an expiry
+// heap filtered in place, a clamp that lets a step back of a few
+// milliseconds through as jitter or compares whole milliseconds, a capacity
+// retry time capped at a day or kept as float64 Unix microseconds, and
+// window times or a key's deadline kept as float64 Unix microseconds or
+// seconds. Each must fail, in one default run, the case written for it.
 package conformance

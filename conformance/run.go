@@ -177,6 +177,7 @@ func scenarios() []scenario {
 		spreadScenario(),
 		lookalikesScenario(),
 		churnScenario(),
+		extremesScenario(),
 	}
 }
 
