@@ -185,6 +185,13 @@ var targets = map[bs.Fault]string{
 	bs.SlotFreedTwiceWhenEmpty:          "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 	bs.AllocatorRestartsWhenEmpty:       "churn/cycles_of_create_expire_and_cleanup_keep_every_counter_and_slot",
 	bs.CleanupFiltersHeapInPlace:        "churn/retry_time_after_cleanup_is_the_next_earliest_end",
+
+	bs.ClampToleratesJitter:         "extremes/a_step_back_of_a_microsecond_is_clamped",
+	bs.ClampComparesMilliseconds:    "extremes/a_step_back_of_a_microsecond_is_clamped",
+	bs.CapacityRetryCappedAtDay:     "extremes/capacity_retry_of_largest_windows_is_exact",
+	bs.CapacityRetryFloatUnixMicros: "extremes/capacity_retry_of_largest_windows_a_microsecond_on_is_exact",
+	bs.FloatUnixMicroseconds:        "extremes/largest_window_lasts_to_its_last_microsecond",
+	bs.DeadlineFloatUnixSeconds:     "extremes/largest_window_lasts_to_its_last_microsecond",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a
