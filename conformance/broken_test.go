@@ -206,6 +206,12 @@ var targets = map[bs.Fault]string{
 	bs.NewKeysClaimBySubject:              "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
 	bs.NewKeysClaimByPolicy:               "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
 	bs.CleanupRemovesSubject:              "fingerprints/cleanup_of_one_policys_counter_keeps_the_subjects_others",
+	bs.ClampToleratesJitter:               "extremes/a_step_back_of_a_microsecond_is_clamped",
+	bs.ClampComparesMilliseconds:          "extremes/a_step_back_of_a_microsecond_is_clamped",
+	bs.CapacityRetryCappedAtDay:           "extremes/capacity_retry_of_largest_windows_is_exact",
+	bs.CapacityRetryFloatUnixMicros:       "extremes/capacity_retry_of_largest_windows_a_microsecond_on_is_exact",
+	bs.FloatUnixMicroseconds:              "extremes/largest_window_lasts_to_its_last_microsecond",
+	bs.DeadlineFloatUnixSeconds:           "extremes/largest_window_lasts_to_its_last_microsecond",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

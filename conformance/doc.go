@@ -208,6 +208,12 @@
 //     and a batch that is not ready by Batch.Ready's error before a done
 //     one; and an open store never answers a nil or done context, before
 //     or during an admission, with an error matching [ports.ErrClosed];
+//   - extremes: a clock that steps back by a microsecond, within the
+//     latest millisecond, is clamped as a larger step is; windows of the
+//     largest length, anchored on consecutive microseconds, stay active to
+//     their last microsecond and end exactly then, and a partition full of
+//     them names its earliest end, exactly, as a capacity retry time (such
+//     ends lie past 2^53 µs on a store that counts from the Unix epoch);
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
@@ -398,7 +404,11 @@
 // a late cancellation dropped), a report beside a closed store's error,
 // an invalid single check reported untyped or as its nil or done
 // context, an unready batch reported as its done context, a done context
-// reported as a closed store, and keys printed as a little-endian word
-// in hex, one big decimal or two 32-bit words. Each
-// must fail, in one default run, the case written for it.
+// reported as a closed store, keys printed as a little-endian word
+// in hex, one big decimal or two 32-bit words, a clamp that lets a step
+// back of a few milliseconds through as jitter or compares whole
+// milliseconds, a capacity retry time capped at a day or kept as float64
+// Unix microseconds, and window times or a key's deadline kept as float64
+// Unix microseconds or seconds. Each must fail, in one default run, the
+// case written for it.
 package conformance

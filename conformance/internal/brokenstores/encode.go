@@ -31,6 +31,8 @@ func (s *Store) encode(c domain.Counter, before domain.Counter, present bool, no
 	case FloatMicroseconds:
 		c.Start = domain.Instant(float64(c.Start))
 		c.Expires = domain.Instant(float64(c.Expires))
+	case FloatUnixMicroseconds:
+		c.Start, c.Expires = floatUnixMicros(c.Start), floatUnixMicros(c.Expires)
 	case JSONRoundTrip:
 		c = jsonRoundTrip(c)
 	case EpochAlignedWindows:

@@ -782,6 +782,34 @@ const (
 	// DoneContextErrorKeyWords names the counter's bucket in a done
 	// context's error as two 32-bit words of the subject key in decimal.
 	DoneContextErrorKeyWords
+	// Found by the eleventh blind hunt: numbers and time at the edges.
+
+	// ClampToleratesJitter lets the clock step back by up to ten
+	// milliseconds unclamped, as jitter, and clamps only larger steps: a
+	// small step back moves the windows back with it.
+	ClampToleratesJitter
+	// ClampComparesMilliseconds compares the clock with its latest time in
+	// whole milliseconds: a step back within the latest millisecond passes
+	// unclamped.
+	ClampComparesMilliseconds
+	// CapacityRetryCappedAtDay caps a capacity denial's retry time at a
+	// day, as a store that bounds its Retry-After does.
+	CapacityRetryCappedAtDay
+	// CapacityRetryFloatUnixMicros takes a capacity denial's retry time
+	// from an expiry index whose scores are float64 microseconds since the
+	// Unix epoch (a sorted set's scores): exact until 2255, when 2^53 µs
+	// is passed, and rounded to an even microsecond after.
+	CapacityRetryFloatUnixMicros
+	// FloatUnixMicroseconds keeps window times as float64 microseconds
+	// since the Unix epoch (a document store's numbers): a window ending
+	// after 2255, past 2^53 µs, ends on an even microsecond.
+	FloatUnixMicroseconds
+	// DeadlineFloatUnixSeconds treats a key as deleted once its deadline,
+	// kept as float64 seconds since the Unix epoch (a sorted-set score),
+	// is not after the time in the same form: past 2^33 s (year 2242) one
+	// float64 holds about two microseconds, so a window ending then is
+	// deleted in its last microsecond.
+	DeadlineFloatUnixSeconds
 
 	faultCount
 )
@@ -948,6 +976,13 @@ var faultNames = [faultCount]string{
 	DoneContextErrorKeyLittleEndianHex: "DoneContextErrorKeyLittleEndianHex",
 	DoneContextErrorKeyDecimal:         "DoneContextErrorKeyDecimal",
 	DoneContextErrorKeyWords:           "DoneContextErrorKeyWords",
+
+	ClampToleratesJitter:         "ClampToleratesJitter",
+	ClampComparesMilliseconds:    "ClampComparesMilliseconds",
+	CapacityRetryCappedAtDay:     "CapacityRetryCappedAtDay",
+	CapacityRetryFloatUnixMicros: "CapacityRetryFloatUnixMicros",
+	FloatUnixMicroseconds:        "FloatUnixMicroseconds",
+	DeadlineFloatUnixSeconds:     "DeadlineFloatUnixSeconds",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -41,6 +41,10 @@ func newLifetimes(partitions int) lifetimes {
 func (s *Store) lapsed(k domain.CounterKey, c domain.Counter, now domain.Instant) bool {
 	switch s.cfg.Fault {
 	case TTLSetOnCreateOnly, BatchTTLFromFirstCheck:
+	case DeadlineFloatUnixSeconds:
+		// The defect: the deadline and the time compared as float64 Unix
+		// seconds.
+		return floatUnixSeconds(now) >= floatUnixSeconds(c.Expires)
 	case ExpiresAtWholeMillis:
 		// The defect: PEXPIREAT's whole milliseconds, rounded down.
 		return now >= truncate(c.Expires, time.Millisecond)
@@ -103,6 +107,13 @@ func (s *Store) retryExpiry(k, refused domain.CounterKey, c domain.Counter) (dom
 // retryTime returns the retry time an observation at now reports for a
 // partition whose earliest expiry is at.
 func (s *Store) retryTime(at, now domain.Instant) domain.Instant {
+	switch s.cfg.Fault {
+	case CapacityRetryCappedAtDay:
+		// The defect: the retry time bounded at a day.
+		return min(at, now.Add(24*time.Hour))
+	case CapacityRetryFloatUnixMicros:
+		return floatUnixMicros(at)
+	}
 	if s.cfg.Fault == CapacityRetryWholeSeconds && at > now {
 		// The defect: TTL's whole seconds, rounded up.
 		return now.Add((at.Sub(now) + time.Second - 1).Truncate(time.Second))

@@ -303,6 +303,9 @@ func (s *Store) clampedNow() domain.Instant {
 	} else {
 		now = domain.InstantOf(s.cfg.Clock())
 	}
+	if now, ok := s.edgeClamp(now); ok {
+		return now
+	}
 	if s.cfg.Fault == TrustsInjectedClock {
 		// The defect: no clamp, so a clock that steps back moves the
 		// store's time back with it.
