@@ -121,7 +121,9 @@ func (r *runtimeState) openPool() error {
 // postgres://app:5433/pa55word@db/app, ends the authority early, so that
 // the rest of the password becomes the database name, or a parameter's
 // name, which the driver's and the server's connection errors print. An
-// "@" in a parameter's value, as in ?user=name@server, is left alone.
+// "@" in a parameter's value, as in ?user=name@server, is left alone. A
+// "#" starts no fragment: pgx parses URLs as libpq does, for which it is
+// an ordinary character of the database name or a parameter.
 func misplacedAt(dsn string) bool {
 	var rest string
 	for _, scheme := range []string{"postgres://", "postgresql://"} {
@@ -130,13 +132,11 @@ func misplacedAt(dsn string) bool {
 			break
 		}
 	}
-	end := strings.IndexAny(rest, "/?#")
+	end := strings.IndexAny(rest, "/?")
 	if end < 0 {
 		return false
 	}
-	// The fragment is ignored by the driver, and never printed.
-	tail, _, _ := strings.Cut(rest[end:], "#")
-	path, query, _ := strings.Cut(tail, "?")
+	path, query, _ := strings.Cut(rest[end:], "?")
 	if strings.Contains(path, "@") {
 		return true
 	}
