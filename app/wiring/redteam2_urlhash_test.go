@@ -19,7 +19,9 @@ import (
 // postgres://app:5433/xQ7#kpW9z@db/app, passed it, and pgx read the rest
 // of the password as the database name, "xQ7#kpW9z@db/app", which every
 // connection error prints. New now refuses it, as it refuses the same URL
-// without the "#".
+// without the "#", and one whose password holds a "?" after the "/", whose
+// middle pgx reads as the database name too, while the "@" hides in a
+// parameter's value.
 func TestPasswordWithSlashAndHashIsRefused(t *testing.T) {
 	t.Parallel()
 	const tail = "xQ7#kpW9z"
@@ -27,6 +29,10 @@ func TestPasswordWithSlashAndHashIsRefused(t *testing.T) {
 		"postgres://app:5433/" + tail + "@db.example:5432/app",
 		"postgres://app:5433/#" + tail + "@db.example:5432/app",
 		"postgresql://app:5433/x#?a" + tail + "@db.example=1",
+		// A "?" after the "/": the database name is the password's
+		// middle, and the parameter's value, holding the "@", runs on
+		// to the host and database.
+		"postgres://app:5433/" + tail + "?w=1@db.example:5432/app",
 	} {
 		// What pgx makes of it: the database name, or the name of a
 		// parameter the server rejects by name, holds the password's tail.
