@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -312,10 +313,25 @@ func checkSchema(ctx context.Context, q Querier, schema string, reader bool) err
 			ErrUntrustedSchema, pgx.Identifier{schema}.Sanitize())
 	case object != nil && reader:
 		return fmt.Errorf("%w: %s in schema %s belongs to a role that neither owns the schema nor is trusted by the connected role, and could run its code with the connected role's rights; drop it, or make the schema's owner its owner",
-			ErrUntrustedSchema, pgx.Identifier{*object}.Sanitize(), pgx.Identifier{schema}.Sanitize())
+			ErrUntrustedSchema, plantedName(*object), pgx.Identifier{schema}.Sanitize())
 	case object != nil:
 		return fmt.Errorf("%w: %s in schema %s belongs to another role, which could run its code with the migrating role's rights; drop it, or make a trusted role its owner",
-			ErrUntrustedSchema, pgx.Identifier{*object}.Sanitize(), pgx.Identifier{schema}.Sanitize())
+			ErrUntrustedSchema, plantedName(*object), pgx.Identifier{schema}.Sanitize())
 	}
 	return nil
+}
+
+// plantedName quotes the name of an object another role planted, for an
+// error. That role chose it, and a quoted identifier may hold any
+// character but NUL: a terminal's escape sequences, or a newline and a
+// forged log record. A name of printable ASCII is quoted as SQL quotes
+// it; any other is escaped as Go's %+q spells it, so that the error shows
+// what is there without a terminal or a log reading it.
+func plantedName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if name[i] < 0x20 || name[i] > 0x7e {
+			return strconv.QuoteToASCII(name)
+		}
+	}
+	return pgx.Identifier{name}.Sanitize()
 }

@@ -19,10 +19,11 @@ func (t *Telemetry) StartCleanup(ctx context.Context, store string) context.Cont
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if t == nil || t.tracer == nil {
+	tracer := t.tracer()
+	if tracer == nil {
 		return ctx
 	}
-	ctx, _ = t.tracer.Start(ctx, SpanCleanup, trace.WithSpanKind(trace.SpanKindInternal),
+	ctx, _ = tracer.Start(ctx, SpanCleanup, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(AttrStore.String(store)))
 	return ctx
 }
@@ -32,14 +33,15 @@ func (t *Telemetry) StartCleanup(ctx context.Context, store string) context.Cont
 // closing (a cancelled context) is neither a run nor a failure; what it
 // removed still counts.
 func (t *Telemetry) EndCleanup(ctx context.Context, store string, removed int, err error) {
-	if t == nil {
+	st := t.state()
+	if st == nil {
 		return
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	stopping := err != nil && errors.Is(err, context.Canceled)
-	if m := t.metrics; m != nil {
+	if m := st.metrics; m != nil {
 		set := metric.WithAttributes(AttrStore.String(store))
 		if removed > 0 {
 			m.cleanupRemoved.Add(ctx, int64(removed), set)
@@ -51,7 +53,7 @@ func (t *Telemetry) EndCleanup(ctx context.Context, store string, removed int, e
 			}
 		}
 	}
-	if t.tracer == nil {
+	if st.tracer == nil {
 		return
 	}
 	span := trace.SpanFromContext(ctx)

@@ -20,13 +20,16 @@ type Config struct {
 	// (otel.GetMeterProvider) if the host has set one by the time New is
 	// called, and otherwise none: no metrics are recorded and admissions
 	// pay nothing for them. A no-op provider records none either, and a
-	// nil pointer in the interface counts as nil.
+	// nil pointer in the interface counts as nil. It is the host's provider
+	// as is, so a dump that walks pointers (the spew in testify's failure
+	// messages) of a Config holding one prints its exporters, whose
+	// headers may hold an API key; the [Telemetry] New builds never does.
 	MeterProvider metric.MeterProvider
 	// TracerProvider records a span per admission and per cleanup pass.
 	// Default nil: the global provider (otel.GetTracerProvider) if the
 	// host has set one by the time New is called, and otherwise none. A
 	// no-op provider records none either, and a nil pointer in the
-	// interface counts as nil.
+	// interface counts as nil. It prints as MeterProvider does.
 	TracerProvider trace.TracerProvider
 	// StatsInterval is the least time between two reads of a watched
 	// store's occupancy: a collection within it reports the last reading,

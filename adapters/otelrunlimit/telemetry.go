@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -21,13 +22,36 @@ import (
 // A nil *Telemetry or a zero Telemetry records nothing, as one built
 // without providers does: its Observer is nil, and its methods never
 // panic.
+//
+// A Telemetry, and the observer it gives a limiter, print as an address
+// under every printer that walks values by reflection: they reach the
+// host's providers, whose exporters may hold credentials (an OTLP
+// exporter's headers, such as a hosted backend's API key).
 type Telemetry struct {
+	// st is the *telemetryState held as an unsafe.Pointer, which printers
+	// that walk values by reflection (fmt's bad-verb path, spew in
+	// testify's diffs) print as an address and never follow. Plain
+	// pointers led them from the meter to the provider's readers and on
+	// to their exporters' configured headers.
+	st unsafe.Pointer
+}
+
+// telemetryState is everything a [Telemetry] holds.
+type telemetryState struct {
 	metrics  *instruments // nil: no metrics
 	tracer   trace.Tracer // nil: no spans
 	interval time.Duration
 	// now reads the clock that bounds how often stores are read.
 	now      func() time.Time
 	observer app.Observer
+}
+
+// state returns t's state, or nil for a nil or zero Telemetry.
+func (t *Telemetry) state() *telemetryState {
+	if t == nil {
+		return nil
+	}
+	return (*telemetryState)(t.st)
 }
 
 // New returns the telemetry cfg describes. With neither a meter nor a
@@ -39,31 +63,47 @@ func New(cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Telemetry{interval: cfg.StatsInterval, now: time.Now}
+	st := &telemetryState{interval: cfg.StatsInterval, now: time.Now}
 	if cfg.MeterProvider != nil {
-		if t.metrics, err = newInstruments(cfg.MeterProvider); err != nil {
+		if st.metrics, err = newInstruments(cfg.MeterProvider); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.TracerProvider != nil {
-		t.tracer = cfg.TracerProvider.Tracer(ScopeName)
+		st.tracer = cfg.TracerProvider.Tracer(ScopeName)
 	}
 	switch {
-	case t.tracer != nil:
-		t.observer = &tracingObserver{metrics: t.metrics, tracer: t.tracer}
-	case t.metrics != nil:
-		t.observer = &metricsObserver{metrics: t.metrics}
+	case st.tracer != nil:
+		st.observer = &tracingObserver{st: unsafe.Pointer(st)}
+	case st.metrics != nil:
+		st.observer = &metricsObserver{metrics: unsafe.Pointer(st.metrics)}
 	}
-	return t, nil
+	return &Telemetry{st: unsafe.Pointer(st)}, nil
 }
 
 // RecordsMetrics reports whether t records metrics: it has a meter
 // provider that is not a no-op.
-func (t *Telemetry) RecordsMetrics() bool { return t != nil && t.metrics != nil }
+func (t *Telemetry) RecordsMetrics() bool { return t.instruments() != nil }
+
+// instruments returns t's metrics, or nil when t records none.
+func (t *Telemetry) instruments() *instruments {
+	if st := t.state(); st != nil {
+		return st.metrics
+	}
+	return nil
+}
+
+// tracer returns t's tracer, or nil when t records no spans.
+func (t *Telemetry) tracer() trace.Tracer {
+	if st := t.state(); st != nil {
+		return st.tracer
+	}
+	return nil
+}
 
 // RecordsSpans reports whether t records spans: it has a tracer provider
 // that is not a no-op.
-func (t *Telemetry) RecordsSpans() bool { return t != nil && t.tracer != nil }
+func (t *Telemetry) RecordsSpans() bool { return t.tracer() != nil }
 
 // NewObserver returns an observer that records the admission metrics with
 // mp, for a limiter built without the wiring:
@@ -86,10 +126,10 @@ func NewObserver(mp metric.MeterProvider) (app.Observer, error) {
 // tracer a span per admission, which makes it an [app.ContextObserver].
 // Nil when t records nothing: a limiter then runs unobserved.
 func (t *Telemetry) Observer() app.Observer {
-	if t == nil {
-		return nil
+	if st := t.state(); st != nil {
+		return st.observer
 	}
-	return t.observer
+	return nil
 }
 
 // WatchStore reports the headroom of a store through the gauges
@@ -106,10 +146,11 @@ func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.
 	if stats == nil {
 		return nil, fmt.Errorf("%w: otelrunlimit: WatchStore(%q) has a nil stats function", app.ErrInvalidConfig, store)
 	}
-	if t == nil || t.metrics == nil {
+	st := t.state()
+	if st == nil || st.metrics == nil {
 		return func() {}, nil
 	}
-	return t.metrics.watch(store, stats, t.interval, t.now)
+	return st.metrics.watch(store, stats, st.interval, st.now)
 }
 
 // Close stops t's metrics from being collected: it unregisters the
@@ -127,17 +168,18 @@ func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.
 // go on: the tracer provider is the host's to shut down. Closing twice, or
 // a nil Telemetry, does nothing.
 func (t *Telemetry) Close() {
-	if t == nil || t.metrics == nil {
-		return
+	if m := t.instruments(); m != nil {
+		m.unregister()
 	}
-	t.metrics.unregister()
 }
 
-// metricsObserver records the admission metrics of each event.
-type metricsObserver struct{ metrics *instruments }
+// metricsObserver records the admission metrics of each event. Its
+// *instruments is held as an unsafe.Pointer, as a Telemetry holds its
+// state: hosts print the limiter configs that hold the observer.
+type metricsObserver struct{ metrics unsafe.Pointer }
 
 // ObserveAdmission records e. It has no context: the measurements carry
 // none, so no exemplar links them to a trace.
 func (o *metricsObserver) ObserveAdmission(e app.Event) {
-	o.metrics.record(context.Background(), &e)
+	(*instruments)(o.metrics).record(context.Background(), &e)
 }

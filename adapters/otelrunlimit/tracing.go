@@ -3,6 +3,7 @@ package otelrunlimit
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -26,10 +27,15 @@ var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInte
 // when it has them. As an [app.ContextObserver] it starts the span before
 // the store, in the caller's trace, so that the store's own spans nest
 // under it.
+//
+// It holds its Telemetry's state as an unsafe.Pointer, which printers that
+// walk values by reflection never follow (see [Telemetry]): hosts print
+// the limiter configs that hold the observer.
 type tracingObserver struct {
-	metrics *instruments // nil: spans only
-	tracer  trace.Tracer
+	st unsafe.Pointer // *telemetryState: its tracer, and its metrics when it has them
 }
+
+func (o *tracingObserver) state() *telemetryState { return (*telemetryState)(o.st) }
 
 var _ app.ContextObserver = (*tracingObserver)(nil)
 
@@ -41,7 +47,7 @@ func (o *tracingObserver) StartAdmission(ctx context.Context, e app.Event) conte
 	if e.CheckAll {
 		name = SpanCheckAll
 	}
-	ctx, span := o.tracer.Start(ctx, name, internalSpan...)
+	ctx, span := o.state().tracer.Start(ctx, name, internalSpan...)
 	if span.IsRecording() {
 		policies := make([]string, e.Size)
 		for i := range policies {
@@ -61,8 +67,8 @@ func (o *tracingObserver) EndAdmission(ctx context.Context, e app.Event) {
 	// The metrics come first: ending the span runs the host's span
 	// processors, whose panic (an exporter's, under a simple processor)
 	// the limiter recovers, and which must not lose the admission's count.
-	if o.metrics != nil {
-		o.metrics.record(ctx, &e)
+	if m := o.state().metrics; m != nil {
+		m.record(ctx, &e)
 	}
 	if span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 5)
@@ -83,7 +89,7 @@ func (o *tracingObserver) EndAdmission(ctx context.Context, e app.Event) {
 // ObserveAdmission records the metrics of an event that reached the
 // observer without going through a limiter's context hooks.
 func (o *tracingObserver) ObserveAdmission(e app.Event) {
-	if o.metrics != nil {
-		o.metrics.record(context.Background(), &e)
+	if m := o.state().metrics; m != nil {
+		m.record(context.Background(), &e)
 	}
 }

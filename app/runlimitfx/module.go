@@ -82,7 +82,10 @@ type Params struct {
 	// the global provider, if the host set it before the module's
 	// constructor ran or, when neither provider is in the graph, before
 	// the module's OnStart hook (in an OnStart hook appended before it);
-	// otherwise none.
+	// otherwise none. It is the graph's provider as is, so a dump that
+	// walks pointers of Params holding one prints its exporters, whose
+	// headers may hold an API key, as Pool prints its password; what New
+	// builds never prints it.
 	MeterProvider metric.MeterProvider `optional:"true"`
 	// TracerProvider records a span per admission and per cleanup pass.
 	// Optional: without one, the global provider, found as MeterProvider's

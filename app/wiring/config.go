@@ -74,8 +74,9 @@ type Config struct {
 	// its host, user and database, never its password. A URL with an "@"
 	// after its host (a password holding "/" or "?" unencoded, which ends
 	// the host early and turns the rest of the password into the database
-	// name) is a config error: percent-encode such characters. Default:
-	// empty.
+	// name) is a config error, also behind a "#", which pgx, like libpq,
+	// reads as part of the database name: percent-encode such characters.
+	// Default: empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a
 	// DatabaseURL: BorrowPool(pool). The Runtime borrows it and never

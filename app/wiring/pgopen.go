@@ -121,7 +121,10 @@ func (r *runtimeState) openPool() error {
 // postgres://app:5433/pa55word@db/app, ends the authority early, so that
 // the rest of the password becomes the database name, or a parameter's
 // name, which the driver's and the server's connection errors print. An
-// "@" in a parameter's value, as in ?user=name@server, is left alone.
+// "@" in a parameter's value, as in ?user=name@server, is left alone
+// unless a "/" follows it in the value. A
+// "#" starts no fragment: pgx parses URLs as libpq does, for which it is
+// an ordinary character of the database name or a parameter.
 func misplacedAt(dsn string) bool {
 	var rest string
 	for _, scheme := range []string{"postgres://", "postgresql://"} {
@@ -130,18 +133,23 @@ func misplacedAt(dsn string) bool {
 			break
 		}
 	}
-	end := strings.IndexAny(rest, "/?#")
+	end := strings.IndexAny(rest, "/?")
 	if end < 0 {
 		return false
 	}
-	// The fragment is ignored by the driver, and never printed.
-	tail, _, _ := strings.Cut(rest[end:], "#")
-	path, query, _ := strings.Cut(tail, "?")
+	path, query, _ := strings.Cut(rest[end:], "?")
 	if strings.Contains(path, "@") {
 		return true
 	}
 	for _, param := range strings.Split(query, "&") {
-		if name, _, _ := strings.Cut(param, "="); strings.Contains(name, "@") {
+		name, value, _ := strings.Cut(param, "=")
+		if strings.Contains(name, "@") {
+			return true
+		}
+		// A value that goes on after its "@" to a "/", as the host and
+		// database a password was meant to precede do
+		// (postgres://app:5433/pa55?word=x@db/app), is no user@server.
+		if _, after, ok := strings.Cut(value, "@"); ok && strings.Contains(after, "/") {
 			return true
 		}
 	}

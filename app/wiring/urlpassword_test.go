@@ -25,6 +25,9 @@ func TestPasswordThatEndsTheHostEarlyIsRefused(t *testing.T) {
 		"postgres://app:5433/" + tail + "@db.example:5432/app",
 		"postgresql://app:5433?" + tail + "@db.example:5432/app",
 		"postgres://app:5433?sslmode=disable&" + tail + "@db.example=1",
+		// pgx reads a "#" as part of the database name, as libpq does:
+		// this one is "app#x@y", an unencoded "@" in it.
+		"postgres://app@db.example:5432/app#x@y",
 	} {
 		_, err := wiring.New(context.Background(), wiring.Config{
 			DatabaseURL: wiring.NewSecret(dsn), SecretEnv: setEnv(t, testSecret),
@@ -39,7 +42,7 @@ func TestPasswordThatEndsTheHostEarlyIsRefused(t *testing.T) {
 		"postgres://db.example:5432/app?user=app@server&password=5433/" + tail,
 		"postgres://app:5433%2F" + tail + "@db.example:5432/app",
 		"postgres://app@db.example:5432/team%40app",
-		"postgres://app@db.example:5432/app#x@y",
+		"postgres://app@db.example:5432/app#x%40y",
 		"host=db.example user=app password=5433/" + tail + "@x dbname=app",
 	} {
 		r, err := wiring.New(context.Background(), wiring.Config{

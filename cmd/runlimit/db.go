@@ -229,6 +229,14 @@ func urlSecrets(rawURL string) redactor {
 		} else {
 			separators = "@/:?#"
 		}
+		// pgx parses a URL as libpq does: a "/" ends the search for the
+		// user information, so a password holding one is read as a host,
+		// a port, a database name and parameters, and a "#" is an
+		// ordinary character, where Go's parser reads a fragment and may
+		// succeed. Each piece may be printed.
+		if strings.Contains(raw, "/") {
+			separators = "@/:?#&="
+		}
 		for _, piece := range strings.FieldsFunc(raw, func(c rune) bool { return strings.ContainsRune(separators, c) }) {
 			r = r.with(piece)
 		}

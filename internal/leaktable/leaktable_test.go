@@ -112,6 +112,7 @@ func TestEveryExportedTypePrintsNoSecret(t *testing.T) {
 	var cases []leakcheck.Case
 	for _, build := range []func(*testing.T, fixture) []leakcheck.Case{
 		domainCases, portsCases, memoryCases, postgresCases, httpCases, appCases, migrationsCases, conformanceCases,
+		hostStoreCases,
 	} {
 		cases = append(cases, build(t, f)...)
 	}
