@@ -22,6 +22,21 @@ type Limit struct {
 	// limit. The fields count this limit's requests: its limit and
 	// remaining units divided by Cost. Default 1.
 	Cost int64
+	// Private keeps this limit's state, the requests left and the time
+	// until its window ends, out of every response unless this limit
+	// itself denied the request. Set it for a limit whose subject is not
+	// the client's own, such as the identity of a login: the RateLimit
+	// field would otherwise tell any client how many attempts anyone made
+	// on that identity in the current window, and when the first one was.
+	// A denial shows r=0 and its Retry-After, as the refusal itself
+	// reveals the lockout; a shadow denial, which refuses nothing, shows
+	// nothing. RateLimit-Policy still describes the limit (q and w), which
+	// depends on configuration alone. The state is hidden from the
+	// [FieldWriter] and from [Rejection.Quotas], and never raises another
+	// limit's Retry-After; the handler still reads it, for itself, with
+	// [Result.Decision]. Default false: the state of a limit keyed on the
+	// client's own network or credential is what the fields are for.
+	Private bool
 }
 
 // Config configures a [Middleware] or a [Guard].

@@ -12,9 +12,10 @@ import (
 
 // limit is a validated Limit.
 type limit struct {
-	policy domain.Policy
-	name   string
-	cost   int64
+	policy  domain.Policy
+	name    string
+	cost    int64
+	private bool
 }
 
 // core is what a Middleware and a Guard share: validated limits and the
@@ -86,7 +87,7 @@ func newCore(cfg Config) (*core, error) {
 				return nil, &ConfigError{Field: field(".Name"), Want: fmt.Sprintf("different from Limits[%d].Name", j)}
 			}
 		}
-		c.limits = append(c.limits, limit{policy: p, name: l.Name, cost: l.Cost})
+		c.limits = append(c.limits, limit{policy: p, name: l.Name, cost: l.Cost, private: l.Private})
 	}
 	n := len(c.limits)
 	c.scratch.New = func() any {

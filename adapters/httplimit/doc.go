@@ -102,6 +102,17 @@
 // and " alice@example.com" are one identity; it documents exactly what it
 // does and does not normalize.
 //
+// Mark the identity's limit [Limit.Private]:
+//
+//	Limits: []httplimit.Limit{{Policy: client}, {Policy: identity, Private: true}},
+//
+// Anyone may try any identity, so its counter is not the client's own: in
+// the RateLimit field of an admitted attempt it would tell every client
+// how many attempts were made on that account in the current window and
+// when the first one came. A private limit's state appears only when it
+// denies the request itself (r=0, and Retry-After), which the refusal
+// reveals anyway; RateLimit-Policy still describes it.
+//
 // # Fields
 //
 // Responses carry the fields of draft 11 through a [FieldWriter], by
@@ -122,7 +133,8 @@
 // one unit ([Limit.Cost]) reports its units divided by the cost. Retry-After, on denials only, is never earlier than the t of
 // a limit the response reports as exhausted. Only the limits whose state
 // is known appear in RateLimit: when a batch is denied, nothing was
-// consumed and the other limits' counters were not read.
+// consumed and the other limits' counters were not read; a
+// [Limit.Private] limit appears only when it denied the request.
 //
 // Neither responses nor errors ever hold a subject or a key. Bodies are
 // fixed status texts, and errors name headers, hops and offsets, never

@@ -140,7 +140,9 @@ func ExampleMiddleware_shadow() {
 // A login: the middleware counts the client network before the body is
 // read; the handler parses the form and checks the client and the
 // normalized identity as one batch. Three spellings of one identity share
-// its quota of two.
+// its quota of two. The identity's limit is private: an admitted attempt
+// says nothing of it, so that no client can watch the attempts made on an
+// account; the refusal shows r=0 and when to retry.
 func ExampleGuard() {
 	clock := memory.NewManualClock()
 	store, err := memory.New(memory.Config{MaxKeys: 10_000, Clock: clock})
@@ -169,7 +171,9 @@ func ExampleGuard() {
 	}
 	guard, err := httplimit.NewGuard(httplimit.Config{
 		Limiter: limiter, Hasher: hasher,
-		Limits: []httplimit.Limit{{Policy: client}, {Policy: identity}},
+		// The identity's count is not the client's to read: Private keeps it
+		// out of the fields unless it refuses the attempt.
+		Limits: []httplimit.Limit{{Policy: client}, {Policy: identity, Private: true}},
 	})
 	if err != nil {
 		panic(err)
@@ -208,8 +212,8 @@ func ExampleGuard() {
 		clock.Advance(10 * time.Second)
 	}
 	// Output:
-	// 204 "auth.login/identity";r=1;t=60, "auth.login/client";r=39;t=60, "auth.login/network";r=99;t=60
-	// 204 "auth.login/identity";r=0;t=50, "auth.login/client";r=39;t=60, "auth.login/network";r=99;t=60
+	// 204 "auth.login/client";r=39;t=60, "auth.login/network";r=99;t=60
+	// 204 "auth.login/client";r=39;t=60, "auth.login/network";r=99;t=60
 	// 429 "auth.login/identity";r=0;t=40, "auth.login/network";r=99;t=60
 	// Retry-After: 40
 }

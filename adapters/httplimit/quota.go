@@ -22,6 +22,8 @@ type Quota struct {
 	// shadow-denied a batch on its quota. The other checks of a batch that
 	// was not allowed, and a check denied for storage capacity, are not
 	// known: nothing was consumed and their counters were not reported.
+	// Nor is a [Limit.Private] one, unless it denied the request on its
+	// quota: its state is withheld, Remaining and Reset are zero.
 	Known bool
 	// Remaining is the units left in the window: 0 for a quota denial or a
 	// shadow denial.
@@ -32,7 +34,10 @@ type Quota struct {
 }
 
 // quotaOf describes limit l after decision d; ok is false when the batch
-// did not report this check's decision.
+// did not report this check's decision. A private limit's state is known
+// only from its own denial, in a response that refuses the request anyway:
+// its allowance, and a shadow denial that lets the request through, would
+// tell the client about a counter that is not its own.
 func quotaOf(l *limit, d domain.Decision, ok bool) Quota {
 	q := Quota{
 		Name:   l.name,
@@ -41,7 +46,7 @@ func quotaOf(l *limit, d domain.Decision, ok bool) Quota {
 		Cost:   l.cost,
 		Shadow: l.policy.Mode() == domain.Shadow,
 	}
-	if !ok {
+	if !ok || (l.private && d.Outcome() != domain.Denied) {
 		return q
 	}
 	if a, allowed := d.Allowance(); allowed {

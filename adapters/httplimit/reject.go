@@ -121,8 +121,9 @@ func (rej *Rejection) RetryAfter() (seconds int64, ok bool) {
 }
 
 // Quotas returns the state of every limit checked for the request, most
-// restrictive first, as the fields report them. The slice is valid only
-// during the RejectFunc call.
+// restrictive first, as the fields report them: the state of a
+// [Limit.Private] limit that did not deny the request is withheld here
+// too. The slice is valid only during the RejectFunc call.
 func (rej *Rejection) Quotas() []Quota {
 	if rej == nil {
 		return nil

@@ -29,7 +29,7 @@ func TestStorageCapacity(t *testing.T) {
 			s.expect(s.login("127.0.0.2", login.DemoIdentity, login.DemoPassword), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.clock.Advance(5 * time.Second)
@@ -55,7 +55,7 @@ func TestStorageCapacityOfTheSharedQuota(t *testing.T) {
 	s.expect(s.login("127.0.0.2", login.DemoIdentity, login.DemoPassword), want{
 		status:    200,
 		body:      okBody,
-		rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+		rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 		policy:    qAll,
 	})
 	s.clock.Advance(20 * time.Second)
@@ -70,7 +70,7 @@ func TestStorageCapacityOfTheSharedQuota(t *testing.T) {
 	s.expect(s.login("127.0.0.3", login.OtherDemoIdentity, login.OtherDemoPassword), want{
 		status:    200,
 		body:      okBody,
-		rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+		rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 		policy:    qAll,
 	})
 }

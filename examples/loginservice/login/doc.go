@@ -22,7 +22,10 @@
 //     spray of one identity from many networks and a spray of many
 //     identities from one network are both stopped, and neither costs
 //     quota when the other is exhausted. Only then is the password
-//     compared, in constant time ([Users]).
+//     compared, in constant time ([Users]). The identity's limit is
+//     private ([httplimit.Limit].Private): anyone may try any identity,
+//     so its count appears in RateLimit only when it refuses the
+//     attempt, never as an account's activity in an admitted answer.
 //
 // A denial is answered 429 with RateLimit, RateLimit-Policy and
 // Retry-After; a failure (of the store, the database, or the key function,

@@ -62,8 +62,11 @@ func newLoginRoute(p loginParams) (routeResult, error) {
 	guard, err := httplimit.NewGuard(httplimit.Config{
 		Limiter: shared,
 		Hasher:  p.Hasher,
-		// Admit takes the subjects in this order: client, identity.
-		Limits: []httplimit.Limit{{Policy: p.Policies.Client}, {Policy: p.Policies.Identity}},
+		// Admit takes the subjects in this order: client, identity. Anyone
+		// may try any identity, so its count is not the client's to read:
+		// Private keeps it out of the fields unless the identity limit
+		// refuses the attempt, which shows the lockout anyway.
+		Limits: []httplimit.Limit{{Policy: p.Policies.Client}, {Policy: p.Policies.Identity, Private: true}},
 		Reject: reject,
 	})
 	if err != nil {

@@ -53,7 +53,7 @@ func ExampleOptions() {
 	}
 	// Output:
 	// 401 Unauthorized
-	// "login/identity";r=4;t=60, "login.trial/network";r=9;t=60, "login/client";r=19;t=60, "login.gate/network";r=59;t=60
+	// "login.trial/network";r=9;t=60, "login/client";r=19;t=60, "login.gate/network";r=59;t=60
 	// 200 OK
-	// "login/identity";r=3;t=60, "login.trial/network";r=8;t=60, "login/client";r=18;t=60, "login.gate/network";r=58;t=60
+	// "login.trial/network";r=8;t=60, "login/client";r=18;t=60, "login.gate/network";r=58;t=60
 }

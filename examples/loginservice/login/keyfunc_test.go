@@ -83,7 +83,7 @@ func TestForwardingHeaderGarbled(t *testing.T) {
 				http.Header{"X-Forwarded-For": {"not-an-address, 198.51.100.7"}}), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			require.Len(t, s.logs.records("login: request refused"), 3)

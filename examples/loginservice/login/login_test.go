@@ -16,9 +16,9 @@ import (
 // network of its own. Every response is checked whole: status, body and
 // every header, and that it repeats no identity, password or address.
 
-// TestAllowed: a right password gets 200 with every limit's state; a
-// wrong one 401, counted like any attempt; a JSON body works as a form
-// does.
+// TestAllowed: a right password gets 200 with every limit's state but
+// the identity's, which is private; a wrong one 401, counted like any
+// attempt; a JSON body works as a form does.
 func TestAllowed(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends() {
@@ -28,14 +28,14 @@ func TestAllowed(t *testing.T) {
 			s.expect(s.login("127.0.0.2", login.DemoIdentity, login.DemoPassword), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.2", login.DemoIdentity, "not-the-password"), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(0, 50), identity(1, 50), client(4, 50), network(8, 50)),
+				rateLimit: list(trial(0, 50), client(4, 50), network(8, 50)),
 				policy:    qAll,
 			})
 			s.note(login.OtherDemoIdentity, login.OtherDemoPassword)
@@ -43,7 +43,7 @@ func TestAllowed(t *testing.T) {
 			s.expect(s.post("127.0.0.3", "application/json; charset=utf-8", json, nil), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.expect(s.get("127.0.0.2", "/healthz"), want{status: 200, body: readyBody})
@@ -65,21 +65,21 @@ func TestDeniedByIdentity(t *testing.T) {
 			s.expect(s.login("127.0.0.2", "alice@example.com", "guess-1"), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.3", "Alice@Example.com", "guess-2"), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(1, 60), identity(1, 50), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.4", "ALICE@EXAMPLE.COM", "guess-3"), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(identity(0, 40), trial(1, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
@@ -94,8 +94,62 @@ func TestDeniedByIdentity(t *testing.T) {
 			s.expect(s.login("127.0.0.5", "bob@example.com", "guess-4"), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(0, 60), identity(2, 60), client(5, 60), network(8, 60)),
+				rateLimit: list(trial(0, 60), client(5, 60), network(8, 60)),
 				policy:    qAll,
+			})
+		})
+	}
+}
+
+// TestIdentityStateIsPrivate: anyone may try any identity, so another
+// client's attempts on it must not show in yours. One network tries
+// alice twice; then another network's admitted attempt on alice answers
+// exactly as a third network's attempt on bob, whom nobody tried: the
+// same status, body and fields, with nothing of alice's count or of when
+// her window began. Her refusal shows them, as the 429 gives the lockout
+// away anyway: r=0, and Retry-After when her window ends.
+func TestIdentityStateIsPrivate(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, b)
+			s.expect(s.login("127.0.0.2", "alice@example.com", "guess-1"), want{
+				status:    401,
+				body:      invalidBody,
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
+				policy:    qAll,
+			})
+			s.clock.Advance(10 * time.Second)
+			s.expect(s.login("127.0.0.2", "alice@example.com", "guess-2"), want{
+				status:    401,
+				body:      invalidBody,
+				rateLimit: list(trial(0, 50), client(4, 50), network(8, 50)),
+				policy:    qAll,
+			})
+			s.clock.Advance(10 * time.Second)
+			onAlice := s.login("127.0.0.3", "Alice@Example.com", "guess-3")
+			onBob := s.login("127.0.0.4", login.OtherDemoIdentity, "guess-3")
+			fresh := want{
+				status:    401,
+				body:      invalidBody,
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
+				policy:    qAll,
+			}
+			s.expect(onAlice, fresh)
+			s.expect(onBob, fresh)
+			onAlice.header.Del("Date")
+			onBob.header.Del("Date")
+			require.Equal(t, onBob, onAlice, "another network's attempts on alice show in the answer")
+
+			// That third attempt spent alice's quota of 3.
+			s.clock.Advance(5 * time.Second)
+			s.expect(s.login("127.0.0.4", "alice@example.com", login.DemoPassword), want{
+				status:     429,
+				body:       tooManyBody,
+				rateLimit:  list(trial(0, 55), identity(0, 35), network(8, 55)),
+				policy:     qAll,
+				retryAfter: "35",
 			})
 		})
 	}
@@ -104,9 +158,9 @@ func TestDeniedByIdentity(t *testing.T) {
 // TestDeniedByClient: one network trying seven identities gets its
 // client quota of 6, then 429; the shadow trial policy said r=0 from the
 // third attempt on without refusing any. The refused batch consumed
-// nothing: its identity still has its whole quota. From the fourth
-// attempt on the client has fewer requests left than the identity and
-// comes before it in RateLimit; RateLimit-Policy stays the same field.
+// nothing: its identity still has its whole quota of 3, which another
+// network then spends before the identity refuses it. RateLimit-Policy
+// stays the same field.
 func TestDeniedByClient(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends() {
@@ -114,12 +168,12 @@ func TestDeniedByClient(t *testing.T) {
 			t.Parallel()
 			s := start(t, b)
 			wants := []string{
-				list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				list(trial(0, 60), identity(2, 60), client(4, 60), network(8, 60)),
-				list(trial(0, 60), identity(2, 60), client(3, 60), network(7, 60)),
-				list(trial(0, 60), client(2, 60), identity(2, 60), network(6, 60)),
-				list(trial(0, 60), client(1, 60), identity(2, 60), network(5, 60)),
-				list(trial(0, 60), client(0, 60), identity(2, 60), network(4, 60)),
+				list(trial(1, 60), client(5, 60), network(9, 60)),
+				list(trial(0, 60), client(4, 60), network(8, 60)),
+				list(trial(0, 60), client(3, 60), network(7, 60)),
+				list(trial(0, 60), client(2, 60), network(6, 60)),
+				list(trial(0, 60), client(1, 60), network(5, 60)),
+				list(trial(0, 60), client(0, 60), network(4, 60)),
 			}
 			for i, w := range wants {
 				s.expect(s.login("127.0.0.6", "user"+string(rune('1'+i))+"@example.com", "guess"), want{
@@ -133,13 +187,25 @@ func TestDeniedByClient(t *testing.T) {
 				policy:     qAll,
 				retryAfter: "60",
 			})
+			// The identity's state is private, so its whole quota shows in
+			// how many attempts it takes: three, the fourth is refused.
+			for _, w := range []string{
+				list(trial(1, 60), client(5, 60), network(9, 60)),
+				list(trial(0, 60), client(4, 60), network(8, 60)),
+				list(trial(0, 60), client(3, 60), network(7, 60)),
+			} {
+				s.expect(s.login("127.0.0.7", "user7@example.com", "guess"), want{
+					status: 401, body: invalidBody, rateLimit: w, policy: qAll,
+				})
+			}
 			s.expect(s.login("127.0.0.7", "user7@example.com", "guess"), want{
-				status:    401,
-				body:      invalidBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
-				policy:    qAll,
+				status:     429,
+				body:       tooManyBody,
+				rateLimit:  list(trial(0, 60), identity(0, 60), network(6, 60)),
+				policy:     qAll,
+				retryAfter: "60",
 			})
-			require.Len(t, s.logs.records("login: shadow denial"), 5, "attempts 3 to 7 were over the trial limit")
+			require.Len(t, s.logs.records("login: shadow denial"), 7, "attempts 3 to 7 of one network and 3 to 4 of the other were over the trial limit")
 		})
 	}
 }
@@ -157,14 +223,14 @@ func TestShadow(t *testing.T) {
 			s.expect(s.login("127.0.0.7", login.DemoIdentity, login.DemoPassword), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.clock.Advance(10 * time.Second)
 			s.expect(s.login("127.0.0.7", login.OtherDemoIdentity, login.OtherDemoPassword), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(0, 50), identity(2, 60), client(4, 50), network(8, 50)),
+				rateLimit: list(trial(0, 50), client(4, 50), network(8, 50)),
 				policy:    qAll,
 			})
 			require.Empty(t, s.logs.records("login: shadow denial"))
@@ -172,7 +238,7 @@ func TestShadow(t *testing.T) {
 			s.expect(s.login("127.0.0.7", login.DemoIdentity, login.DemoPassword), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(trial(0, 40), identity(1, 40), client(3, 40), network(7, 40)),
+				rateLimit: list(trial(0, 40), client(3, 40), network(7, 40)),
 				policy:    qAll,
 			})
 			records := s.logs.records("login: shadow denial")
@@ -184,7 +250,7 @@ func TestShadow(t *testing.T) {
 			off.expect(off.login("127.0.0.7", login.DemoIdentity, login.DemoPassword), want{
 				status:    200,
 				body:      okBody,
-				rateLimit: list(identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(client(5, 60), network(9, 60)),
 				policy:    list(qIdentity, qClient, qNetwork),
 			})
 		})

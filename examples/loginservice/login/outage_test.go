@@ -20,8 +20,9 @@ import (
 // 503, never 200 or 401: the gate admitted it (its fields are known), the
 // shared quota could not be asked (its fields are not), and there is no
 // Retry-After. The readiness probe says 503 too. Once the database is
-// back, logins succeed again, and the identity's quota shows that the
-// failed attempts consumed nothing.
+// back, logins succeed again, and the quotas show that the failed
+// attempts consumed nothing: the client quota of their network, and the
+// identity's quota of 3, which admits two more logins before it refuses.
 func TestDatabaseStopped(t *testing.T) {
 	t.Parallel()
 	db := newCluster(t)
@@ -33,7 +34,7 @@ func TestDatabaseStopped(t *testing.T) {
 	s.expect(s.login("127.0.0.2", login.DemoIdentity, login.DemoPassword), want{
 		status:    200,
 		body:      okBody,
-		rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+		rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 		policy:    qAll,
 	})
 	s.expect(s.get("127.0.0.2", "/healthz"), want{status: 200, body: readyBody})
@@ -68,8 +69,21 @@ func TestDatabaseStopped(t *testing.T) {
 	s.expect(s.login("127.0.0.4", login.DemoIdentity, login.DemoPassword), want{
 		status:    200,
 		body:      okBody,
-		rateLimit: list(trial(1, 60), identity(1, 60), client(5, 60), network(9, 60)),
+		rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 		policy:    qAll,
+	})
+	s.expect(s.login("127.0.0.2", login.DemoIdentity, login.DemoPassword), want{
+		status:    200,
+		body:      okBody,
+		rateLimit: list(trial(0, 60), client(4, 60), network(7, 60)),
+		policy:    qAll,
+	})
+	s.expect(s.login("127.0.0.3", login.DemoIdentity, login.DemoPassword), want{
+		status:     429,
+		body:       tooManyBody,
+		rateLimit:  list(identity(0, 60), trial(0, 60), network(8, 60)),
+		policy:     qAll,
+		retryAfter: "60",
 	})
 }
 

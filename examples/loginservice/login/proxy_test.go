@@ -35,25 +35,25 @@ func TestForgedForwardingHeaderIgnored(t *testing.T) {
 			s.expect(s.forged("127.0.0.2", "u1@example.com", http.Header{"X-Forwarded-For": {"198.51.100.1"}}), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			})
 			s.expect(s.forged("127.0.0.2", "u2@example.com", http.Header{"X-Forwarded-For": {"198.51.100.2"}}), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(0, 60), identity(2, 60), client(4, 60), network(8, 60)),
+				rateLimit: list(trial(0, 60), client(4, 60), network(8, 60)),
 				policy:    qAll,
 			})
 			s.expect(s.forged("127.0.0.2", "u3@example.com", http.Header{"X-Forwarded-For": {"203.0.113.5, 198.51.100.3"}}), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(0, 60), identity(2, 60), client(3, 60), network(7, 60)),
+				rateLimit: list(trial(0, 60), client(3, 60), network(7, 60)),
 				policy:    qAll,
 			})
 			s.expect(s.forged("127.0.0.2", "u4@example.com", http.Header{"Forwarded": {"for=198.51.100.4"}}), want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(0, 60), client(2, 60), identity(2, 60), network(6, 60)),
+				rateLimit: list(trial(0, 60), client(2, 60), network(6, 60)),
 				policy:    qAll,
 			})
 		})
@@ -80,13 +80,13 @@ func TestForwardingHeaderFromTrustedProxy(t *testing.T) {
 			fresh := want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(1, 60), identity(2, 60), client(5, 60), network(9, 60)),
+				rateLimit: list(trial(1, 60), client(5, 60), network(9, 60)),
 				policy:    qAll,
 			}
 			second := want{
 				status:    401,
 				body:      invalidBody,
-				rateLimit: list(trial(0, 60), identity(2, 60), client(4, 60), network(8, 60)),
+				rateLimit: list(trial(0, 60), client(4, 60), network(8, 60)),
 				policy:    qAll,
 			}
 			s.expect(s.forged("127.0.0.1", "u1@example.com", http.Header{"X-Forwarded-For": {"198.51.100.1"}}), fresh)
