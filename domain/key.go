@@ -59,8 +59,14 @@ type SubjectKey struct {
 func SubjectKeyFromBytes(b [32]byte) SubjectKey { return SubjectKey{masked: maskKey(&b), set: true} }
 
 // Bytes returns the key bytes for a storage adapter to persist. Never log
-// them.
-func (k SubjectKey) Bytes() [32]byte { return maskKey(&k.masked) }
+// them. The zero SubjectKey has no bytes: it returns 32 zero bytes, never
+// anything of the mask that hides derived keys from reflection.
+func (k SubjectKey) Bytes() [32]byte {
+	if !k.set {
+		return [32]byte{}
+	}
+	return maskKey(&k.masked)
+}
 
 // IsZero reports whether k is the zero value rather than a derived key.
 func (k SubjectKey) IsZero() bool { return !k.set }
@@ -124,11 +130,15 @@ func (c *CounterKey) Hash64() uint64 {
 	return binary.LittleEndian.Uint64(c.fp[0:8]) ^ binary.LittleEndian.Uint64(c.sub[0:8])
 }
 
-// Bytes returns the key bytes for a storage adapter. Never log them.
+// Bytes returns the key bytes for a storage adapter. Never log them. A
+// key joined from the zero SubjectKey ends in 32 zero bytes, as that key's
+// Bytes does.
 func (c CounterKey) Bytes() [CounterKeySize]byte {
 	var b [CounterKeySize]byte
 	copy(b[:32], c.fp[:])
-	subtle.XORBytes(b[32:], c.sub[:], keyMask[:])
+	if c.sub != [32]byte{} {
+		subtle.XORBytes(b[32:], c.sub[:], keyMask[:])
+	}
 	return b
 }
 
