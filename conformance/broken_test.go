@@ -242,6 +242,16 @@ func TestBrokenStoresAreCaught(t *testing.T) {
 		t.Skip("already inside a child process")
 	}
 	require.Len(t, targets, len(bs.Faults()), "every fault needs a target case")
+	if raceEnabled {
+		// Each fault's child runs the whole suite, and under the race
+		// detector nearly two hundred of them outlast a package's test
+		// timeout on a two-CPU machine. The detector adds nothing to
+		// whether the suite catches a fault (a broken store's own races
+		// are its bug, not the suite's): make test runs this without it,
+		// and the suite itself runs under -race against the correct
+		// stores (TestRunPassesACorrectStore, the adapters' conformance).
+		t.Skip("the broken stores run without -race (make test); see the comment")
+	}
 	for _, fault := range bs.Faults() {
 		t.Run(fault.String(), func(t *testing.T) {
 			t.Parallel()

@@ -145,7 +145,7 @@ func TestHostileStoresFailCleanly(t *testing.T) {
 			t.Parallel()
 			keysFile := filepath.Join(t.TempDir(), "keys")
 			cmd := exec.CommandContext(t.Context(), os.Args[0],
-				"-test.run=^TestHostileStoreChild$", "-test.v", "-test.count=1", "-test.timeout=1m")
+				"-test.run=^TestHostileStoreChild$", "-test.v", "-test.count=1", "-test.timeout=4m")
 			cmd.Env = append(os.Environ(), hostileEnv+"="+tc.mode, hostileKeysEnv+"="+keysFile)
 			b, err := cmd.CombinedOutput()
 			out := string(b)
