@@ -212,6 +212,7 @@ var targets = map[bs.Fault]string{
 	bs.CapacityRetryFloatUnixMicros:       "extremes/capacity_retry_of_largest_windows_a_microsecond_on_is_exact",
 	bs.FloatUnixMicroseconds:              "extremes/largest_window_lasts_to_its_last_microsecond",
 	bs.DeadlineFloatUnixSeconds:           "extremes/largest_window_lasts_to_its_last_microsecond",
+	bs.FreeSlotsCountedBeforeKeyLocks:     "waits/a_batch_that_waited_for_a_lock_counts_free_slots_after_the_wait",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

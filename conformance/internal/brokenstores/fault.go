@@ -811,6 +811,17 @@ const (
 	// deleted in its last microsecond.
 	DeadlineFloatUnixSeconds
 
+	// Admissions that wait for a lock (the thirteenth hunt).
+
+	// FreeSlotsCountedBeforeKeyLocks reads each partition's count of
+	// stored counters under the partition's lock, in a short hold of its
+	// own, before it takes its key locks, and decides its new keys' slots
+	// on those counts: an admission that then waits for a key lock another
+	// holds finds, once it has it, a slot that a new key admitted
+	// meanwhile has filled, and leaves the partition one counter over its
+	// bound.
+	FreeSlotsCountedBeforeKeyLocks
+
 	faultCount
 )
 
@@ -983,6 +994,8 @@ var faultNames = [faultCount]string{
 	CapacityRetryFloatUnixMicros: "CapacityRetryFloatUnixMicros",
 	FloatUnixMicroseconds:        "FloatUnixMicroseconds",
 	DeadlineFloatUnixSeconds:     "DeadlineFloatUnixSeconds",
+
+	FreeSlotsCountedBeforeKeyLocks: "FreeSlotsCountedBeforeKeyLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.
