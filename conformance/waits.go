@@ -22,10 +22,19 @@ import (
 // counter more than its bound. The case holds the lock the batch waits on
 // inside a pinned clock read (see Run), so on a store that reads a
 // ManualClock the last slot is always filled during the wait.
+//
+// A cleanup may likewise collect expired counters partition by partition,
+// each under its partition's lock, and remove them only once it has
+// collected from every partition. While it waits for a later partition's
+// lock, a counter it collected from an earlier one is renewed, and a
+// cleanup that does not look again removes the renewed counter (an
+// admitted unit forgotten) or frees its slot.
 func waitsScenario() scenario {
 	return scenario{name: "waits", cases: []testCase{
 		{name: "a_batch_that_waited_for_a_lock_counts_free_slots_after_the_wait", single: true,
 			opts: capacityOptions, run: testWaitingBatchRecountsSlots},
+		{name: "cleanup_that_waited_for_a_lock_looks_again_before_it_removes", single: true,
+			opts: capacityOptions, run: testWaitingCleanupLooksAgain},
 	}}
 }
 
@@ -98,4 +107,48 @@ func testWaitingBatchRecountsSlots(t *testing.T, f *fixture) {
 		f.allow(f.checkCost(p, x, limit-used), 0, g+" (x counted once by the check and once by the batch when it was admitted)")
 	}
 	f.deny(f.check(p, x), domain.QuotaExhausted, g+" (x's limit is used up)")
+}
+
+// testWaitingCleanupLooksAgain lets a key k expire in a lower partition,
+// pins a check of a new key x of a higher partition in its clock read
+// (it holds that partition's lock), starts CleanupExpired, which on a
+// store that collects expired counters in ascending partition order has
+// collected k when it waits for x's partition, and then renews k. k's
+// renewed counter must be kept, and its slot counted, whether cleanup
+// removed k before the renewal (which then created it anew) or found it
+// renewed.
+func testWaitingCleanupLooksAgain(t *testing.T, f *fixture) {
+	const g = "waits: a cleanup that waited for a lock looks again before it removes a counter it collected " +
+		"(one that does not removes, or frees the slot of, a counter renewed while it waited)"
+	f.requireCleaner()
+	const limit = 3
+	c := f.opts.Capacity
+	p := f.policy(limit, window)
+	lo := f.somePart(p)
+	hi := lo
+	if q := f.otherPart(p, lo); q >= 0 {
+		lo, hi = min(lo, q), max(lo, q)
+	}
+	k := f.keyIn(p, lo)
+	f.allow(f.check(p, k), limit-1, g)
+	f.advance(window)
+	x := f.keyIn(p, hi)
+	results := f.race(g, true, []worker{
+		{name: "check of new key x", pinned: true, ops: []raceOp{f.checkOp(f.check(p, x), f.path)}},
+		{name: "cleanup", wave: 1, watched: true, ops: []raceOp{f.cleanupOp(10)}},
+		{name: "renewal of k", wave: 2, ops: []raceOp{f.checkOp(f.check(p, k), f.path)}},
+	})
+	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, x)), f.log.check(f.check(p, k))), true, results)
+	f.requireRaceDone(results, g)
+	require.LessOrEqual(t, results[1][0].removed, 1, "%s: only k had expired", g)
+	f.allow(f.checkCost(p, k, limit-1), 0, g+" (k's renewed counter is kept: cleanup must not remove a counter "+
+		"renewed while it waited)")
+	f.allow(f.checkCost(p, x, limit-1), 0, g+" (x's counter is kept)")
+	stored := occupancy{lo: 1}
+	stored[hi]++
+	f.requireOccupancy(stored, g+" (k and x each hold one slot)")
+	f.admitNew(p, lo, c-stored[lo], g+" (the free slots of k's partition)")
+	f.deny(f.check(p, f.keyIn(p, lo)), domain.StorageCapacity, g+" (k's partition holds Capacity counters: a slot "+
+		"freed for k's renewed counter lets one key too many in)")
 }
