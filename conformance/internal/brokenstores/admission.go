@@ -339,6 +339,7 @@ func (a *admission) lock() error {
 	if s.cfg.Fault == UnguardedCapacity {
 		a.parts = a.parts[:0]
 	}
+	a.parts = a.lockEveryPartition(a.parts)
 	for _, p := range a.parts {
 		s.partLocks[p].Lock()
 	}

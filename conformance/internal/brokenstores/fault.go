@@ -821,6 +821,18 @@ const (
 	// meanwhile has filled, and leaves the partition one counter over its
 	// bound.
 	FreeSlotsCountedBeforeKeyLocks
+	// CleanupGathersByPartition locks each admission's partitions, stored
+	// keys' too, as a sharded store does, and cleans up in two passes: it
+	// collects expired counters partition by partition under each
+	// partition's lock, then removes them without looking again. A counter
+	// collected from one partition and renewed while cleanup waits for a
+	// later partition's lock is removed with its admitted unit.
+	CleanupGathersByPartition
+	// CleanupGatherFreesAnyway is CleanupGathersByPartition with a second
+	// look before each removal, but the slot freed whatever that look
+	// finds: a counter renewed while cleanup waited keeps a slot the
+	// partition no longer counts, and the partition takes one key too many.
+	CleanupGatherFreesAnyway
 
 	faultCount
 )
@@ -996,6 +1008,8 @@ var faultNames = [faultCount]string{
 	DeadlineFloatUnixSeconds:     "DeadlineFloatUnixSeconds",
 
 	FreeSlotsCountedBeforeKeyLocks: "FreeSlotsCountedBeforeKeyLocks",
+	CleanupGathersByPartition:      "CleanupGathersByPartition",
+	CleanupGatherFreesAnyway:       "CleanupGatherFreesAnyway",
 }
 
 // Faults returns every deliberate defect, None excluded.

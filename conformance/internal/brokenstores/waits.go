@@ -1,6 +1,10 @@
 package brokenstores
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/runlimit/runlimit/domain"
+)
 
 // The thirteenth hunt's faults: admissions that wait for a lock and then
 // decide on what they read before the wait.
@@ -38,4 +42,67 @@ func (a *admission) useEarlyCount(early []int) {
 	if early != nil {
 		a.stored = early
 	}
+}
+
+// lockEveryPartition returns the partitions an admission locks: with
+// CleanupGathersByPartition or CleanupGatherFreesAnyway, those of all its
+// keys, stored or not, in ascending order, as a sharded store locks its
+// keys' shards; otherwise parts, those of its new keys.
+func (a *admission) lockEveryPartition(parts []int) []int {
+	if f := a.s.cfg.Fault; f != CleanupGathersByPartition && f != CleanupGatherFreesAnyway {
+		return parts
+	}
+	parts = parts[:0]
+	for _, k := range a.keys {
+		parts = append(parts, a.s.PartitionOf(k))
+	}
+	slices.Sort(parts)
+	return slices.Compact(parts)
+}
+
+// cleanupGathered is CleanupExpired for CleanupGathersByPartition and
+// CleanupGatherFreesAnyway: it collects up to max expired counters
+// partition by partition, in ascending order, each under the partition's
+// lock, and only then removes them, each under its partition's lock
+// again. The defect: it does not look again (CleanupGathersByPartition),
+// or looks again but frees the slot whatever it finds
+// (CleanupGatherFreesAnyway), so a counter renewed while it waited for a
+// later partition's lock is removed, or keeps a slot it no longer counts.
+func (s *Store) cleanupGathered(max int) int {
+	type gathered struct {
+		k   domain.CounterKey
+		p   int
+		now domain.Instant
+	}
+	var gs []gathered
+	for p := range s.cfg.Partitions {
+		s.partLocks[p].Lock()
+		now := s.now()
+		s.mu.Lock()
+		for k, c := range s.entries {
+			if len(gs) < max && s.PartitionOf(k) == p && c.Expires <= now {
+				gs = append(gs, gathered{k, p, now})
+			}
+		}
+		s.mu.Unlock()
+		s.partLocks[p].Unlock()
+	}
+	removed := 0
+	for _, g := range gs {
+		s.partLocks[g.p].Lock()
+		s.mu.Lock()
+		e, ok := s.entries[g.k]
+		if ok && (s.cfg.Fault == CleanupGathersByPartition || !e.Active(g.now)) {
+			delete(s.entries, g.k)
+			delete(s.firstExpiry, g.k)
+			delete(s.versions, g.k)
+			s.stored[g.p]--
+			removed++
+		} else if s.cfg.Fault == CleanupGatherFreesAnyway {
+			s.stored[g.p]--
+		}
+		s.mu.Unlock()
+		s.partLocks[g.p].Unlock()
+	}
+	return removed
 }
