@@ -212,6 +212,9 @@ var targets = map[bs.Fault]string{
 	bs.CapacityRetryFloatUnixMicros:       "extremes/capacity_retry_of_largest_windows_a_microsecond_on_is_exact",
 	bs.FloatUnixMicroseconds:              "extremes/largest_window_lasts_to_its_last_microsecond",
 	bs.DeadlineFloatUnixSeconds:           "extremes/largest_window_lasts_to_its_last_microsecond",
+	bs.FreeSlotsCountedBeforeKeyLocks:     "waits/a_batch_that_waited_for_a_lock_counts_free_slots_after_the_wait",
+	bs.CleanupGathersByPartition:          "waits/cleanup_that_waited_for_a_lock_looks_again_before_it_removes",
+	bs.CleanupGatherFreesAnyway:           "waits/cleanup_that_waited_for_a_lock_looks_again_before_it_removes",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

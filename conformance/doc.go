@@ -214,6 +214,13 @@
 //     their last microsecond and end exactly then, and a partition full of
 //     them names its earliest end, exactly, as a capacity retry time (such
 //     ends lie past 2^53 µs on a store that counts from the Unix epoch);
+//   - waits: an admission or a cleanup that waited for a lock decides on
+//     what it finds after the wait: a batch waiting for a stored key's
+//     lock counts its new key's free slot anew, so a new key admitted
+//     meanwhile into the partition's last slot leaves it full, not over
+//     its bound; and a cleanup that collected a counter from a lower
+//     partition and waited for a higher one's lock neither removes that
+//     counter, renewed meanwhile, nor frees its slot;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw
@@ -293,12 +300,16 @@
 // store-wide mutex of its own (one that clamps the clock, say) and only
 // then takes its key locks keeps the pinned admission's rival waiting on
 // that mutex, not on a key lock, and passes the pinned case; a gap of the
-// same kind lets a cleanup that collects expired keys under one lock and
-// deletes them under another, without looking again (or looking again,
-// but freeing the slot whatever it finds), pass in most runs, and a store
-// that counts a partition's free slots in a read of its own before it
-// takes such a mutex admits two new keys into the last slot only when
-// both counted before either took it.
+// same kind lets a cleanup that collects a partition's expired keys under
+// its lock and deletes them after taking the same lock again, without
+// looking again (or looking again, but freeing the slot whatever it
+// finds), pass in most runs, and a store with a single partition that
+// counts its free slots in a read of its own before it takes its lock
+// admits two new keys into the last slot only when both counted before
+// either took it. (Across partitions the waits cases force both: a store
+// that counts or collects partitions in ascending order, each under its
+// lock, and acts only once it holds them all, is made to wait for a higher
+// partition's lock after it has read a lower one.)
 // Nor can the suite aim keys at the stripes of a lock a store keeps apart
 // from its capacity partitions: a store that takes such stripes in its
 // keys' byte order rather than the stripes' own order deadlocks only when
@@ -408,7 +419,9 @@
 // in hex, one big decimal or two 32-bit words, a clamp that lets a step
 // back of a few milliseconds through as jitter or compares whole
 // milliseconds, a capacity retry time capped at a day or kept as float64
-// Unix microseconds, and window times or a key's deadline kept as float64
-// Unix microseconds or seconds. Each must fail, in one default run, the
-// case written for it.
+// Unix microseconds, window times or a key's deadline kept as float64
+// Unix microseconds or seconds, free slots counted before the key locks,
+// and a cleanup that collects every partition before it removes, without
+// looking again or freeing the slot whatever it finds. Each must fail, in
+// one default run, the case written for it.
 package conformance

@@ -180,6 +180,7 @@ func scenarios() []scenario {
 		churnScenario(),
 		resultsScenario(),
 		extremesScenario(),
+		waitsScenario(),
 	}
 }
 

@@ -77,6 +77,7 @@ func (a *admission) run() error {
 		// PostgreSQL's now() is taken when the transaction begins.
 		early = domain.InstantOf(s.cfg.Clock())
 	}
+	counted := a.countEarly()
 	if err := a.lock(); err != nil {
 		return &Error{Op: "admit", Err: err}
 	}
@@ -105,6 +106,7 @@ func (a *admission) run() error {
 		}
 		now = a.clock()
 	}
+	a.useEarlyCount(counted)
 	if s.cfg.Fault == ClockReadBeforeLocks {
 		now = early
 	}
@@ -337,6 +339,7 @@ func (a *admission) lock() error {
 	if s.cfg.Fault == UnguardedCapacity {
 		a.parts = a.parts[:0]
 	}
+	a.parts = a.lockEveryPartition(a.parts)
 	for _, p := range a.parts {
 		s.partLocks[p].Lock()
 	}

@@ -811,6 +811,29 @@ const (
 	// deleted in its last microsecond.
 	DeadlineFloatUnixSeconds
 
+	// Admissions that wait for a lock (the thirteenth hunt).
+
+	// FreeSlotsCountedBeforeKeyLocks reads each partition's count of
+	// stored counters under the partition's lock, in a short hold of its
+	// own, before it takes its key locks, and decides its new keys' slots
+	// on those counts: an admission that then waits for a key lock another
+	// holds finds, once it has it, a slot that a new key admitted
+	// meanwhile has filled, and leaves the partition one counter over its
+	// bound.
+	FreeSlotsCountedBeforeKeyLocks
+	// CleanupGathersByPartition locks each admission's partitions, stored
+	// keys' too, as a sharded store does, and cleans up in two passes: it
+	// collects expired counters partition by partition under each
+	// partition's lock, then removes them without looking again. A counter
+	// collected from one partition and renewed while cleanup waits for a
+	// later partition's lock is removed with its admitted unit.
+	CleanupGathersByPartition
+	// CleanupGatherFreesAnyway is CleanupGathersByPartition with a second
+	// look before each removal, but the slot freed whatever that look
+	// finds: a counter renewed while cleanup waited keeps a slot the
+	// partition no longer counts, and the partition takes one key too many.
+	CleanupGatherFreesAnyway
+
 	faultCount
 )
 
@@ -983,6 +1006,10 @@ var faultNames = [faultCount]string{
 	CapacityRetryFloatUnixMicros: "CapacityRetryFloatUnixMicros",
 	FloatUnixMicroseconds:        "FloatUnixMicroseconds",
 	DeadlineFloatUnixSeconds:     "DeadlineFloatUnixSeconds",
+
+	FreeSlotsCountedBeforeKeyLocks: "FreeSlotsCountedBeforeKeyLocks",
+	CleanupGathersByPartition:      "CleanupGathersByPartition",
+	CleanupGatherFreesAnyway:       "CleanupGatherFreesAnyway",
 }
 
 // Faults returns every deliberate defect, None excluded.

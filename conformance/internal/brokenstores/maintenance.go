@@ -230,6 +230,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			defer s.partLocks[p].Unlock()
 		}
 	}
+	if s.cfg.Fault == CleanupGathersByPartition || s.cfg.Fault == CleanupGatherFreesAnyway {
+		return s.cleanupGathered(max), nil
+	}
 	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock || s.cfg.Fault == CleanupFreesSlotOfRenewed {
 		return s.cleanupInTwoSteps(max), nil
 	}
