@@ -212,6 +212,9 @@ var targets = map[bs.Fault]string{
 	bs.CapacityRetryFloatUnixMicros:       "extremes/capacity_retry_of_largest_windows_a_microsecond_on_is_exact",
 	bs.FloatUnixMicroseconds:              "extremes/largest_window_lasts_to_its_last_microsecond",
 	bs.DeadlineFloatUnixSeconds:           "extremes/largest_window_lasts_to_its_last_microsecond",
+	bs.CapacityRetryActiveOnly:            "retry/capacity_retry_counts_an_ended_counter",
+	bs.BatchRenewalClaimsSlotPerCheck:     "capacity/batch_renewal_leaves_the_free_slot_to_its_new_key",
+	bs.StatsEntriesActiveAtLastAdmission:  "stats/entries_agree_with_headroom_after_a_check",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a
