@@ -215,6 +215,9 @@ var targets = map[bs.Fault]string{
 	bs.FreeSlotsCountedBeforeKeyLocks:     "waits/a_batch_that_waited_for_a_lock_counts_free_slots_after_the_wait",
 	bs.CleanupGathersByPartition:          "waits/cleanup_that_waited_for_a_lock_looks_again_before_it_removes",
 	bs.CleanupGatherFreesAnyway:           "waits/cleanup_that_waited_for_a_lock_looks_again_before_it_removes",
+	bs.CapacityRetryActiveOnly:            "retry/capacity_retry_counts_an_ended_counter",
+	bs.BatchRenewalClaimsSlotPerCheck:     "capacity/batch_renewal_leaves_the_free_slot_to_its_new_key",
+	bs.StatsEntriesActiveAtLastAdmission:  "stats/entries_agree_with_headroom_after_a_check",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -26,6 +26,7 @@ func capacityScenario() scenario {
 		{name: "each_partition_holds_its_own_bound", single: true, opts: capacityOptions, run: testEachPartitionHoldsItsBound},
 		{name: "full_partition_serves_existing_keys", single: true, opts: capacityOptions, run: testFullPartitionServesExisting},
 		{name: "expired_key_renews_in_place", single: true, opts: capacityOptions, run: testExpiredKeyRenewsInPlace},
+		{name: "batch_renewal_leaves_the_free_slot_to_its_new_key", single: true, opts: capacityOptions, run: testBatchRenewalLeavesTheFreeSlot},
 		{name: "expired_counters_hold_their_slots_until_removed", single: true, opts: capacityOptions, run: testExpiredCountersHoldSlots},
 		{name: "new_key_fits_after_cleanup", single: true, opts: capacityOptions, run: testNewKeyFitsAfterCleanup},
 		{name: "renewals_leave_the_freed_slots_usable", single: true, opts: capacityOptions, run: testRenewalsLeaveFreedSlotsUsable},

@@ -104,7 +104,9 @@
 //     (with a retry time, when it gives one, that is its own earliest
 //     expiry, renewals included, in a batch too), at a capacity that is no
 //     power of two as well, never evicts, serves its keys and renews
-//     expired ones in place, alone or in a batch beside a new key;
+//     expired ones in place, alone or in a batch beside a new key (whose
+//     free slot the renewal leaves to it, also when no other counter has
+//     ended that a store cleaning on each check could remove on the way);
 //     expired counters hold their slots until removed, and once removed
 //     their slots are all usable, however many of their neighbours were
 //     renewed; a batch's new keys compete for free slots, each for one of
@@ -112,6 +114,8 @@
 //     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
+//     Stats counts its entries as the slots it holds, expired counters
+//     included, also after a check removed only some of them;
 //     cleanup answers a negative or zero maximum, a nil or done context
 //     and a closed store in the order ports.Cleaner documents; a closed
 //     store answers every call with an error matching [ports.ErrClosed]
@@ -181,7 +185,7 @@
 //     partition's earliest expiry to the microsecond, also when that
 //     counter is another policy's, with another window, and was checked
 //     again since its window began, and zero once every counter of the
-//     full partition has ended;
+//     full partition has ended, or only its earliest one has;
 //   - spread: a batch with more new keys than one partition holds, spread
 //     over partitions that each hold their share, is admitted whole;
 //   - churn: one partition cycled through about forty rounds of create,
@@ -421,7 +425,10 @@
 // milliseconds, a capacity retry time capped at a day or kept as float64
 // Unix microseconds, window times or a key's deadline kept as float64
 // Unix microseconds or seconds, free slots counted before the key locks,
-// and a cleanup that collects every partition before it removes, without
-// looking again or freeing the slot whatever it finds. Each must fail, in
-// one default run, the case written for it.
+// a cleanup that collects every partition before it removes, without
+// looking again or freeing the slot whatever it finds, a capacity retry
+// time from active counters only, a batch renewal that claims a free slot
+// on a store cleaning on each check, and Stats entries counted as of the
+// latest admission. Each must fail, in one default run, the case written
+// for it.
 package conformance

@@ -36,6 +36,7 @@ func retryScenario() scenario {
 		{name: "capacity_retry_is_the_partitions_earliest_expiry", single: true, opts: capacityOptions, run: testCapacityRetryEarliestExpiry},
 		{name: "capacity_retry_counts_every_window", single: true, opts: capacityOptions, run: testCapacityRetryAcrossWindows},
 		{name: "capacity_retry_of_a_partition_of_expired_counters", single: true, opts: capacityOptions, run: testCapacityRetryOfExpiredPartition},
+		{name: "capacity_retry_counts_an_ended_counter", single: true, opts: capacityOptions, run: testCapacityRetryCountsAnEndedCounter},
 	}}
 }
 

@@ -18,6 +18,7 @@ func statsScenario() scenario {
 		{name: "occupancy_follows_admissions", single: true, run: testStatsOccupancy},
 		{name: "partitions_agree_with_partition_of", single: true, run: testStatsPartitions},
 		{name: "a_report_is_a_snapshot", run: testStatsAreSnapshots},
+		{name: "entries_agree_with_headroom_after_a_check", single: true, opts: capacityOptions, run: testStatsEntriesAgreeWithHeadroom},
 	}}
 }
 

@@ -420,7 +420,7 @@ func (a *admission) read(at domain.Instant) {
 	defer s.mu.Unlock()
 	if s.cleansPerCheck() {
 		for _, k := range a.keys {
-			s.removeExpired(s.PartitionOf(k), at, max(s.cfg.CleanupPerCheck, 1), a.keys)
+			s.removeExpired(s.PartitionOf(k), at, s.cleanupPerCheck(), a.keys)
 		}
 	}
 	// The partitions' counts are read with the keys: the partition locks of
@@ -470,7 +470,7 @@ func (a *admission) observe(now domain.Instant) {
 		if ok && s.cfg.Fault == RenewsEarly && now >= c.Expires.Add(-time.Millisecond) {
 			o.Counter = domain.Counter{}
 		}
-		if expired && s.cfg.Fault == BatchRenewalClaimsSlot && a.n > 1 {
+		if expired && s.renewalClaimsSlot(a.n) {
 			claims[s.PartitionOf(k)]++
 		}
 		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {

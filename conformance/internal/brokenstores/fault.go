@@ -834,6 +834,26 @@ const (
 	// partition no longer counts, and the partition takes one key too many.
 	CleanupGatherFreesAnyway
 
+	// Bookkeeping of slots and retry times (the fourteenth hunt).
+
+	// CapacityRetryActiveOnly takes a capacity denial's retry time from
+	// the partition's active counters only, skipping an ended counter
+	// that still holds its slot: it names the end of the earliest active
+	// counter where the partition's earliest expiry has already passed.
+	CapacityRetryActiveOnly
+	// BatchRenewalClaimsSlotPerCheck is BatchRenewalClaimsSlot on a store
+	// that removes expired counters on each check: a batch's renewal of
+	// an expired key claims a free slot, which shows only when no other
+	// expired counter is removed on the way to free one.
+	BatchRenewalClaimsSlotPerCheck
+	// StatsEntriesActiveAtLastAdmission, on a store that removes two
+	// expired counters on each check, counts Stats.Entries as the counters
+	// active at the latest admission's time (Stats reads no clock), while
+	// its headroom counts the slots held: after a check that removed only
+	// some of a partition's expired counters, the entries fall short of
+	// the slots held.
+	StatsEntriesActiveAtLastAdmission
+
 	faultCount
 )
 
@@ -1010,6 +1030,11 @@ var faultNames = [faultCount]string{
 	FreeSlotsCountedBeforeKeyLocks: "FreeSlotsCountedBeforeKeyLocks",
 	CleanupGathersByPartition:      "CleanupGathersByPartition",
 	CleanupGatherFreesAnyway:       "CleanupGatherFreesAnyway",
+
+	CapacityRetryActiveOnly:        "CapacityRetryActiveOnly",
+	BatchRenewalClaimsSlotPerCheck: "BatchRenewalClaimsSlotPerCheck",
+
+	StatsEntriesActiveAtLastAdmission: "StatsEntriesActiveAtLastAdmission",
 }
 
 // Faults returns every deliberate defect, None excluded.

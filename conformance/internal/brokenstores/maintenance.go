@@ -68,7 +68,8 @@ func (e *KeyStringError) MayHaveConsumedQuota() bool { return false }
 // cleansPerCheck reports whether each check removes expired counters from
 // its partition before it reads.
 func (s *Store) cleansPerCheck() bool {
-	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots
+	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots ||
+		s.cfg.Fault == BatchRenewalClaimsSlotPerCheck || s.cfg.Fault == StatsEntriesActiveAtLastAdmission
 }
 
 // errNilContextUntyped is the nil-context error under NilContextUntyped:
@@ -458,6 +459,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 			i = parts - 1 - p
 		}
 		st.Headroom[i] = int64(max(s.cfg.Capacity-n, 0))
+	}
+	if s.cfg.Fault == StatsEntriesActiveAtLastAdmission {
+		st.Entries = s.activeAtLastAdmission()
 	}
 	if s.cfg.Fault == StatsEntriesNeverShrink {
 		st.Entries = int64(s.inserted)

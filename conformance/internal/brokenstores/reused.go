@@ -38,6 +38,9 @@ func (s *Store) retryFault(a *admission, i, p int, now domain.Instant) (at domai
 			}
 		}
 		return at.Add(a.check(i).Policy().Window()), has, true
+	case CapacityRetryActiveOnly:
+		at, has = s.retryActiveOnly(p, now)
+		return at, has, true
 	case CapacityRetryKeptFromLastDenial:
 		for k, e := range s.entries {
 			if s.PartitionOf(k) == p && e.Active(now) && (!has || e.Expires < at) {
