@@ -214,33 +214,7 @@ func testBatchBeforeDoneContext(t *testing.T, f *fixture) {
 		name string
 		ctx  context.Context
 	}{{"cancelled ctx", cancelled}, {"ctx past its deadline", expired}} {
-		for _, bad := range []struct {
-			name  string
-			batch *domain.Batch
-		}{
-			{"a nil batch", nil},
-			{"the zero Batch", new(domain.Batch)},
-			{"the batch of one again, already evaluated", driven},
-		} {
-			want := bad.batch.Ready()
-			f.admits.Add(1)
-			f.rep.admits.Add(1)
-			err := f.guard(func() error { return f.inst.Store.Admit(dc.ctx, bad.batch) })
-			f.log.add("Admit(%s, %s) → error: %v", dc.name, bad.name, err)
-			var pe *panicError
-			require.False(t, errors.As(err, &pe), "%s (%s, %s): the store panicked: %v", g, bad.name, dc.name, err)
-			require.Error(t, err, "%s (%s, %s)", g, bad.name, dc.name)
-			require.False(t, errors.Is(err, dc.ctx.Err()), "%s (%s, %s): the store answered the done context first: %v",
-				g, bad.name, dc.name, err)
-			var wantBatch *domain.BatchError
-			if errors.As(want, &wantBatch) {
-				var got *domain.BatchError
-				require.ErrorAs(t, err, &got, "%s (%s, %s): return Batch.Ready's error", g, bad.name, dc.name)
-				require.Equal(t, wantBatch.Problem, got.Problem, "%s (%s, %s): return Batch.Ready's error", g, bad.name, dc.name)
-			} else {
-				require.ErrorIs(t, err, want, "%s (%s, %s): return Batch.Ready's error", g, bad.name, dc.name)
-			}
-		}
+		f.requireReadyErrorFirst(g, dc.name, dc.ctx, dc.ctx.Err(), driven)
 	}
 	f.allow(f.check(p, k), 0, g+" (only the batch of one was counted)")
 }
