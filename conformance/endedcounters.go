@@ -29,19 +29,8 @@ func testCapacityRetryCountsAnEndedCounter(t *testing.T, f *fixture) {
 	f.advance(2 * time.Minute)
 	f.requireOccupancy(occupancy{part: c}, g+" (the ended counter is still stored)")
 	d := f.decide(f.check(long, f.keyIn(long, part)), g)
-	den, denied := d.Denial()
-	if !denied {
-		_, ok := d.Allowance()
-		require.True(t, ok, "%s: a new key in a full partition holding an ended counter is admitted (once that "+
-			"counter is removed) or refused for storage capacity, got %s", g, describe(d))
-		return
-	}
-	require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.StorageCapacity,
-		"%s: a new key in a full partition, got %s", g, describe(d))
-	if retry, ok := den.RetryAfter(); ok {
-		require.Zero(t, retry, "%s: the partition's earliest counter ended a minute ago; %v is the end of an "+
-			"active counter", g, retry)
-	}
+	f.requireAdmittedOrZeroRetry(d, g, "a full partition holding an ended counter",
+		"the partition's earliest counter ended a minute ago, so a retry time, when given, is zero; it is the end of an active counter")
 }
 
 // testBatchRenewalLeavesTheFreeSlot stores, in one partition, one counter

@@ -62,17 +62,28 @@ func testCapacityRetryOfExpiredPartition(t *testing.T, f *fixture) {
 	f.admitNew(short, expired, c, g+" (a second partition of one-minute windows)")
 	f.advance(2 * time.Minute)
 	d := f.decide(f.check(short, f.keyIn(short, expired)), g)
+	f.requireAdmittedOrZeroRetry(d, g, "a full partition of expired counters",
+		"every counter of the partition ended a minute ago, so a retry time, when given, is zero; it is a time kept from another partition's denial")
+}
+
+// requireAdmittedOrZeroRetry checks the decision d on a new key in where,
+// a full partition whose earliest counter has already ended: the key is
+// admitted (the store removed that counter on the way) or refused for
+// storage capacity, and a retry time, when the refusal gives one, is zero,
+// as why explains.
+func (f *fixture) requireAdmittedOrZeroRetry(d domain.Decision, g, where, why string) {
+	t := f.t
+	t.Helper()
 	den, denied := d.Denial()
 	if !denied {
 		_, ok := d.Allowance()
-		require.True(t, ok, "%s: a new key in a partition of expired counters is admitted (once they are removed) or "+
-			"refused for storage capacity, got %s", g, describe(d))
+		require.True(t, ok, "%s: a new key in %s is admitted (once the ended counters are removed) or refused "+
+			"for storage capacity, got %s", g, where, describe(d))
 		return
 	}
 	require.True(t, d.Outcome() == domain.Denied && den.Reason() == domain.StorageCapacity,
-		"%s: a new key in a full partition of expired counters, got %s", g, describe(d))
+		"%s: a new key in %s, got %s", g, where, describe(d))
 	if retry, ok := den.RetryAfter(); ok {
-		require.Zero(t, retry, "%s: every counter of the partition ended a minute ago, so a retry time, when given, is "+
-			"zero; %v is a time kept from another partition's denial", g, retry)
+		require.Zero(t, retry, "%s: %s (got %v)", g, why, retry)
 	}
 }

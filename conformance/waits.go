@@ -54,14 +54,10 @@ func testWaitingBatchRecountsSlots(t *testing.T, f *fixture) {
 	const limit = 3
 	c := f.opts.Capacity
 	p := f.policy(limit, window)
-	part := f.somePart(p)
-	xpart := part
-	if q := f.otherPart(p, part); q >= 0 {
-		// x in the higher partition: a store that counts its partitions'
-		// free slots in ascending order, each in a short hold of its own,
-		// has counted n's before it waits for x's.
-		xpart, part = max(part, q), min(part, q)
-	}
+	// x in the higher partition: a store that counts its partitions' free
+	// slots in ascending order, each in a short hold of its own, has
+	// counted n's before it waits for x's.
+	part, xpart := f.partsAscending(p)
 	x := f.keyIn(p, xpart)
 	f.allow(f.check(p, x), limit-1, g)
 	stored := occupancy{xpart: 1}
@@ -124,11 +120,7 @@ func testWaitingCleanupLooksAgain(t *testing.T, f *fixture) {
 	const limit = 3
 	c := f.opts.Capacity
 	p := f.policy(limit, window)
-	lo := f.somePart(p)
-	hi := lo
-	if q := f.otherPart(p, lo); q >= 0 {
-		lo, hi = min(lo, q), max(lo, q)
-	}
+	lo, hi := f.partsAscending(p)
 	k := f.keyIn(p, lo)
 	f.allow(f.check(p, k), limit-1, g)
 	f.advance(window)
@@ -151,4 +143,15 @@ func testWaitingCleanupLooksAgain(t *testing.T, f *fixture) {
 	f.admitNew(p, lo, c-stored[lo], g+" (the free slots of k's partition)")
 	f.deny(f.check(p, f.keyIn(p, lo)), domain.StorageCapacity, g+" (k's partition holds Capacity counters: a slot "+
 		"freed for k's renewed counter lets one key too many in)")
+}
+
+// partsAscending returns two partitions of policy p, lower index first,
+// or one partition twice when the store has only one.
+func (f *fixture) partsAscending(p domain.Policy) (lo, hi int) {
+	lo = f.somePart(p)
+	hi = lo
+	if q := f.otherPart(p, lo); q >= 0 {
+		lo, hi = min(lo, q), max(lo, q)
+	}
+	return lo, hi
 }
