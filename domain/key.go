@@ -29,14 +29,20 @@ func newKeyMask() (m [32]byte) {
 	return m
 }
 
-// maskKey applies or removes keyMask. Four word XORs, unlike
-// subtle.XORBytes, need no call on the path of every derived key.
+// maskKey applies or removes keyMask.
 func maskKey(b *[32]byte) (m [32]byte) {
+	m = *b
+	maskInPlace(&m)
+	return m
+}
+
+// maskInPlace applies or removes keyMask in b itself. Four word XORs,
+// unlike subtle.XORBytes, need no call on the path of every derived key.
+func maskInPlace(b *[32]byte) {
 	le := binary.LittleEndian
 	for i := 0; i < 32; i += 8 {
-		le.PutUint64(m[i:], le.Uint64(b[i:])^le.Uint64(keyMask[i:]))
+		le.PutUint64(b[i:], le.Uint64(b[i:])^le.Uint64(keyMask[i:]))
 	}
-	return m
 }
 
 // SubjectKey is the 32-byte HMAC of a normalized subject (an email, an
