@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
@@ -78,7 +79,7 @@ const cleanupChunk = 64
 
 // cleanShard removes up to limit entries of sh expired at sample, in
 // chunks of at most cleanupChunk under one hold of the shard's lock each,
-// and returns how many it removed. Between chunks the lock is free, so
+// and returns how many it removed. Between chunks the lock is free, and
 // waiting admissions go first; a chunk that removes less than it may
 // found no more entries expired, and ends the shard's turn. A poisoned
 // shard is left untouched. A closed store, or a ctx that ends between
@@ -103,5 +104,9 @@ func (s *Store) cleanShard(ctx context.Context, sh *shard, sample domain.Instant
 		if err := ctx.Err(); err != nil {
 			return removed, &OpError{Op: "cleanup", Err: err}
 		}
+		// Unlock woke a waiting admission, if any, but retaking the lock
+		// at once would most often beat it there: yield so that it runs
+		// first.
+		runtime.Gosched()
 	}
 }
