@@ -35,7 +35,31 @@
 // expiry first, so a store under steady traffic cleans itself with bounded
 // work per check; an expired counter of the key being checked is renewed in
 // place. [Store.CleanupExpired] removes more on demand, for a background
-// maintenance loop.
+// maintenance loop: however large its budget, it removes at most 64
+// entries per hold of a shard's lock and yields between holds, so a
+// backlog of a million expired counters delays a check of the shard by
+// about one chunk, not by the whole sweep.
+//
+// # Lock holds
+//
+// On a login path the keys are the attacker's, so no operation holds a
+// shard's lock for work that grows with the keys stored. A check or batch
+// holds its shards for its own keys plus up to CleanupPerCheck removals per
+// check: at most [Config.MaxBatchSize] × [Config.CleanupPerCheck]
+// removals, whatever the store holds. CleanupExpired holds a shard for
+// one chunk at a time, as above; [Store.Stats], [Store.PoisonedShards],
+// [Store.RecoverPoisoned] and [Store.Close] do constant work per shard,
+// one shard at a time.
+//
+// The exception is growth. The insert that finds a shard's storage full
+// (its index three quarters full, its slots or its expiry heap at
+// capacity) grows it under the lock, to about twice the size: work in
+// proportion to the keys the shard holds, once per doubling, so a spray of
+// new keys pays it while it fills a shard, and never again once the shard
+// has reached its high-water mark, which it keeps until Close. That pause
+// scales with a shard's capacity, MaxKeys/Shards: where tail latency
+// matters, use enough shards to keep it small (tens of thousands of keys a
+// shard rather than millions).
 //
 // # Time
 //
