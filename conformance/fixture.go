@@ -51,6 +51,9 @@ type fixture struct {
 	limiter *app.Limiter
 	admits  atomic.Int64
 	parts   int
+	// raceHeld: the last race held its workers' clock reads, which it can
+	// only when the store reads a ManualClock; the operation log says so.
+	raceHeld bool
 
 	// errs holds every error the store returned in this case (see guard),
 	// for the check, when the case ends, that none shows a key.

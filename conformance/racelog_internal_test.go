@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	bs "github.com/runlimit/runlimit/conformance/internal/brokenstores"
+)
+
+// A store over a server's clock (Redis TIME, a database's now) reads no
+// ManualClock, so the races the suite means to hold run freely. The
+// operation log of a failed case is what its author debugs from: it must
+// say the race ran freely, not that each clock read was held.
+func TestRaceLogSaysWhetherClockReadsWereHeld(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		clock  func() func() time.Duration
+		held   bool
+		reject string
+	}{
+		{"manual_clock", func() func() time.Duration { return new(ManualClock).Now }, true, notHeld},
+		{"server_clock", func() func() time.Duration {
+			origin := time.Now()
+			return func() time.Duration { return 1000*time.Hour + time.Since(origin) }
+		}, false, "held until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			newStore := func(_ testing.TB, opts Options) Instance {
+				s := bs.New(bs.Config{Capacity: opts.Capacity, Clock: tc.clock()})
+				return Instance{Store: s, Advance: func(testing.TB, time.Duration) {}}
+			}
+			caps := probe(t, newStore)
+			f := setup(t, newStore, defaultOptions, viaBatchOfOne, caps, newReport(caps))
+			p := f.policy(10, window)
+			ks := f.keysIn(p, 0, 2)
+			ws := make([]worker, len(ks))
+			for i, k := range ks {
+				ws[i] = worker{name: fmt.Sprintf("key %d", i+1), ops: []raceOp{f.checkOp(f.check(p, k), viaBatchOfOne)}}
+			}
+			results := f.race("race log", true, ws)
+			f.logRace("two new keys", true, results)
+			f.log.add("%s while CleanupExpired(10) starts", f.heldInClock())
+			log := f.log.String()
+			require.Equal(t, tc.held, f.raceHeld, "whether the race held its clock reads")
+			require.NotContains(t, log, tc.reject)
+			if tc.held {
+				require.Contains(t, log, "each read of a ManualClock held until the other goroutines waited")
+				require.Contains(t, log, "held in the clock read while CleanupExpired(10) starts")
+				return
+			}
+			require.Contains(t, log, "racing freely ("+notHeld+")")
+			require.Contains(t, log, "("+notHeld+") while CleanupExpired(10) starts")
+		})
+	}
+}
