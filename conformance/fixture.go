@@ -120,6 +120,11 @@ func (a admitOnly) Admit(ctx context.Context, b *domain.Batch) error {
 
 func setup(t *testing.T, newStore NewStoreFunc, opts Options, p path, caps capabilities, rep *report) *fixture {
 	t.Helper()
+	t.Cleanup(func() {
+		if t.Skipped() {
+			rep.skipped.Add(1)
+		}
+	})
 	inst := newStore(t, opts)
 	checkInstance(t, inst)
 	require.Equal(t, caps.has, capabilitiesOf(inst.Store),
