@@ -325,12 +325,13 @@ const notHeld = "not held: the store read no ManualClock"
 
 // heldInClock describes, for the operation log, the worker of the last
 // race that the case meant to hold inside its clock read: held there only
-// when the store read a ManualClock.
+// when the store read a ManualClock, and racing otherwise (logRace then
+// says why).
 func (f *fixture) heldInClock() string {
 	if f.raceHeld {
 		return "held in the clock read"
 	}
-	return "(" + notHeld + ")"
+	return "racing"
 }
 
 // repeat returns op n times.

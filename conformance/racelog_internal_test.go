@@ -54,7 +54,7 @@ func TestRaceLogSaysWhetherClockReadsWereHeld(t *testing.T) {
 				return
 			}
 			require.Contains(t, log, "racing freely ("+notHeld+")")
-			require.Contains(t, log, "("+notHeld+") while CleanupExpired(10) starts")
+			require.Contains(t, log, "racing while CleanupExpired(10) starts")
 		})
 	}
 }
