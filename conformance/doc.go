@@ -103,6 +103,9 @@
 //     Run's summary counts them: the clamp, windows of a millisecond, a
 //     window's last microsecond. Review those by hand, and where the
 //     store reads its clock (after every key it judges, never before).
+//     Review its precision too: a duration is then allowed to fall short
+//     by the real time the case has taken, so a clock cut to whole
+//     milliseconds fails a run only when a case takes less than one.
 //   - A script language's numbers may not be Go's: Lua's are float64, exact
 //     only to 2^53, and print a Unix time in microseconds as 1.7e+15. Keep
 //     counts and times as decimal strings on the server and do the
