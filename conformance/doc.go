@@ -103,9 +103,10 @@
 //     Run's summary counts them: the clamp, windows of a millisecond, a
 //     window's last microsecond. Review those by hand, and where the
 //     store reads its clock (after every key it judges, never before).
-//     Review its precision too: a duration is then allowed to fall short
-//     by the real time the case has taken, so a clock cut to whole
-//     milliseconds fails a run only when a case takes less than one.
+//     Its precision is checked between consecutive checks of one key
+//     (time's running_clock case), which a clock cut to whole
+//     milliseconds fails only when two checks take less than one: over
+//     a slower network, review it too.
 //   - A script language's numbers may not be Go's: Lua's are float64, exact
 //     only to 2^53, and print a Unix time in microseconds as 1.7e+15. Keep
 //     counts and times as decimal strings on the server and do the
@@ -188,7 +189,9 @@
 //     cleanup removes its counter and another check creates it anew
 //     still finds it changed (a version that restarts on insert does
 //     not);
-//   - time: the store's clock never moves a window backwards;
+//   - time: the store's clock never moves a window backwards, and on a
+//     clock that keeps running a window's time left falls from one check
+//     to the next by no more than the real time between them;
 //   - expiry: a counter removed by cleanup is gone for every later read,
 //     also when its last check only read it (a denial); an expired key of
 //     a batch renews in its own slot, which the batch's new key cannot
