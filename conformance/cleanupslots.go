@@ -39,8 +39,8 @@ func testCleanupRacingRenewalsKeepsSlots(t *testing.T, f *fixture) {
 			{name: "cleanup", wave: 1, watched: true, ops: []raceOp{f.cleanupOp(10)}},
 			{name: "renewal of k", wave: 2, ops: []raceOp{f.checkOp(f.check(p, k), f.path)}},
 		})
-		f.logRace(fmt.Sprintf("round %d of %d: %s held in the clock read while CleanupExpired(10) starts, then %s",
-			round+1, rounds, f.log.check(f.check(p, h)), f.log.check(f.check(p, k))), true, results)
+		f.logRace(fmt.Sprintf("round %d of %d: %s %s while CleanupExpired(10) starts, then %s",
+			round+1, rounds, f.log.check(f.check(p, h)), f.heldInClock(), f.log.check(f.check(p, k))), true, results)
 		f.requireRaceDone(results, g)
 		live = []domain.SubjectKey{h, k}
 	}

@@ -468,8 +468,8 @@ func testCleanupRacingAdmissions(t *testing.T, f *fixture) {
 		{name: "cleanup", wave: 1, watched: true, ops: maintenance},
 		{name: "renewal of k", wave: 2, ops: []raceOp{f.checkOp(f.check(p, k), f.path)}},
 	})
-	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
-		f.log.check(f.check(p, h)), f.log.check(f.check(p, k))), true, results)
+	f.logRace(fmt.Sprintf("%s %s while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, h)), f.heldInClock(), f.log.check(f.check(p, k))), true, results)
 	f.requireRaceDone(results, g)
 	require.LessOrEqual(t, results[1][0].removed, 2, "%s: only two counters had expired", g)
 	f.allow(f.checkCost(p, h, limit-1), 0, g+" (h's renewed counter is kept)")
@@ -491,8 +491,8 @@ func testCleanupRacingAdmissions(t *testing.T, f *fixture) {
 		{name: "cleanup", wave: 1, watched: true, ops: maintenance},
 		{name: "batch across both partitions", wave: 2, ops: []raceOp{f.batchOp(batch)}},
 	})
-	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
-		f.log.check(f.check(p, held)), f.log.batch(batch)), true, results)
+	f.logRace(fmt.Sprintf("%s %s while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, held)), f.heldInClock(), f.log.batch(batch)), true, results)
 	f.requireRaceDone(results, g)
 	rem := f.admitAllowed(batch, g+" (the batch counted once)")
 	require.Equal(t, []int64{limit - 2, limit - 2}, rem, g)
@@ -525,8 +525,8 @@ func testRecreatedUnderHeldRenewal(t *testing.T, f *fixture) {
 		// runs to its end before the renewal is released.
 		{name: "new check of h", wave: 2, watched: true, ops: []raceOp{f.checkOp(c, f.path)}},
 	})
-	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) and then another check of h run",
-		f.log.check(c)), true, results)
+	f.logRace(fmt.Sprintf("%s %s while CleanupExpired(10) and then another check of h run",
+		f.log.check(c), f.heldInClock()), true, results)
 	f.requireRaceDone(results, g)
 	f.allow(f.checkCost(p, h, limit-2), 0, g+" (both checks counted in h's new window: a write conditioned on a "+
 		"version that restarts when a counter is created anew overwrote the other check's unit)")
@@ -559,8 +559,8 @@ func (f *fixture) raceHeldBatches(t *testing.T, g string, round int, xn [2]strin
 		{name: "batch [" + xn[0] + ", " + xn[1] + "]", wave: 1, ops: []raceOp{f.batchOp(x)}},
 		{name: "batch [" + yn[0] + ", " + yn[1] + "]", wave: 1, ops: []raceOp{f.batchOp(y)}},
 	})
-	f.logRace(fmt.Sprintf("round %d: %s and %s each held in the clock read while %s and %s wait",
-		round+1, f.log.batch(x[:1]), f.log.batch(y[:1]), f.log.batch(x), f.log.batch(y)), true, results)
+	f.logRace(fmt.Sprintf("round %d: %s and %s, each %s, while %s and %s wait",
+		round+1, f.log.batch(x[:1]), f.log.batch(y[:1]), f.heldInClock(), f.log.batch(x), f.log.batch(y)), true, results)
 	for i, rs := range results {
 		require.Len(t, rs, 1, "%s: worker %d finished its batch", g, i)
 		require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)

@@ -83,6 +83,39 @@
 // PostgreSQL adapter's own test lends each case one of a few migrated
 // databases and empties it after the case instead.
 //
+// A key-value server works the same way: give each case a key prefix of
+// its own (random, so that runs sharing the server never meet), delete
+// the prefix's keys in the cleanup (never the whole server's), and shift
+// the stored window times in Advance with one server-side step (a Redis
+// Lua script over the prefix's keys). Three things such a harness must
+// get right that the example above does not show:
+//
+//   - A native expiry the store sets besides its window times (a Redis
+//     PEXPIREAT, a DynamoDB TTL attribute) runs on the server's own clock,
+//     which Advance does not move. Advance must move it by d as well, and
+//     delete what the server would have deleted by then; otherwise every
+//     key outlives the case, and a time to live set only when a key is
+//     created, or rounded to whole seconds, passes unseen.
+//   - A store whose clock is the server's, read inside the same atomic step
+//     as its keys (Redis TIME in the script), cannot hand the suite a
+//     [ManualClock]: leave Clock nil and ExactTime false. The cases that
+//     need a clock the suite steps back or moves exactly then skip, and
+//     Run's summary counts them: the clamp, windows of a millisecond, a
+//     window's last microsecond. Review those by hand, and where the
+//     store reads its clock (after every key it judges, never before).
+//     Its precision is checked between consecutive checks of one key
+//     (time's running_clock case), which a clock cut to whole
+//     milliseconds fails only when two checks take less than one: over
+//     a slower network, review it too.
+//   - A script language's numbers may not be Go's: Lua's are float64, exact
+//     only to 2^53, and print a Unix time in microseconds as 1.7e+15. Keep
+//     counts and times as decimal strings on the server and do the
+//     arithmetic in Go, through the domain; a sorted-set score is a
+//     float64 too, and orders windows ending past 2^53 µs only roughly.
+//
+// Such a store races freely (see Concurrency): run it with -count and
+// -race.
+//
 // # What it checks
 //
 // Every case is a subtest named scenario/guarantee, one file per scenario:
@@ -156,7 +189,9 @@
 //     cleanup removes its counter and another check creates it anew
 //     still finds it changed (a version that restarts on insert does
 //     not);
-//   - time: the store's clock never moves a window backwards;
+//   - time: the store's clock never moves a window backwards, and on a
+//     clock that keeps running a window's time left falls from one check
+//     to the next by no more than the real time between them;
 //   - expiry: a counter removed by cleanup is gone for every later read,
 //     also when its last check only read it (a denial); an expired key of
 //     a batch renews in its own slot, which the batch's new key cannot

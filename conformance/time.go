@@ -16,6 +16,7 @@ func timeScenario() scenario {
 	return scenario{name: "time", cases: []testCase{
 		{name: "later_windows_never_end_earlier", single: true, run: testLaterWindowsNeverEndEarlier},
 		{name: "time_left_never_grows", single: true, run: testTimeLeftNeverGrows},
+		{name: "running_clock_moves_by_the_real_time_between_checks", single: true, run: testRunningClockPrecision},
 	}}
 }
 
@@ -61,5 +62,46 @@ func testTimeLeftNeverGrows(t *testing.T, f *fixture) {
 		a := f.allow(f.check(p, k), int64(8-i), g)
 		f.requireDuration(prev-step, a.ResetAfter, g)
 		prev = a.ResetAfter
+	}
+}
+
+// runningChecks is how many checks testRunningClockPrecision makes of one
+// key, one after another.
+const runningChecks = 64
+
+// testRunningClockPrecision checks, on a clock that keeps running (a
+// server's), that a window's time left falls from one check to the next
+// by no more than the real time from the start of the first to the end of
+// the second. Elsewhere such a store's durations may fall short by the
+// real time a whole case took, which hides a clock cut to whole
+// milliseconds whenever the case took longer than one; here a store that
+// reads its server's time in milliseconds (or keeps it so) drops a whole
+// millisecond at once between two checks that took less, as most
+// consecutive checks of a local server do.
+func testRunningClockPrecision(t *testing.T, f *fixture) {
+	const g = "time: on a clock that keeps running, a window's time left falls between two checks by at most the " +
+		"real time between them (a clock read or kept in whole milliseconds drops a millisecond at once)"
+	if f.inst.ExactTime {
+		t.Skip("time: the store's clock moves only through Advance, and the windows cases check its microseconds exactly")
+	}
+	p, k := f.policy(runningChecks, window), f.key()
+	c := f.check(p, k)
+	var (
+		prev      time.Duration
+		prevStart time.Time
+	)
+	for i := range runningChecks {
+		began := time.Now()
+		a := f.allow(c, int64(runningChecks-1-i), g)
+		if i > 0 {
+			// The store's clock and this process's may be different clocks
+			// (a server's wall clock, Go's monotonic one): a microsecond of
+			// rounding and a slew of a thousandth cover that.
+			span := time.Since(prevStart)
+			require.LessOrEqual(t, prev-a.ResetAfter, span+span/1000+time.Microsecond,
+				"%s: check %d had %v left and check %d %v, though the two took %v from the first's start to the second's end",
+				g, i, prev, i+1, a.ResetAfter, span)
+		}
+		prev, prevStart = a.ResetAfter, began
 	}
 }

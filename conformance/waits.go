@@ -72,8 +72,8 @@ func testWaitingBatchRecountsSlots(t *testing.T, f *fixture) {
 		{name: "batch [x, n]", wave: 1, ops: []raceOp{f.batchOp(batch)}},
 		{name: "new key m", wave: 2, ops: []raceOp{f.checkOp(f.check(p, m), f.path)}},
 	})
-	f.logRace(fmt.Sprintf("%s held in the clock read while %s waits, then %s takes the last slot of partition %d",
-		f.log.check(f.check(p, x)), f.log.batch(batch), f.log.check(f.check(p, m)), part), true, results)
+	f.logRace(fmt.Sprintf("%s %s while %s waits, then %s takes the last slot of partition %d",
+		f.log.check(f.check(p, x)), f.heldInClock(), f.log.batch(batch), f.log.check(f.check(p, m)), part), true, results)
 	for i, rs := range results {
 		require.Len(t, rs, 1, "%s: worker %d finished", g, i+1)
 		require.NoError(t, rs[0].err, "%s: the store failed a valid check or batch (worker %d)", g, i+1)
@@ -130,8 +130,8 @@ func testWaitingCleanupLooksAgain(t *testing.T, f *fixture) {
 		{name: "cleanup", wave: 1, watched: true, ops: []raceOp{f.cleanupOp(10)}},
 		{name: "renewal of k", wave: 2, ops: []raceOp{f.checkOp(f.check(p, k), f.path)}},
 	})
-	f.logRace(fmt.Sprintf("%s held in the clock read while CleanupExpired(10) starts, then %s",
-		f.log.check(f.check(p, x)), f.log.check(f.check(p, k))), true, results)
+	f.logRace(fmt.Sprintf("%s %s while CleanupExpired(10) starts, then %s",
+		f.log.check(f.check(p, x)), f.heldInClock(), f.log.check(f.check(p, k))), true, results)
 	f.requireRaceDone(results, g)
 	require.LessOrEqual(t, results[1][0].removed, 1, "%s: only k had expired", g)
 	f.allow(f.checkCost(p, k, limit-1), 0, g+" (k's renewed counter is kept: cleanup must not remove a counter "+

@@ -30,7 +30,10 @@ import (
 //  3. write every Next in one atomic conditional write that applies only if
 //     nothing it read has changed since; a denial writes nothing, but is
 //     confirmed by the same condition (or by a read that proves nothing
-//     changed);
+//     changed); a store that reads its keys and then its clock in one
+//     atomic step (a server-side script that ends by reading the
+//     server's time) has that proof already: its denial was true of one
+//     state at one time, and needs no confirmation;
 //  4. on a conflict, start again from step 1.
 //
 // A Batch may be evaluated only once, so each attempt evaluates a scratch

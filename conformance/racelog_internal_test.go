@@ -1,0 +1,84 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	bs "github.com/runlimit/runlimit/conformance/internal/brokenstores"
+)
+
+// A store over a server's clock (Redis TIME, a database's now) reads no
+// ManualClock, so the races the suite means to hold run freely. The
+// operation log of a failed case is what its author debugs from: it must
+// say the race ran freely, not that each clock read was held.
+func TestRaceLogSaysWhetherClockReadsWereHeld(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		clock  func() func() time.Duration
+		held   bool
+		reject string
+	}{
+		{"manual_clock", func() func() time.Duration { return new(ManualClock).Now }, true, notHeld},
+		{"server_clock", func() func() time.Duration {
+			origin := time.Now()
+			return func() time.Duration { return 1000*time.Hour + time.Since(origin) }
+		}, false, "held until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			newStore := func(_ testing.TB, opts Options) Instance {
+				s := bs.New(bs.Config{Capacity: opts.Capacity, Clock: tc.clock()})
+				return Instance{Store: s, Advance: func(testing.TB, time.Duration) {}}
+			}
+			caps := probe(t, newStore)
+			f := setup(t, newStore, defaultOptions, viaBatchOfOne, caps, newReport(caps))
+			p := f.policy(10, window)
+			ks := f.keysIn(p, 0, 2)
+			ws := make([]worker, len(ks))
+			for i, k := range ks {
+				ws[i] = worker{name: fmt.Sprintf("key %d", i+1), ops: []raceOp{f.checkOp(f.check(p, k), viaBatchOfOne)}}
+			}
+			results := f.race("race log", true, ws)
+			f.logRace("two new keys", true, results)
+			f.log.add("%s while CleanupExpired(10) starts", f.heldInClock())
+			log := f.log.String()
+			require.Equal(t, tc.held, f.raceHeld, "whether the race held its clock reads")
+			require.NotContains(t, log, tc.reject)
+			if tc.held {
+				require.Contains(t, log, "each read of a ManualClock held until the other goroutines waited")
+				require.Contains(t, log, "held in the clock read while CleanupExpired(10) starts")
+				return
+			}
+			require.Contains(t, log, "racing freely ("+notHeld+")")
+			require.Contains(t, log, "racing while CleanupExpired(10) starts")
+		})
+	}
+}
+
+// A case that finds it does not apply to the store skips, and Run's
+// summary counts it: "112 of 112 cases ran" over a store that skipped a
+// fifth of them reads as a full pass.
+func TestSummaryCountsSkippedCases(t *testing.T) {
+	t.Parallel()
+	newStore := func(_ testing.TB, opts Options) Instance {
+		origin := time.Now()
+		s := bs.New(bs.Config{Capacity: opts.Capacity, Clock: func() time.Duration { return time.Since(origin) }})
+		return Instance{Store: s, Advance: func(testing.TB, time.Duration) {}}
+	}
+	caps := probe(t, newStore)
+	rep := newReport(caps)
+	t.Run("steppable", func(t *testing.T) {
+		f := setup(t, newStore, defaultOptions, viaBatchOfOne, caps, rep)
+		f.requireSteppableClock() // skips: the store reads no Instance.Clock
+	})
+	t.Run("applies", func(t *testing.T) {
+		setup(t, newStore, defaultOptions, viaBatchOfOne, caps, rep)
+	})
+	rep.started.Store(2)
+	require.Equal(t, int64(1), rep.skipped.Load())
+	require.Contains(t, rep.summary(), "2 of "+fmt.Sprint(rep.total)+" cases ran, 1 of them skipped as not applicable")
+}
