@@ -22,7 +22,7 @@ func TestUnparsableDatabaseURLShowsTheWantedForm(t *testing.T) {
 		var ce *wiring.ConfigError
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, "DatabaseURL", ce.Field)
-		require.Contains(t, err.Error(), "want postgres://user:password@host:5432/database, or keyword/value pairs")
+		require.Contains(t, err.Error(), "want postgres://USER:PASS@HOST:5432/DBNAME, or keyword/value pairs")
 		require.NotContains(t, err.Error(), "hunter2")
 	}
 }
