@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -17,11 +18,18 @@ func TestReadmeExampleIsTheCompiledExample(t *testing.T) {
 
 	goBlocks, err := readme.Blocks("../README.md", "go")
 	require.NoError(t, err)
-	require.NotEmpty(t, goBlocks, "the README has no Go example")
+	require.GreaterOrEqual(t, len(goBlocks), 2, "the README has no Go example")
+	// The first block is the imports a newcomer pastes with the example.
+	src, err := os.ReadFile("example_test.go")
+	require.NoError(t, err)
+	_, imports, _ := strings.Cut(string(src), "\nimport (")
+	imports, _, _ = strings.Cut(imports, "\n)\n")
+	require.Equal(t, "import ("+imports+"\n)", strings.TrimSpace(goBlocks[0]),
+		"the README's first Go block must be example_test.go's imports; copy them over")
 	body, err := readme.FuncBody("example_test.go", "func Example() {", "// Output:")
 	require.NoError(t, err)
-	require.Equal(t, strings.TrimSpace(body), strings.TrimSpace(goBlocks[0]),
-		"the README's first Go block must be Example's body; copy it over")
+	require.Equal(t, strings.TrimSpace(body), strings.TrimSpace(goBlocks[1]),
+		"the README's second Go block must be Example's body; copy it over")
 
 	textBlocks, err := readme.Blocks("../README.md", "text")
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/runlimit/runlimit/domain"
@@ -113,8 +114,8 @@ type AdmissionError struct {
 }
 
 func (e *AdmissionError) Error() string {
-	return fmt.Sprintf("runlimit: postgres admission failed at %s (%s%s): %v",
-		e.Op, consumedText(e.MayHaveConsumed), timeoutText(e.Timeout), e.Err)
+	return fmt.Sprintf("runlimit: postgres admission failed at %s (%s%s): %v%s",
+		e.Op, consumedText(e.MayHaveConsumed), timeoutText(e.Timeout), e.Err, schemaHint(e.Err))
 }
 
 // Unwrap returns the cause.
@@ -131,6 +132,25 @@ func consumedText(may bool) string {
 		return "quota may have been consumed"
 	}
 	return "no quota consumed"
+}
+
+// missingSchemaHint is what [AdmissionError] and [MaintenanceError] add to their
+// text when the server said that a table, function or schema they use does
+// not exist: the schema was never applied, or applied into another schema
+// than [Config.Schema] names.
+const missingSchemaHint = "; Runlimit's schema is missing: apply it first (migrations.MigratePool, `runlimit migrate`, or app/wiring's Config.Migrate), or point Config.Schema at the schema that holds it"
+
+// schemaHint returns missingSchemaHint when err is a server error saying that
+// an object does not exist, and "" otherwise.
+func schemaHint(err error) string {
+	var dbErr *DatabaseError
+	if errors.As(err, &dbErr) {
+		switch dbErr.Code {
+		case "42P01", "42883", "3F000": // undefined_table, undefined_function, invalid_schema_name
+			return missingSchemaHint
+		}
+	}
+	return ""
 }
 
 func timeoutText(timeout bool) string {
@@ -159,7 +179,7 @@ func (e *MaintenanceError) Error() string {
 	if e.Op != opCleanup {
 		removed = "nothing changed"
 	}
-	return fmt.Sprintf("runlimit: postgres %s failed (%s%s): %v", e.Op, removed, timeoutText(e.Timeout), e.Err)
+	return fmt.Sprintf("runlimit: postgres %s failed (%s%s): %v%s", e.Op, removed, timeoutText(e.Timeout), e.Err, schemaHint(e.Err))
 }
 
 // Unwrap returns the cause.

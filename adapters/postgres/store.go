@@ -60,6 +60,17 @@ var (
 	_ ports.CheckAdmitter = (*Store)(nil)
 )
 
+// nilPoolError is New's error for a nil pool. It matches [ErrInvalidConfig]
+// and [ErrNilPool] with one "runlimit:" prefix, where wrapping one in the
+// other would print two, and says where a pool comes from.
+type nilPoolError struct{}
+
+func (nilPoolError) Error() string {
+	return "runlimit: invalid config: postgres store needs a pool (open one with pgxpool.New, and apply the schema with migrations.MigratePool)"
+}
+
+func (nilPoolError) Unwrap() []error { return []error{ErrInvalidConfig, ErrNilPool} }
+
 // New returns a store over pool, whose schema must already be migrated (see
 // [github.com/runlimit/runlimit/migrations]). It validates cfg and fills in
 // its defaults; it does not touch the database. A nil pool is an error
@@ -67,7 +78,7 @@ var (
 // constructor shares.
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNilPool)
+		return nil, nilPoolError{}
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

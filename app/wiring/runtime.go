@@ -258,7 +258,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			if err != nil {
 				// The parse error holds the URL as written, password
 				// included: only its sanitized form is kept.
-				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string", Err: pgerror.Sanitize(err)}
+				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string: want postgres://USER:PASS@HOST:5432/DBNAME, or keyword/value pairs such as host=HOST dbname=DBNAME", Err: pgerror.Sanitize(err)}
 			}
 			if misplacedAt(cfg.DatabaseURL.Reveal()) {
 				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" after its host, where a connection error would print what follows: ` +

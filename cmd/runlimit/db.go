@@ -181,11 +181,28 @@ func schemaHint(err error) error {
 	if errors.As(err, &dbErr) {
 		switch dbErr.Code {
 		case "42P01", "42883", "3F000": // undefined_table, undefined_function, invalid_schema_name
-			return fmt.Errorf(`%w; the runlimit schema is missing or out of date: run "runlimit migrate" first, or check --%s`, err, schemaFlagName)
+			hint := fmt.Sprintf(`; the runlimit schema is missing or out of date: run "runlimit migrate" first, or check --%s`, schemaFlagName)
+			// The store's own errors name the library's ways to apply the
+			// schema; a command's user needs the command's.
+			text, _, _ := strings.Cut(err.Error(), storeSchemaHint)
+			return &hintedError{text: text + hint, err: err}
 		}
 	}
 	return err
 }
+
+// storeSchemaHint begins the hint the postgres store adds to an error
+// saying its schema is missing.
+const storeSchemaHint = "; Runlimit's schema is missing: "
+
+// hintedError is err with its text replaced by text.
+type hintedError struct {
+	text string
+	err  error
+}
+
+func (e *hintedError) Error() string { return e.text }
+func (e *hintedError) Unwrap() error { return e.err }
 
 // mask replaces a secret in printed text.
 const mask = "xxxxx"
