@@ -26,6 +26,7 @@ var targets = map[bs.Fault]string{
 	bs.InclusiveEnd:                       "windows/renewal_exactly_at_expiry",
 	bs.SlidesWindow:                       "windows/exact_remaining_and_reset",
 	bs.RenewsAtOldEnd:                     "windows/renewal_after_expiry_anchors_at_the_renewing_check",
+	bs.StampsWithSecondClockRead:          "anchoring/a_batch_anchors_new_windows_at_the_time_it_decided_at",
 	bs.StoresMilliseconds:                 "windows/exact_remaining_and_reset",
 	bs.StoresSeconds:                      "windows/short_windows_are_exact",
 	bs.ClockBackwards:                     "time/later_windows_never_end_earlier",

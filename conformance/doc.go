@@ -192,6 +192,11 @@
 //   - time: the store's clock never moves a window backwards, and on a
 //     clock that keeps running a window's time left falls from one check
 //     to the next by no more than the real time between them;
+//   - anchoring: a batch is decided and stored at one clock sample: held
+//     after its sample while time moves past the end of one of its
+//     windows, a batch that still counted in that window anchors its new
+//     key's window no later (a store that stamps new windows with a second
+//     clock read for the write does not);
 //   - expiry: a counter removed by cleanup is gone for every later read,
 //     also when its last check only read it (a denial); an expired key of
 //     a batch renews in its own slot, which the batch's new key cannot

@@ -169,6 +169,7 @@ func scenarios() []scenario {
 		concurrencyScenario(),
 		timeScenario(),
 		contextScenario(),
+		anchoringScenario(),
 		expiryScenario(),
 		readinessScenario(),
 		lifetimeScenario(),

@@ -15,6 +15,8 @@ func (s *Store) encode(c domain.Counter, before domain.Counter, present bool, no
 	switch s.cfg.Fault {
 	case SlidesWindow:
 		c.Start, c.Expires = now, now.Add(w)
+	case StampsWithSecondClockRead:
+		c = s.restamp(c, before, present, now)
 	case RenewsAtOldEnd:
 		if present && !before.Active(now) {
 			c.Start = before.Expires

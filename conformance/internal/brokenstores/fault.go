@@ -854,6 +854,16 @@ const (
 	// the slots held.
 	StatsEntriesActiveAtLastAdmission
 
+	// Clock reads per command (the fifteenth hunt).
+
+	// StampsWithSecondClockRead judges a batch at its clock sample but
+	// stamps each window it anchors with a second clock read made for the
+	// write, as a port of a key-value design that asks the server for the
+	// time per command does: when time moves between the two, a batch
+	// counts one key in a window that has since ended and anchors another
+	// after that end.
+	StampsWithSecondClockRead
+
 	faultCount
 )
 
@@ -1035,6 +1045,8 @@ var faultNames = [faultCount]string{
 	BatchRenewalClaimsSlotPerCheck: "BatchRenewalClaimsSlotPerCheck",
 
 	StatsEntriesActiveAtLastAdmission: "StatsEntriesActiveAtLastAdmission",
+
+	StampsWithSecondClockRead: "StampsWithSecondClockRead",
 }
 
 // Faults returns every deliberate defect, None excluded.
