@@ -179,6 +179,7 @@ func scenarios() []scenario {
 		fingerprintsScenario(),
 		churnScenario(),
 		resultsScenario(),
+		lifecycleScenario(),
 		extremesScenario(),
 		waitsScenario(),
 	}
