@@ -220,6 +220,7 @@ var targets = map[bs.Fault]string{
 	bs.StatsEntriesActiveAtLastAdmission:  "stats/entries_agree_with_headroom_after_a_check",
 	bs.StatsCachedAfterClose:              "lifecycle/stats_beside_an_error_are_zero",
 	bs.StatsBesideContextError:            "lifecycle/stats_beside_an_error_are_zero",
+	bs.StatsClosedBeforeNilContext:        "lifecycle/stats_beside_an_error_are_zero",
 	bs.StatsContextBeforeClosed:           "lifecycle/stats_beside_an_error_are_zero",
 	bs.StatsCountRefusedAdmission:         "lifecycle/refused_calls_leave_stats_alone",
 	bs.CleanupCutShortReportsNone:         "lifecycle/cleanup_cut_short_counts_what_it_removed",

@@ -81,6 +81,12 @@ func testStatsBesideAnErrorAreZero(t *testing.T, f *fixture) {
 		require.Equal(t, ports.Stats{}, s, "%s: Stats(%s) after Close returned a report beside its error: the store it "+
 			"describes is gone", g, dc.name)
 	}
+	// A nil context is the caller's mistake, whatever the store's state
+	// (ports.Closer).
+	var nilCtx context.Context
+	s, err = f.statsWith(sr, nilCtx, "nil ctx")
+	require.ErrorIs(t, err, ports.ErrNilContext, "%s: Stats(nil ctx) after Close is the caller's mistake (ports.Closer)", g)
+	require.Equal(t, ports.Stats{}, s, "%s: Stats(nil ctx) after Close returned a report beside its error", g)
 }
 
 // testRefusedCallsLeaveStatsAlone makes single checks and a batch of new

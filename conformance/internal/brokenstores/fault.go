@@ -865,6 +865,9 @@ const (
 	// StatsContextBeforeClosed answers a done context before a closed store,
 	// so Stats after Close with a done context does not say closed.
 	StatsContextBeforeClosed
+	// StatsClosedBeforeNilContext answers a closed store before a nil
+	// context, so Stats(nil) after Close hides the caller's mistake.
+	StatsClosedBeforeNilContext
 	// StatsCountRefusedAdmission reserves a new key's slot before it looks at
 	// the context and never gives it back when the admission is refused:
 	// Stats counts counters that were never stored.
@@ -1069,6 +1072,7 @@ var faultNames = [faultCount]string{
 	StatsEntriesActiveAtLastAdmission: "StatsEntriesActiveAtLastAdmission",
 	StatsCachedAfterClose:             "StatsCachedAfterClose",
 	StatsBesideContextError:           "StatsBesideContextError",
+	StatsClosedBeforeNilContext:       "StatsClosedBeforeNilContext",
 	StatsContextBeforeClosed:          "StatsContextBeforeClosed",
 	StatsCountRefusedAdmission:        "StatsCountRefusedAdmission",
 	CleanupCutShortReportsNone:        "CleanupCutShortReportsNone",

@@ -59,6 +59,10 @@ func (s *Store) statsBefore(ctx context.Context) (ports.Stats, error, bool) {
 	case s.cfg.Fault == StatsContextBeforeClosed && ctx != nil && ctx.Err() != nil:
 		// The defect: the context is looked at before the store's state.
 		return ports.Stats{}, &Error{Op: "stats", Err: ctx.Err()}, true
+	case s.cfg.Fault == StatsClosedBeforeNilContext && s.closed.Load():
+		// The defect: the store's state is looked at before the caller's
+		// mistake.
+		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}, true
 	case s.cfg.Fault == StatsCachedAfterClose && s.closed.Load():
 		// The defect: Close keeps the last report, and Stats serves it
 		// beside the closed error.

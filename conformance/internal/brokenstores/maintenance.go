@@ -437,6 +437,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	if st, err, ok := s.statsBefore(ctx); ok {
 		return st, err
 	}
+	if ctx == nil {
+		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrNilContext}
+	}
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose && s.cfg.Fault != StatsBesideClosedError {
 		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
