@@ -219,6 +219,16 @@ var targets = map[bs.Fault]string{
 	bs.CapacityRetryActiveOnly:            "retry/capacity_retry_counts_an_ended_counter",
 	bs.BatchRenewalClaimsSlotPerCheck:     "capacity/batch_renewal_leaves_the_free_slot_to_its_new_key",
 	bs.StatsEntriesActiveAtLastAdmission:  "stats/entries_agree_with_headroom_after_a_check",
+	bs.StatsCachedAfterClose:              "lifecycle/stats_beside_an_error_are_zero",
+	bs.StatsBesideContextError:            "lifecycle/stats_beside_an_error_are_zero",
+	bs.StatsClosedBeforeNilContext:        "lifecycle/stats_beside_an_error_are_zero",
+	bs.StatsContextBeforeClosed:           "lifecycle/stats_beside_an_error_are_zero",
+	bs.StatsCountRefusedAdmission:         "lifecycle/refused_calls_leave_stats_alone",
+	bs.CleanupCutShortReportsNone:         "lifecycle/cleanup_cut_short_counts_what_it_removed",
+	bs.ReadyNilContextNil:                 "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
+	bs.ReadyIgnoresDoneContext:            "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
+	bs.ReadyStickyAfterCancel:             "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
+	bs.ReadyContextBeforeClosed:           "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -252,6 +252,17 @@
 //     and a batch that is not ready by Batch.Ready's error before a done
 //     one; and an open store never answers a nil or done context, before
 //     or during an admission, with an error matching [ports.ErrClosed];
+//   - lifecycle: around failed calls a store reports what is true: Stats
+//     returns the zero Stats beside every error, after a report was read
+//     and Close (with a live or a done context, answered as closed, or
+//     a nil one, answered as the caller's mistake) as
+//     well as for a done context; checks, batches and cleanups refused
+//     for a done context leave Stats' entries and headroom as they were;
+//     a cleanup whose context is cancelled while it runs returns the
+//     count it removed, beside its error or not; and Ready answers a nil
+//     context as the caller's mistake, a done one with its error, a done
+//     one after Close as closed, and is ready again after calls refused
+//     for a caller's done context;
 //   - extremes: a clock that steps back by a microsecond, within the
 //     latest millisecond, is clamped as a larger step is; windows of the
 //     largest length, anchored on consecutive microseconds, stay active to

@@ -180,6 +180,7 @@ func scenarios() []scenario {
 		fingerprintsScenario(),
 		churnScenario(),
 		resultsScenario(),
+		lifecycleScenario(),
 		extremesScenario(),
 		waitsScenario(),
 	}

@@ -4,7 +4,7 @@ package brokenstores
 // that the conformance suite checks, the way a real adapter might: an
 // off-by-one at a window's end, a count kept in a float64, a lock released
 // too early, a cache that outlives a write.
-type Fault uint8
+type Fault uint16
 
 // Faults, grouped by the class of bug. None is the correct store every
 // other fault starts from.
@@ -864,6 +864,41 @@ const (
 	// after that end.
 	StampsWithSecondClockRead
 
+	// Calls around failures and Close (lifecycle).
+
+	// StatsCachedAfterClose keeps the last report Stats returned and serves it
+	// beside the closed error after Close.
+	StatsCachedAfterClose
+	// StatsBesideContextError looks at a done context only once its report is
+	// built, and returns the report beside the context's error.
+	StatsBesideContextError
+	// StatsContextBeforeClosed answers a done context before a closed store,
+	// so Stats after Close with a done context does not say closed.
+	StatsContextBeforeClosed
+	// StatsClosedBeforeNilContext answers a closed store before a nil
+	// context, so Stats(nil) after Close hides the caller's mistake.
+	StatsClosedBeforeNilContext
+	// StatsCountRefusedAdmission reserves a new key's slot before it looks at
+	// the context and never gives it back when the admission is refused:
+	// Stats counts counters that were never stored.
+	StatsCountRefusedAdmission
+	// CleanupCutShortReportsNone removes one counter a round and answers a
+	// context that ends between rounds with (0, ctx.Err()), hiding what it
+	// removed.
+	CleanupCutShortReportsNone
+	// ReadyNilContextNil answers Ready(nil) with nil, taking a nil context for
+	// one without a deadline.
+	ReadyNilContextNil
+	// ReadyIgnoresDoneContext answers Ready with nil on an open store whatever
+	// the context.
+	ReadyIgnoresDoneContext
+	// ReadyStickyAfterCancel marks itself unhealthy when a call is refused for
+	// a done context, and Ready fails from then on.
+	ReadyStickyAfterCancel
+	// ReadyContextBeforeClosed answers a done context before a closed store,
+	// so Ready after Close with a done context does not say closed.
+	ReadyContextBeforeClosed
+
 	faultCount
 )
 
@@ -1047,6 +1082,17 @@ var faultNames = [faultCount]string{
 	StatsEntriesActiveAtLastAdmission: "StatsEntriesActiveAtLastAdmission",
 
 	StampsWithSecondClockRead: "StampsWithSecondClockRead",
+
+	StatsCachedAfterClose:       "StatsCachedAfterClose",
+	StatsBesideContextError:     "StatsBesideContextError",
+	StatsClosedBeforeNilContext: "StatsClosedBeforeNilContext",
+	StatsContextBeforeClosed:    "StatsContextBeforeClosed",
+	StatsCountRefusedAdmission:  "StatsCountRefusedAdmission",
+	CleanupCutShortReportsNone:  "CleanupCutShortReportsNone",
+	ReadyNilContextNil:          "ReadyNilContextNil",
+	ReadyIgnoresDoneContext:     "ReadyIgnoresDoneContext",
+	ReadyStickyAfterCancel:      "ReadyStickyAfterCancel",
+	ReadyContextBeforeClosed:    "ReadyContextBeforeClosed",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -104,6 +104,9 @@ func (s *Store) usable(ctx context.Context, k domain.CounterKey) error {
 	if err := s.doneContextError(ctx, k); err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		s.refusedForContext(k)
+	}
 	switch err := ctx.Err(); {
 	case err == nil, s.cfg.Fault == IgnoresDoneContext:
 	case s.cfg.Fault == DoneContextRawError:
@@ -221,8 +224,12 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	}
 	if s.cfg.Fault != CleanupIgnoresContext {
 		if err := ctx.Err(); err != nil {
+			s.refusedForContext(domain.CounterKey{})
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
+	}
+	if s.cfg.Fault == CleanupCutShortReportsNone {
+		return s.cleanupInRounds(ctx, max)
 	}
 	if s.cfg.Fault == CleanupLocksPartitionsDescending {
 		// The defect: admissions take partition locks upwards.
@@ -427,6 +434,12 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 			return ports.Stats{}, &Error{Op: "stats", Err: err}
 		}
 	}
+	if st, err, ok := s.statsBefore(ctx); ok {
+		return st, err
+	}
+	if ctx == nil {
+		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrNilContext}
+	}
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose && s.cfg.Fault != StatsBesideClosedError {
 		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
@@ -470,5 +483,5 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 		// The defect: the report travels with the error.
 		return st, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
-	return s.report(st), nil
+	return s.statsAfter(ctx, s.report(st))
 }

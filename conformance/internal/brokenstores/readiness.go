@@ -15,6 +15,9 @@ var probe = domain.NewCheck(domain.MustPolicy("brokenstores.ready", "probe", dom
 // Ready reports whether an admission could run now: nil unless ctx is nil
 // or done, or the store is closed ([ports.ReadinessChecker]).
 func (s *Store) Ready(ctx context.Context) error {
+	if err, ok := s.readyBefore(ctx); ok {
+		return err
+	}
 	if err := s.nilContext("ready", ctx); err != nil {
 		return err
 	}

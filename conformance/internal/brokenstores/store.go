@@ -78,6 +78,7 @@ type Store struct {
 	reused
 	index
 	results
+	lifecycle
 }
 
 var (
