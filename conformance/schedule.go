@@ -254,9 +254,9 @@ func (s *schedule) hold(m *member) {
 // maxLookEvery: a member running inside the store (a store that spins, or
 // one still on its way to a lock) is only slower to be seen parked, and a
 // hold, which returns after maxHold whatever it sees, is never shortened.
-// A read that found them parked is followed by the next one pollEvery
-// later, so that being quiet for settle, or parked for blockedFor, is seen
-// as finely as before.
+// A read that found them parked lets the next one come pollEvery later,
+// so that staying parked for blockedFor is watched as finely as ever (a
+// hold looks again once the others have been quiet for settle: see hold).
 type looks struct {
 	gap  time.Duration
 	next time.Time
