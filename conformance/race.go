@@ -175,7 +175,8 @@ func (f *fixture) waitWave(s *schedule, members []*member) {
 // the race less pointed.
 func (f *fixture) waitSettled(s *schedule, members []*member) {
 	start := time.Now()
-	for !s.settled(members...) {
+	var lk looks
+	for !s.settled(&lk, members...) {
 		waited := time.Since(start)
 		if waited >= maxStartWait || waited >= maxHold && !anyNotEntered(members) {
 			return
@@ -481,6 +482,7 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 func (f *fixture) waitBlockedOrDone(s *schedule, m *member) {
 	start := time.Now()
 	var since time.Time
+	var lk looks
 	for !m.done.Load() {
 		// A member that has not yet called the store is only slow to
 		// start.
@@ -488,7 +490,7 @@ func (f *fixture) waitBlockedOrDone(s *schedule, m *member) {
 			return
 		}
 		switch {
-		case !s.parkedInStore(m):
+		case !s.parkedInStore(&lk, m):
 			since = time.Time{}
 		case since.IsZero():
 			since = time.Now()

@@ -40,7 +40,6 @@ import (
 type schedule struct {
 	mu      sync.Mutex
 	members map[int64]*member
-	buf     []byte
 	// sawClock: a member read a ManualClock, so the store runs in this
 	// process and its members park only on each other.
 	sawClock atomic.Bool
@@ -63,9 +62,12 @@ const (
 	// it.
 	maxStartWait = 10 * time.Second
 	// pollEvery is how often a held clock read looks at the other members.
-	// Each look stops the world to read every goroutine's state, so it is
+	// A look that reads every goroutine's state stops the world, so it is
 	// not much more often than settle needs.
 	pollEvery = time.Millisecond
+	// maxLookEvery bounds the back-off of the reads of goroutine states
+	// after reads that found a member running inside the store (see looks).
+	maxLookEvery = 8 * time.Millisecond
 )
 
 // member is one goroutine taking part in a schedule.
@@ -110,7 +112,7 @@ var racing struct {
 
 func newSchedule() *schedule {
 	racing.active.Add(1)
-	return &schedule{members: make(map[int64]*member), buf: make([]byte, 64<<10)}
+	return &schedule{members: make(map[int64]*member)}
 }
 
 // end unregisters the schedule's members; their clock reads pass straight
@@ -219,29 +221,71 @@ func (s *schedule) inClock(id int64, read func() time.Duration) time.Duration {
 func (s *schedule) hold(m *member) {
 	start := time.Now()
 	var quietSince time.Time
+	var lk looks
 	for {
-		quiet, starting := s.othersQuiet(m)
+		quiet, starting := s.othersQuiet(m, &lk)
 		if waited := time.Since(start); waited >= maxStartWait || !starting && waited >= maxHold {
 			return
 		}
+		wait := pollEvery
 		if quiet {
 			if quietSince.IsZero() {
 				quietSince = time.Now()
 			} else if time.Since(quietSince) >= settle {
 				return
 			}
+			// The others are quiet: look again once they have been for
+			// settle. Nothing but a goroutine outside the race can wake a
+			// member parked while every other one is quiet, so a look in
+			// between would only cost another stop of the world.
+			wait = max(wait, settle-time.Since(quietSince))
 		} else {
 			quietSince = time.Time{}
 		}
-		time.Sleep(pollEvery)
+		time.Sleep(wait)
 	}
+}
+
+// looks paces the reads of goroutine states of one waiting loop. The
+// loop polls the members' flags every pollEvery, and reads the states
+// (which stops the world) only when the flags cannot answer: when every
+// member it waits for is inside the store. After a read that found one of
+// them running, the next read waits twice as long as the last, up to
+// maxLookEvery: a member running inside the store (a store that spins, or
+// one still on its way to a lock) is only slower to be seen parked, and a
+// hold, which returns after maxHold whatever it sees, is never shortened.
+// A read that found them parked lets the next one come pollEvery later,
+// so that staying parked for blockedFor is watched as finely as ever (a
+// hold looks again once the others have been quiet for settle: see hold).
+type looks struct {
+	gap  time.Duration
+	next time.Time
+}
+
+// due reports whether the loop may read the goroutine states now.
+func (l *looks) due() bool { return l == nil || l.next.IsZero() || !time.Now().Before(l.next) }
+
+// saw records the outcome of a read: whether a member was running.
+func (l *looks) saw(running bool) {
+	if l == nil {
+		return
+	}
+	if !running {
+		l.gap, l.next = 0, time.Time{}
+		return
+	}
+	l.gap = min(max(2*l.gap, 2*pollEvery), maxLookEvery)
+	l.next = time.Now().Add(l.gap)
 }
 
 // othersQuiet reports whether every member but self is finished, inside
 // the clock, or parked inside the store, and whether some member has not
 // started: a member of a later wave has not joined yet, or a member has
-// not yet entered the store.
-func (s *schedule) othersQuiet(self *member) (quiet, starting bool) {
+// not yet entered the store. It reads the goroutine states only when the
+// flags say every other member that is not finished nor inside the clock
+// is inside the store, and lk says a read is due; otherwise it reports
+// them not quiet.
+func (s *schedule) othersQuiet(self *member, lk *looks) (quiet, starting bool) {
 	if s.pending.Load() > 0 {
 		return false, true
 	}
@@ -252,7 +296,7 @@ func (s *schedule) othersQuiet(self *member) (quiet, starting bool) {
 			return false, true
 		}
 	}
-	var states map[int64]string
+	var inStore []int64
 	for id, m := range s.members {
 		if m == self || m.done.Load() || m.inClock.Load() {
 			continue
@@ -260,13 +304,22 @@ func (s *schedule) othersQuiet(self *member) (quiet, starting bool) {
 		if !m.inStore.Load() {
 			return false, false
 		}
-		if states == nil {
-			states = s.states()
-		}
+		inStore = append(inStore, id)
+	}
+	if len(inStore) == 0 {
+		return true, false
+	}
+	if !lk.due() {
+		return false, false
+	}
+	states := s.states()
+	for _, id := range inStore {
 		if !parked(states[id]) {
+			lk.saw(true)
 			return false, false
 		}
 	}
+	lk.saw(false)
 	return true, false
 }
 
@@ -276,46 +329,97 @@ func (s *schedule) othersQuiet(self *member) (quiet, starting bool) {
 func (s *schedule) stuck() (names []string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	states := s.states()
+	var ids []int64
 	for id, m := range s.members {
 		if m.done.Load() {
 			continue
 		}
-		if m.inClock.Load() || !m.inStore.Load() || !parked(states[id]) {
+		if m.inClock.Load() || !m.inStore.Load() {
 			return nil, false
 		}
-		names = append(names, m.name)
+		ids = append(ids, id)
 	}
-	return names, len(names) > 0
+	if len(ids) == 0 {
+		return nil, false
+	}
+	states := s.states()
+	for _, id := range ids {
+		if !parked(states[id]) {
+			return nil, false
+		}
+		names = append(names, s.members[id].name)
+	}
+	return names, true
 }
 
 // settled reports whether each of the named members is inside the clock,
-// parked inside the store, or finished.
-func (s *schedule) settled(ms ...*member) bool {
+// parked inside the store, or finished. Like othersQuiet, it reads the
+// goroutine states only when the flags cannot answer and lk says a read
+// is due, and reports false otherwise.
+func (s *schedule) settled(lk *looks, ms ...*member) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	states := s.states()
+	var inStore []*member
 	for _, m := range ms {
 		if m.done.Load() || m.inClock.Load() {
 			continue
 		}
-		if !m.inStore.Load() || !parked(states[m.id.Load()]) {
+		if !m.inStore.Load() {
+			return false
+		}
+		inStore = append(inStore, m)
+	}
+	if len(inStore) == 0 {
+		return true
+	}
+	if !lk.due() {
+		return false
+	}
+	states := s.states()
+	for _, m := range inStore {
+		if !parked(states[m.id.Load()]) {
+			lk.saw(true)
 			return false
 		}
 	}
+	lk.saw(false)
 	return true
 }
 
+// dump is the last reading of every goroutine's state, shared by every
+// schedule: at is when it began, and a reading asked for before then is
+// served by it, since it shows the states at a time after the ask. buf is
+// runtime.Stack's buffer, kept at the largest size a dump has needed: a
+// dump grows with the tests in flight, and one that does not fit is taken
+// again.
+var dump struct {
+	mu     sync.Mutex
+	at     time.Time
+	states map[int64]string
+	buf    []byte
+}
+
 // states returns the scheduling state of every goroutine, by id, as
-// runtime.Stack prints it ("running", "sync.Mutex.Lock", "select", ...).
-// The caller holds s.mu, which guards s.buf.
+// runtime.Stack prints it ("running", "sync.Mutex.Lock", "select", ...),
+// read at some time after the call. The caller must not modify the map.
 func (s *schedule) states() map[int64]string {
+	asked := time.Now()
+	dump.mu.Lock()
+	defer dump.mu.Unlock()
+	if dump.states != nil && !dump.at.Before(asked) {
+		return dump.states
+	}
+	if dump.buf == nil {
+		dump.buf = make([]byte, 256<<10)
+	}
+	dump.at = time.Now()
 	for {
-		n := runtime.Stack(s.buf, true)
-		if n < len(s.buf) {
-			return parseStates(s.buf[:n])
+		n := runtime.Stack(dump.buf, true)
+		if n < len(dump.buf) {
+			dump.states = parseStates(dump.buf[:n])
+			return dump.states
 		}
-		s.buf = make([]byte, 2*len(s.buf))
+		dump.buf = make([]byte, 2*len(dump.buf))
 	}
 }
 
@@ -367,9 +471,16 @@ func goid() int64 {
 }
 
 // parkedInStore reports whether m waits inside the store, outside the
-// clock: blocked on a lock another admission holds.
-func (s *schedule) parkedInStore(m *member) bool {
+// clock: blocked on a lock another admission holds. It reads the goroutine
+// states only when m is inside the store, outside the clock, and lk says
+// a read is due, and reports false otherwise.
+func (s *schedule) parkedInStore(lk *looks, m *member) bool {
+	if !m.inStore.Load() || m.inClock.Load() || !lk.due() {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return m.inStore.Load() && !m.inClock.Load() && parked(s.states()[m.id.Load()])
+	p := m.inStore.Load() && !m.inClock.Load() && parked(s.states()[m.id.Load()])
+	lk.saw(!p)
+	return p
 }

@@ -34,17 +34,17 @@ func TestScheduleSeesParkedAndRunningMembers(t *testing.T) {
 	}()
 	m := <-joined
 	deadline := time.Now().Add(10 * time.Second)
-	for !s.settled(m) && time.Now().Before(deadline) {
+	for !s.settled(nil, m) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	require.True(t, s.settled(m), "a member blocked on a mutex inside the store is settled")
+	require.True(t, s.settled(nil, m), "a member blocked on a mutex inside the store is settled")
 	names, stuck := s.stuck()
 	require.True(t, stuck, "a lone member parked in the store, outside the clock, is stuck")
 	require.Equal(t, []string{"waiter"}, names)
 	mu.Unlock()
 	<-done
 	require.True(t, waited)
-	require.True(t, s.settled(m), "a finished member is settled")
+	require.True(t, s.settled(nil, m), "a finished member is settled")
 	_, stuck = s.stuck()
 	require.False(t, stuck, "no member is left waiting")
 }
