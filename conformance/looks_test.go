@@ -59,6 +59,13 @@ func TestFlagsAnswerWithoutReadingStates(t *testing.T) {
 
 	m.done.Store(false)
 	m.inStore.Store(true)
+	// The member handed itself over before it reached its receive: on a
+	// loaded machine it may still be running, or waiting for a processor,
+	// when the states are first read. It parks there before long, and stays.
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.settled(nil, m) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	require.True(t, s.settled(nil, m), "a member parked inside the store (on a channel, here) is settled")
 	require.NotEqual(t, before, read(), "whether a member inside the store is parked needs the goroutine states read")
 	close(release)
@@ -68,19 +75,27 @@ func TestFlagsAnswerWithoutReadingStates(t *testing.T) {
 // TestLooksBackOffAfterARunningMember: after a read that found a member
 // running inside the store, the next read waits twice as long as the last
 // one did, up to maxLookEvery; a read that found the members parked lets
-// the next one come at once.
+// the next one come at once. It reads the pacing at given instants: a test
+// that read the clock between a read and its check failed whenever the
+// machine stalled it for a gap.
 func TestLooksBackOffAfterARunningMember(t *testing.T) {
 	t.Parallel()
 	var lk looks
-	require.True(t, lk.due(), "the first read is due at once")
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.True(t, lk.dueAt(at), "the first read is due at once")
 	for _, gap := range []time.Duration{2 * pollEvery, 4 * pollEvery, maxLookEvery, maxLookEvery} {
-		lk.saw(true)
+		lk.sawAt(at, true)
 		require.Equal(t, gap, lk.gap)
-		require.False(t, lk.due(), "a read right after one that found a member running")
-		require.WithinDuration(t, time.Now().Add(gap), lk.next, gap)
+		require.Equal(t, at.Add(gap), lk.next)
+		require.False(t, lk.dueAt(at), "a read right after one that found a member running")
+		require.False(t, lk.dueAt(at.Add(gap-time.Nanosecond)), "a read before the gap has passed")
+		require.True(t, lk.dueAt(at.Add(gap)), "a read once the gap has passed")
+		at = at.Add(gap)
 	}
-	lk.saw(false)
-	require.True(t, lk.due(), "a read right after one that found the members parked")
+	lk.sawAt(at, false)
+	require.True(t, lk.dueAt(at), "a read right after one that found the members parked")
 	var none *looks
+	require.True(t, none.dueAt(at), "without pacing every read is due")
 	require.True(t, none.due(), "without pacing every read is due")
+	none.saw(true) // a nil looks records nothing, and does not panic
 }

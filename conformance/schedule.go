@@ -263,10 +263,17 @@ type looks struct {
 }
 
 // due reports whether the loop may read the goroutine states now.
-func (l *looks) due() bool { return l == nil || l.next.IsZero() || !time.Now().Before(l.next) }
+func (l *looks) due() bool { return l.dueAt(time.Now()) }
 
-// saw records the outcome of a read: whether a member was running.
-func (l *looks) saw(running bool) {
+// dueAt reports whether the loop may read the goroutine states at now.
+func (l *looks) dueAt(now time.Time) bool { return l == nil || l.next.IsZero() || !now.Before(l.next) }
+
+// saw records the outcome of a read just made: whether a member was
+// running.
+func (l *looks) saw(running bool) { l.sawAt(time.Now(), running) }
+
+// sawAt records the outcome of a read made at now.
+func (l *looks) sawAt(now time.Time, running bool) {
 	if l == nil {
 		return
 	}
@@ -275,7 +282,7 @@ func (l *looks) saw(running bool) {
 		return
 	}
 	l.gap = min(max(2*l.gap, 2*pollEvery), maxLookEvery)
-	l.next = time.Now().Add(l.gap)
+	l.next = now.Add(l.gap)
 }
 
 // othersQuiet reports whether every member but self is finished, inside
