@@ -65,9 +65,18 @@ func testTimeLeftNeverGrows(t *testing.T, f *fixture) {
 	}
 }
 
-// runningChecks is how many checks testRunningClockPrecision makes of one
-// key, one after another.
-const runningChecks = 64
+// testRunningClockPrecision makes at least runningChecks checks of one key,
+// one after another, and goes on until they have spanned runningFor of
+// real time, up to maxRunningChecks. A clock cut to milliseconds is seen
+// only between two checks that straddle a millisecond's end; checks of a
+// fast local store take microseconds each, so 64 of them can all fall
+// inside one millisecond, and a span of ten milliseconds makes sure
+// that several ends fall between them.
+const (
+	runningChecks    = 64
+	runningFor       = 10 * time.Millisecond
+	maxRunningChecks = 1 << 12
+)
 
 // testRunningClockPrecision checks, on a clock that keeps running (a
 // server's), that a window's time left falls from one check to the next
@@ -84,15 +93,16 @@ func testRunningClockPrecision(t *testing.T, f *fixture) {
 	if f.inst.ExactTime {
 		t.Skip("time: the store's clock moves only through Advance, and the windows cases check its microseconds exactly")
 	}
-	p, k := f.policy(runningChecks, window), f.key()
+	p, k := f.policy(maxRunningChecks, window), f.key()
 	c := f.check(p, k)
 	var (
 		prev      time.Duration
 		prevStart time.Time
 	)
-	for i := range runningChecks {
+	first := time.Now()
+	for i := 0; i < maxRunningChecks && (i < runningChecks || time.Since(first) < runningFor); i++ {
 		began := time.Now()
-		a := f.allow(c, int64(runningChecks-1-i), g)
+		a := f.allow(c, int64(maxRunningChecks-1-i), g)
 		if i > 0 {
 			// The store's clock and this process's may be different clocks
 			// (a server's wall clock, Go's monotonic one): a microsecond of
