@@ -229,6 +229,8 @@ var targets = map[bs.Fault]string{
 	bs.ReadyIgnoresDoneContext:            "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
 	bs.ReadyStickyAfterCancel:             "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
 	bs.ReadyContextBeforeClosed:           "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
+	bs.SweepSparesWindowEndingNow:         "sweep/a_window_ending_now_frees_its_slot_like_one_ended_before",
+	bs.SweepsFirstCheckOnly:               "sweep/every_check_of_a_batch_frees_ended_slots_of_its_own_partition",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -276,6 +276,12 @@
 //     its bound; and a cleanup that collected a counter from a lower
 //     partition and waited for a higher one's lock neither removes that
 //     counter, renewed meanwhile, nor frees its slot;
+//   - sweep: a store that frees the slots of ended counters during
+//     admission frees them for every check of a batch, on that check's
+//     own partition, and takes a window ending exactly now as ended, so
+//     a batch of new keys on partitions of ended counters is admitted, or
+//     refused at its first check by a store that frees no slot on the
+//     way, never refused part-way;
 //   - errors: in every case, no error the store returns shows a subject
 //     key the case made, whole or any 6 bytes of it in a row, in its
 //     message or in the exported fields of any error in its chain (as raw

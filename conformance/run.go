@@ -183,6 +183,7 @@ func scenarios() []scenario {
 		lifecycleScenario(),
 		extremesScenario(),
 		waitsScenario(),
+		sweepScenario(),
 	}
 }
 

@@ -419,7 +419,7 @@ func (a *admission) read(at domain.Instant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cleansPerCheck() {
-		for _, k := range a.keys {
+		for _, k := range s.sweptKeys(a.keys) {
 			s.removeExpired(s.PartitionOf(k), at, s.cleanupPerCheck(), a.keys)
 		}
 	}

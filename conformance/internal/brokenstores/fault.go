@@ -899,6 +899,18 @@ const (
 	// so Ready after Close with a done context does not say closed.
 	ReadyContextBeforeClosed
 
+	// Per-check cleanup (sweep.go).
+	// SweepSparesWindowEndingNow removes expired counters on each check,
+	// earliest expiry first, but takes a counter as expired only once its
+	// end has passed (expires < now), so a window ending exactly now keeps
+	// its slot through the admission.
+	SweepSparesWindowEndingNow
+	// SweepsFirstCheckOnly removes expired counters for a batch's first
+	// check only, on that check's partition, as a store that cleans once
+	// per admission would: a later check's partition keeps its ended
+	// counters' slots.
+	SweepsFirstCheckOnly
+
 	faultCount
 )
 
@@ -1093,6 +1105,9 @@ var faultNames = [faultCount]string{
 	ReadyIgnoresDoneContext:     "ReadyIgnoresDoneContext",
 	ReadyStickyAfterCancel:      "ReadyStickyAfterCancel",
 	ReadyContextBeforeClosed:    "ReadyContextBeforeClosed",
+
+	SweepSparesWindowEndingNow: "SweepSparesWindowEndingNow",
+	SweepsFirstCheckOnly:       "SweepsFirstCheckOnly",
 }
 
 // Faults returns every deliberate defect, None excluded.

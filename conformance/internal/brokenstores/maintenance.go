@@ -69,7 +69,8 @@ func (e *KeyStringError) MayHaveConsumedQuota() bool { return false }
 // its partition before it reads.
 func (s *Store) cleansPerCheck() bool {
 	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots ||
-		s.cfg.Fault == BatchRenewalClaimsSlotPerCheck || s.cfg.Fault == StatsEntriesActiveAtLastAdmission
+		s.cfg.Fault == BatchRenewalClaimsSlotPerCheck || s.cfg.Fault == StatsEntriesActiveAtLastAdmission ||
+		s.sweepFault()
 }
 
 // errNilContextUntyped is the nil-context error under NilContextUntyped:
@@ -291,6 +292,8 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 			expired = s.firstExpiry[k] <= now
 		case CleanupKeepsCounterAtEnd:
 			expired = c.Expires < now
+		case SweepSparesWindowEndingNow:
+			expired = sweepExpired(c, now, skip != nil)
 		case CleanupSweepsCurrentMillisecond:
 			// The defect: the expiry index has a bucket per whole
 			// millisecond, and the current bucket is swept with the past.
