@@ -425,7 +425,7 @@
 //
 // # Proof that it can fail
 //
-// The package's own tests run the suite against over a hundred deliberately
+// The package's own tests run the suite against over two hundred deliberately
 // broken stores, each a plausible real-world bug: window ends off by a
 // millisecond or a microsecond, sliding or mis-anchored renewals, times
 // and counts kept in milliseconds, seconds, Unix nanoseconds, float64,
