@@ -82,6 +82,13 @@ var keyPrinters = []keyPrinter{
 		return fmt.Sprintf("%#x", binary.LittleEndian.Uint64(keyPart(b, keyIntWindow, r)))
 	}},
 	{"one big decimal", func(b [32]byte, r *mrand.Rand) string { return new(big.Int).SetBytes(b[:]).String() }},
+	{"six bytes as one decimal", func(b [32]byte, r *mrand.Rand) string {
+		w := keyPart(b, keyLeakWindow, r)
+		for w[0] == 0 { // a leading zero byte leaves five bytes, which show nothing
+			w = keyPart(b, keyLeakWindow, r)
+		}
+		return new(big.Int).SetBytes(w).String()
+	}},
 	{"one big decimal, reversed", func(b [32]byte, r *mrand.Rand) string {
 		rev := slices.Clone(keyPart(b, 10, r))
 		slices.Reverse(rev)
