@@ -463,21 +463,10 @@ func (f *fixture) guard(op func() error) error {
 	f.errMu.Lock()
 	f.errs = append(f.errs, err)
 	f.errMu.Unlock()
-	if leak := keyLeak(err, f.caseKeys()); leak != "" {
+	if leak := f.log.keyLeak(err); leak != "" {
 		return &withheldError{err: err, leak: leak}
 	}
 	return err
-}
-
-// caseKeys returns the keys the case made, by name.
-func (f *fixture) caseKeys() map[domain.SubjectKey]string {
-	f.log.mu.Lock()
-	defer f.log.mu.Unlock()
-	keys := make(map[domain.SubjectKey]string, len(f.log.keys))
-	for k, name := range f.log.keys {
-		keys[k] = name
-	}
-	return keys
 }
 
 // requireNoKeyInErrors fails the case when an error its store returned
@@ -490,9 +479,8 @@ func (f *fixture) requireNoKeyInErrors() {
 	if len(errs) == 0 {
 		return
 	}
-	keys := f.caseKeys()
 	for _, err := range errs {
-		if leak := keyLeak(err, keys); leak != "" {
+		if leak := f.log.keyLeak(err); leak != "" {
 			f.t.Errorf("errors: no error a store returns may show a subject key, in its text or its exported fields "+
 				"(json.Marshal and spew print them): an error of this case's store (%T): %s", err, leak)
 			return

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,19 @@ import (
 // in an exported field. The suite keeps each error a case's store returns
 // (fixture.guard) and, when the case ends, looks for the bytes of every key
 // the case made in the ways a careless store prints them.
+//
+// A key is shown as raw bytes (bare, in a Go-quoted string as %q and %#v
+// print a string of them, or in PostgreSQL's bytea escape format), hex
+// (contiguous or split by spaces, colons or dashes, as "% x" and
+// fingerprint notation print it), base64, base32, a byte array printed by
+// fmt or encoding/json, 8 of its bytes read as a 64-bit integer (a lock id
+// taken from the key itself), or as the numbers leaknumbers.go describes.
+//
+// Every one of these forms is a string made from the key alone, so a
+// case's keyIndex makes each key's forms once, the first time an error is
+// scanned after the key was made, and files them by their first bytes:
+// each way of printing an error is then read once, position by position,
+// for the forms of all the case's keys together.
 
 // keyLeakWindow is how many consecutive key bytes count as showing a key:
 // enough that random bytes never match by chance (one chance in 2^48 for
@@ -30,6 +44,24 @@ const keyLeakWindow = 6
 // keyIntWindow is how many key bytes a 64-bit integer holds: a lock id
 // read from the key itself.
 const keyIntWindow = 8
+
+// keyIntDigits is the fewest decimal digits of a 64-bit integer that counts
+// as showing a key: a short number (a window of mostly zero bytes) could
+// be anything; a long one is the key.
+const keyIntDigits = 15
+
+// How a text shows a key.
+const (
+	shownAsBytes       = "its bytes"
+	shownQuoted        = "its bytes in a quoted string"
+	shownAsBytea       = "its bytes in PostgreSQL's bytea escape format"
+	shownInHex         = "its bytes in hex"
+	shownAsByteNumbers = "its bytes as numbers (a byte array printed by fmt or encoding/json)"
+	shownAsInt64       = "8 of its bytes as a 64-bit integer"
+	shownReversedHex   = "its bytes in reverse order in hex (a little-endian integer printed in hex)"
+	shownInBase64      = "its bytes in base64"
+	shownInBase32      = "its bytes in base32"
+)
 
 // rendering is one way an error is printed: how, and the text.
 type rendering struct{ how, text string }
@@ -63,44 +95,106 @@ func errorRenderings(err error) []rendering {
 	return out
 }
 
-// keyShown reports how text shows part of key k, or "" when it does not:
-// as raw bytes (bare or in a Go-quoted string, as %q and %#v print a
-// string of them), hex (contiguous or split by spaces, colons or dashes, as
-// "% x" and fingerprint notation print it), base64, base32, a byte array
-// printed by fmt or encoding/json, or 8 of its bytes read as a 64-bit
-// integer (a lock id taken from the key itself).
-func keyShown(text string, k domain.SubjectKey) string {
-	b := k.Bytes()
-	lower := strings.ToLower(text)
-	bareHex := hexSeparators.Replace(lower)
-	unquoted := unquotedStrings(text)
-	bytea := byteaUnescaped(text)
-	for i := 0; i+keyLeakWindow <= len(b); i++ {
-		w := b[i : i+keyLeakWindow]
-		if strings.Contains(text, string(w)) {
-			return "its bytes"
-		}
-		for _, u := range unquoted {
-			if strings.Contains(u, string(w)) {
-				return "its bytes in a quoted string"
+// keyForm is one string that shows a key: the key's place in its index,
+// the text, and how it shows the key.
+type keyForm struct {
+	key  int
+	text string
+	how  string
+}
+
+// formSet files key forms by their first width bytes, each form at least
+// width bytes long, so that find reads a text once for all of them.
+type formSet struct {
+	width int
+	forms map[string][]keyForm
+}
+
+func newFormSet(width int) formSet {
+	return formSet{width: width, forms: make(map[string][]keyForm)}
+}
+
+func (s formSet) add(f keyForm) {
+	p := f.text[:s.width]
+	s.forms[p] = append(s.forms[p], f)
+}
+
+// find returns the first form of s that text holds, by where it starts.
+func (s formSet) find(text string) (keyForm, bool) {
+	if len(s.forms) == 0 {
+		return keyForm{}, false
+	}
+	for i := 0; i+s.width <= len(text); i++ {
+		for _, f := range s.forms[text[i:i+s.width]] {
+			if strings.HasPrefix(text[i:], f.text) {
+				return f, true
 			}
 		}
-		if bytea != "" && strings.Contains(bytea, string(w)) {
-			return "its bytes in PostgreSQL's bytea escape format"
-		}
-		if h := hex.EncodeToString(w); strings.Contains(lower, h) || strings.Contains(bareHex, h) {
-			return "its bytes in hex"
-		}
+	}
+	return keyForm{}, false
+}
+
+// keyWindow is keyLeakWindow consecutive key bytes.
+type keyWindow [keyLeakWindow]byte
+
+// keyIndex holds the forms of a case's keys.
+type keyIndex struct {
+	keys []domain.SubjectKey
+	// bytes holds the keys' windows as raw bytes, looked for in a text,
+	// in the strings it quotes and in its bytea escapes resolved.
+	bytes formSet
+	// encoded holds the forms looked for in a text as it is: 64-bit
+	// integers and base64.
+	encoded formSet
+	// lower holds the forms looked for in a text in lower case: hex,
+	// byte arrays, base32.
+	lower formSet
+	// bareHex holds the hex forms, looked for in a text in lower case
+	// without hex separators.
+	bareHex formSet
+	// windows and reversed give, for each window of a key's bytes (and of
+	// them reversed), the keys that hold it.
+	windows, reversed map[keyWindow][]int
+}
+
+func newKeyIndex() *keyIndex {
+	return &keyIndex{
+		bytes:    newFormSet(keyLeakWindow),
+		encoded:  newFormSet(keyIntDigits),
+		lower:    newFormSet(2*keyLeakWindow - 1), // six bytes in decimal, comma-separated, at their shortest
+		bareHex:  newFormSet(2 * keyLeakWindow),
+		windows:  make(map[keyWindow][]int),
+		reversed: make(map[keyWindow][]int),
+	}
+}
+
+// add files the forms of key k.
+func (x *keyIndex) add(k domain.SubjectKey) {
+	id := len(x.keys)
+	x.keys = append(x.keys, k)
+	b := k.Bytes()
+	rev := b
+	slices.Reverse(rev[:])
+	form := func(s formSet, text, how string) { s.add(keyForm{key: id, text: text, how: how}) }
+	for i := 0; i+keyLeakWindow <= len(b); i++ {
+		w := b[i : i+keyLeakWindow]
+		x.windows[keyWindow(w)] = append(x.windows[keyWindow(w)], id)
+		x.reversed[keyWindow(rev[i:i+keyLeakWindow])] = append(x.reversed[keyWindow(rev[i:i+keyLeakWindow])], id)
+		form(x.bytes, string(w), shownAsBytes)
+		h := hex.EncodeToString(w)
+		form(x.lower, h, shownInHex)
+		form(x.bareHex, h, shownInHex)
+		rh := hex.EncodeToString(rev[i : i+keyLeakWindow])
+		form(x.lower, rh, shownReversedHex)
+		form(x.bareHex, rh, shownReversedHex)
 		dec := make([]string, len(w))
 		gox := make([]string, len(w))
 		for j, c := range w {
-			dec[j] = fmt.Sprint(c)
-			gox[j] = fmt.Sprintf("%#x", c)
+			dec[j] = strconv.FormatUint(uint64(c), 10)
+			gox[j] = "0x" + strconv.FormatUint(uint64(c), 16)
 		}
 		for _, s := range []string{strings.Join(dec, ","), strings.Join(dec, " "), strings.Join(gox, ", ")} {
-			if strings.Contains(lower, s) {
-				return "its bytes as numbers (a byte array printed by fmt or encoding/json)"
-			}
+			form(x.lower, s, shownAsByteNumbers)
 		}
 		if i+keyIntWindow > len(b) {
 			continue
@@ -108,26 +202,19 @@ func keyShown(text string, k domain.SubjectKey) string {
 		iw := b[i : i+keyIntWindow]
 		for _, n := range []uint64{binary.BigEndian.Uint64(iw), binary.LittleEndian.Uint64(iw)} {
 			for _, d := range []string{strconv.FormatUint(n, 10), strconv.FormatInt(int64(n), 10)} {
-				// A short number (a window of mostly zero bytes) could
-				// be anything; a long one is the key.
-				if len(d) >= 15 && strings.Contains(text, d) {
-					return "8 of its bytes as a 64-bit integer"
+				if len(d) >= keyIntDigits {
+					form(x.encoded, d, shownAsInt64)
 				}
 			}
 		}
 	}
-	if how := keyShownAsNumbers(text, lower, bareHex, b); how != "" {
-		return how
-	}
 	// Base64 groups three bytes into four characters, so the key's
-	// encoding depends on where it starts in what was encoded: look for
-	// each of the three alignments.
+	// encoding depends on where it starts in what was encoded: each of the
+	// three alignments.
 	for off := range 3 {
 		chunk := b[off : off+27]
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-			if strings.Contains(text, enc.EncodeToString(chunk)) {
-				return "its bytes in base64"
-			}
+			form(x.encoded, enc.EncodeToString(chunk), shownInBase64)
 		}
 	}
 	// Base32 groups five bytes into eight characters: five alignments, in
@@ -135,12 +222,46 @@ func keyShown(text string, k domain.SubjectKey) string {
 	for off := range 5 {
 		chunk := b[off : off+25]
 		for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.HexEncoding} {
-			if strings.Contains(lower, strings.ToLower(enc.EncodeToString(chunk))) {
-				return "its bytes in base32"
-			}
+			form(x.lower, strings.ToLower(enc.EncodeToString(chunk)), shownInBase32)
 		}
 	}
-	return ""
+}
+
+// shown reports which key of x text shows and how, or "" when it shows
+// none.
+func (x *keyIndex) shown(text string) (domain.SubjectKey, string) {
+	if len(x.keys) == 0 {
+		return domain.SubjectKey{}, ""
+	}
+	if f, ok := x.bytes.find(text); ok {
+		return x.keys[f.key], f.how
+	}
+	for _, u := range unquotedStrings(text) {
+		if f, ok := x.bytes.find(u); ok {
+			return x.keys[f.key], shownQuoted
+		}
+	}
+	if bytea := byteaUnescaped(text); bytea != "" {
+		if f, ok := x.bytes.find(bytea); ok {
+			return x.keys[f.key], shownAsBytea
+		}
+	}
+	if f, ok := x.encoded.find(text); ok {
+		return x.keys[f.key], f.how
+	}
+	lower := strings.ToLower(text)
+	if f, ok := x.lower.find(lower); ok {
+		return x.keys[f.key], f.how
+	}
+	if bareHex := hexSeparators.Replace(lower); bareHex != lower {
+		if f, ok := x.bareHex.find(bareHex); ok {
+			return x.keys[f.key], f.how
+		}
+	}
+	if id, how := x.shownAsNumbers(text); how != "" {
+		return x.keys[id], how
+	}
+	return domain.SubjectKey{}, ""
 }
 
 // hexSeparators removes what "% x", hex.Dump and fingerprint notation put
@@ -155,6 +276,9 @@ var quotedString = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
 // escapes resolved, so that raw key bytes printed as "\x9a\x1b..." are
 // found as bytes.
 func unquotedStrings(text string) []string {
+	if !strings.Contains(text, `"`) {
+		return nil
+	}
 	var out []string
 	for _, q := range quotedString.FindAllString(text, -1) {
 		if u, err := strconv.Unquote(q); err == nil && u != q[1:len(q)-1] {
@@ -175,7 +299,7 @@ var byteaEscape = regexp.MustCompile(`\\(?:[0-3][0-7]{2}|\\)`)
 // format, so an escaped key is a mix of raw characters and escapes that
 // neither the raw nor the quoted view matches.
 func byteaUnescaped(text string) string {
-	if !byteaEscape.MatchString(text) {
+	if !strings.Contains(text, `\`) || !byteaEscape.MatchString(text) {
 		return ""
 	}
 	return byteaEscape.ReplaceAllStringFunc(text, func(e string) string {
@@ -187,14 +311,27 @@ func byteaUnescaped(text string) string {
 	})
 }
 
-// keyLeak describes, without printing them, the first key of ks that err
-// shows, or returns "" when it shows none.
-func keyLeak(err error, ks map[domain.SubjectKey]string) string {
-	for _, r := range errorRenderings(err) {
-		for k, name := range ks {
-			if how := keyShown(r.text, k); how != "" {
-				return fmt.Sprintf("%s shows the subject key of %s: %s", r.how, name, how)
-			}
+// keyLeak describes, without printing them, the first key of the case
+// that err shows, or returns "" when it shows none. Renderings with the
+// same text are read once: what one does not show, the other does not.
+func (l *oplog) keyLeak(err error) string {
+	renderings := errorRenderings(err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.index == nil {
+		l.index = newKeyIndex()
+	}
+	for _, k := range l.made[len(l.index.keys):] {
+		l.index.add(k)
+	}
+	read := make(map[string]bool, len(renderings))
+	for _, r := range renderings {
+		if read[r.text] {
+			continue
+		}
+		read[r.text] = true
+		if k, how := l.index.shown(r.text); how != "" {
+			return fmt.Sprintf("%s shows the subject key of %s: %s", r.how, l.keys[k], how)
 		}
 	}
 	return ""

@@ -20,6 +20,8 @@ type oplog struct {
 	ops      int
 	elapsed  time.Duration // the sum of advances so far
 	keys     map[domain.SubjectKey]string
+	made     []domain.SubjectKey // keys, in the order the case made them
+	index    *keyIndex           // the forms of made's first keys, made by keyLeak
 	policies map[domain.Fingerprint]string
 }
 
@@ -58,6 +60,9 @@ func (l *oplog) nameKey(k domain.SubjectKey, part int, parts int) {
 	name := fmt.Sprintf("k%d", len(l.keys)+1)
 	if parts > 1 {
 		name += fmt.Sprintf("@p%d", part)
+	}
+	if _, ok := l.keys[k]; !ok {
+		l.made = append(l.made, k)
 	}
 	l.keys[k] = name
 }
