@@ -170,21 +170,6 @@ func docLinks(d *comment.Doc) []*comment.DocLink {
 			}
 		}
 	}
-	for _, b := range d.Content {
-		switch x := b.(type) {
-		case *comment.Paragraph:
-			texts(x.Text)
-		case *comment.Heading:
-			texts(x.Text)
-		case *comment.List:
-			for _, item := range x.Items {
-				for _, c := range item.Content {
-					if p, ok := c.(*comment.Paragraph); ok {
-						texts(p.Text)
-					}
-				}
-			}
-		}
-	}
+	eachText(d, texts)
 	return out
 }

@@ -133,20 +133,9 @@ func exportedDocs(dp *doc.Package) map[string]string {
 	return docs
 }
 
-// plainText returns the text of d that go/doc did not make a link, leaving
-// out code blocks.
-func plainText(d *comment.Doc) []string {
-	var out []string
-	texts := func(ts []comment.Text) {
-		for _, t := range ts {
-			switch x := t.(type) {
-			case comment.Plain:
-				out = append(out, string(x))
-			case comment.Italic:
-				out = append(out, string(x))
-			}
-		}
-	}
+// eachText calls texts with the text of every paragraph, heading and list
+// item of d: everything but code blocks.
+func eachText(d *comment.Doc, texts func([]comment.Text)) {
 	for _, b := range d.Content {
 		switch x := b.(type) {
 		case *comment.Paragraph:
@@ -163,5 +152,22 @@ func plainText(d *comment.Doc) []string {
 			}
 		}
 	}
+}
+
+// plainText returns the text of d that go/doc did not make a link, leaving
+// out code blocks.
+func plainText(d *comment.Doc) []string {
+	var out []string
+	texts := func(ts []comment.Text) {
+		for _, t := range ts {
+			switch x := t.(type) {
+			case comment.Plain:
+				out = append(out, string(x))
+			case comment.Italic:
+				out = append(out, string(x))
+			}
+		}
+	}
+	eachText(d, texts)
 	return out
 }
