@@ -158,9 +158,16 @@ func (f *fixture) closeAfterACheck(t *testing.T, g string) (domain.Policy, domai
 	}
 	p, k := f.policy(2, window), f.key()
 	f.allow(f.check(p, k), 1, g)
+	f.closeStore(c, g)
+	return p, k
+}
+
+// closeStore closes the store through c, logs it, and fails the case if
+// Close fails.
+func (f *fixture) closeStore(c ports.Closer, g string) {
+	f.t.Helper()
 	f.rep.called(Closer)
 	err := f.guard(c.Close)
 	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
-	return p, k
+	require.NoError(f.t, err, "%s: Close failed", g)
 }

@@ -66,10 +66,7 @@ func testStatsBesideAnErrorAreZero(t *testing.T, f *fixture) {
 	if !ok {
 		return
 	}
-	f.rep.called(Closer)
-	err = f.guard(c.Close)
-	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
+	f.closeStore(c, g)
 	for _, dc := range []struct {
 		name string
 		ctx  context.Context
@@ -218,10 +215,7 @@ func testReadinessFollowsContext(t *testing.T, f *fixture) {
 	if !ok {
 		return
 	}
-	f.rep.called(Closer)
-	err = f.guard(c.Close)
-	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
+	f.closeStore(c, g)
 	err = f.guard(func() error { return rc.Ready(done) })
 	f.log.add("Ready(done ctx) after Close → error: %v", err)
 	require.ErrorIs(t, err, ports.ErrClosed, "%s: Ready after Close fails with ports.ErrClosed whatever the context", g)

@@ -89,11 +89,8 @@ func testClosedStoreNotReady(t *testing.T, f *fixture) {
 		t.Skip("readiness: the store does not implement ports.Closer")
 	}
 	require.NoError(t, f.ready(rc), "%s: a fresh store that serves admissions is ready", g)
-	f.rep.called(Closer)
-	err := f.guard(c.Close)
-	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
-	err = f.ready(rc)
+	f.closeStore(c, g)
+	err := f.ready(rc)
 	require.Error(t, err, "%s: Ready answered ready on a closed store, whose every admission fails", g)
 	require.ErrorIs(t, err, ports.ErrClosed, "%s", g)
 }

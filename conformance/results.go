@@ -104,10 +104,7 @@ func testErrorCarriesNoResult(t *testing.T, f *fixture) {
 	if !closer {
 		return
 	}
-	f.rep.called(Closer)
-	err := f.guard(f.inst.Store.(ports.Closer).Close)
-	f.log.add("Close → %v", err)
-	require.NoError(t, err, "%s: Close failed", g)
+	f.closeStore(f.inst.Store.(ports.Closer), g)
 	if single {
 		f.rep.called(CheckAdmitter)
 		var d domain.Decision
