@@ -142,9 +142,12 @@ func TestKeyIndexFindsEveryPrintedKey(t *testing.T) {
 	t.Parallel()
 	r := mrand.New(mrand.NewPCG(1, 2))
 	for _, p := range keyPrinters {
+		// Each parallel subtest gets a generator of its own, seeded here:
+		// they must not share r.
+		seed := r.Uint64()
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			r := mrand.New(mrand.NewPCG(r.Uint64(), 3))
+			r := mrand.New(mrand.NewPCG(seed, 3))
 			for range 200 {
 				ks := randomKeys(1 + r.IntN(4))
 				x := newKeyIndex()
