@@ -47,10 +47,7 @@ func (f *fixture) statsWith(sr ports.StatsReporter, ctx context.Context, ctxName
 // too (ports.Closer).
 func testStatsBesideAnErrorAreZero(t *testing.T, f *fixture) {
 	const g = "lifecycle: beside an error, Stats returns the zero Stats (ports.StatsReporter)"
-	sr, ok := f.inst.Store.(ports.StatsReporter)
-	if !ok {
-		t.Skip("lifecycle: the store does not implement ports.StatsReporter")
-	}
+	sr := f.lifecycleStats()
 	p := f.policy(2, window)
 	f.allow(f.check(p, f.key()), 1, g)
 	live, err := f.statsWith(sr, f.ctx, "ctx")
@@ -94,10 +91,7 @@ func testStatsBesideAnErrorAreZero(t *testing.T, f *fixture) {
 // partition filling up with counters that do not exist.
 func testRefusedCallsLeaveStats(t *testing.T, f *fixture) {
 	const g = "lifecycle: calls refused for a done context leave Stats as it was"
-	sr, ok := f.inst.Store.(ports.StatsReporter)
-	if !ok {
-		t.Skip("lifecycle: the store does not implement ports.StatsReporter")
-	}
+	sr := f.lifecycleStats()
 	p := f.policy(2, window)
 	part := f.somePart(p)
 	f.allow(f.check(p, f.keyIn(p, part)), 1, g)
@@ -149,10 +143,7 @@ func testCleanupCutShortCounts(t *testing.T, f *fixture) {
 	if _, ok := f.inst.Store.(ports.Cleaner); !ok {
 		t.Skip("lifecycle: the store does not implement ports.Cleaner")
 	}
-	sr, ok := f.inst.Store.(ports.StatsReporter)
-	if !ok {
-		t.Skip("lifecycle: the store does not implement ports.StatsReporter")
-	}
+	sr := f.lifecycleStats()
 	p := f.policy(1, window)
 	const perPart = 3
 	for q := range min(f.parts, 4) {
@@ -219,4 +210,15 @@ func testReadinessFollowsContext(t *testing.T, f *fixture) {
 	err = f.guard(func() error { return rc.Ready(done) })
 	f.log.add("Ready(done ctx) after Close → error: %v", err)
 	require.ErrorIs(t, err, ports.ErrClosed, "%s: Ready after Close fails with ports.ErrClosed whatever the context", g)
+}
+
+// lifecycleStats returns the store's ports.StatsReporter, and skips the
+// case when it has none.
+func (f *fixture) lifecycleStats() ports.StatsReporter {
+	f.t.Helper()
+	sr, ok := f.inst.Store.(ports.StatsReporter)
+	if !ok {
+		f.t.Skip("lifecycle: the store does not implement ports.StatsReporter")
+	}
+	return sr
 }

@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/doc"
 	"go/doc/comment"
-	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,27 +27,7 @@ var modules = map[string]string{
 func TestDocLinksToOtherPackagesResolve(t *testing.T) {
 	t.Parallel()
 	pkgs := map[string]*doc.Package{} // by import path
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if name := d.Name(); path != "../.." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-			return filepath.SkipDir
-		}
-		fset := token.NewFileSet()
-		parsed, err := parsePackages(fset, path)
-		if err != nil {
-			return err
-		}
-		for _, files := range parsed {
-			dp, err := doc.NewFromFiles(fset, files, importPath(path))
-			if err != nil {
-				return err
-			}
-			pkgs[dp.ImportPath] = dp
-		}
-		return nil
-	})
+	err := eachDocPackage(importPath, func(_ string, dp *doc.Package) { pkgs[dp.ImportPath] = dp })
 	require.NoError(t, err)
 	require.Contains(t, pkgs, "github.com/runlimit/runlimit/adapters/memory")
 

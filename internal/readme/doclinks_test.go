@@ -30,7 +30,24 @@ var linkLike = regexp.MustCompile(`\[\*?(?:[A-Z]\w*(?:\.\w+)?|[a-z][\w.]*(?:/[\w
 func TestDocLinksResolve(t *testing.T) {
 	t.Parallel()
 	var broken []string
-	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+	err := eachDocPackage(func(path string) string { return "example.test/" + filepath.ToSlash(path) }, func(path string, dp *doc.Package) {
+		for where, text := range exportedDocs(dp) {
+			for _, s := range plainText(dp.Parser().Parse(text)) {
+				for _, m := range linkLike.FindAllString(s, -1) {
+					broken = append(broken, strings.TrimPrefix(filepath.ToSlash(path), "../../")+": "+where+": "+m)
+				}
+			}
+		}
+	})
+	require.NoError(t, err)
+	require.Empty(t, broken, "doc links that do not resolve: link to an exported name, qualify it with an imported package, or drop the brackets")
+}
+
+// eachDocPackage calls visit with the go/doc package of every package of
+// the repository (the example modules' too), its test files left out,
+// named by the import path importPath gives its directory.
+func eachDocPackage(importPath func(dir string) string, visit func(dir string, dp *doc.Package)) error {
+	return filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
@@ -43,22 +60,14 @@ func TestDocLinksResolve(t *testing.T) {
 			return err
 		}
 		for _, files := range pkgs {
-			dp, err := doc.NewFromFiles(fset, files, "example.test/"+filepath.ToSlash(path))
+			dp, err := doc.NewFromFiles(fset, files, importPath(path))
 			if err != nil {
 				return err
 			}
-			for where, text := range exportedDocs(dp) {
-				for _, s := range plainText(dp.Parser().Parse(text)) {
-					for _, m := range linkLike.FindAllString(s, -1) {
-						broken = append(broken, strings.TrimPrefix(filepath.ToSlash(path), "../../")+": "+where+": "+m)
-					}
-				}
-			}
+			visit(path, dp)
 		}
 		return nil
 	})
-	require.NoError(t, err)
-	require.Empty(t, broken, "doc links that do not resolve: link to an exported name, qualify it with an imported package, or drop the brackets")
 }
 
 // parsePackages parses the Go files of dir but its tests, with their
