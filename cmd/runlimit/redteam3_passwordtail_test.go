@@ -1,0 +1,53 @@
+package main
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// TestPasswordTailIsNeverPrinted: a password that the connection string
+// does not delimit, an unencoded "&" in a URL's query or an unquoted space
+// in keyword/value form, ends early, and its tail is read as something
+// else, which was printed: pgx's parse error quoted a query segment
+// without "=", and the server's refusal quoted a startup parameter named
+// or valued by the tail, or an empty options= setting that took the
+// password pair as its value. No piece of the password reaches either
+// output; the command still fails, and says why.
+func TestPasswordTailIsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const head, tail = "Kx4pQ", "Wv7Lm2q"
+	db := pgtest.NewEmpty(t)
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	sep := "?"
+	if u.RawQuery != "" {
+		sep = "&"
+	}
+	kv := "host=" + u.Hostname() + " port=" + u.Port() + " user=" + u.User.Username() + " dbname=" + strings.TrimPrefix(u.Path, "/") + " connect_timeout=10"
+	for name, dsn := range map[string]string{
+		// pgx refuses the query: its error quoted the tail.
+		"unreachable, query ampersand": "postgres://runlimit@127.0.0.1:1/x?sslmode=disable&password=" + head + "&" + tail,
+		// The rest reach the server, which refuses the startup packet.
+		"query ampersand, parameter":      db.URL + sep + "password=" + head + "&" + tail + "=1",
+		"keyword/value space, parameter":  kv + " password=" + head + " " + tail + "=1",
+		"keyword/value space, known name": kv + " password=" + head + " timezone=" + tail,
+		"keyword/value, empty options":    kv + " options= password=" + head + tail,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, cmd := range []string{"status", "migrate", "cleanup"} {
+				r := execute(t, noEnv, cmd, "--database-url", dsn)
+				require.Equal(t, 1, r.code, "%s: %s", cmd, r.stderr)
+				for _, piece := range []string{head, tail} {
+					require.NotContains(t, r.stderr, piece, cmd)
+					require.NotContains(t, r.stdout, piece, cmd)
+				}
+			}
+		})
+	}
+}
