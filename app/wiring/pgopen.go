@@ -115,15 +115,19 @@ func (r *runtimeState) openPool() error {
 }
 
 // misplacedAt reports a URL-form connection string with an "@" after its
-// authority, in the path or in a query parameter's name. Such a string
-// parses, but not as its author meant: a password holding "/" or "?"
-// (unencoded) after a run of digits, as in
+// authority, in its host list, in the path or in a query parameter's
+// name, or whose user information, as pgx reads it, swallowed a "?". Such
+// a string parses, but not as its author meant. A password holding an
+// unencoded "@", as in postgres://app:pa@ss@db/app, ends the user
+// information at its first "@", so that the rest of the password becomes
+// a host name, which the resolver's error prints. A password holding "/"
+// or "?" (unencoded) after a run of digits, as in
 // postgres://app:5433/pa55word@db/app, ends the authority early, so that
 // the rest of the password becomes the database name, or a parameter's
 // name, which the driver's and the server's connection errors print. An
-// "@" in a parameter's value, as in ?user=name@server, is left alone
-// unless a "/" follows it in the value. A
-// "#" starts no fragment: pgx parses URLs as libpq does, for which it is
+// "@" in a parameter's value, as in ?user=name@server, is left alone when
+// a path comes before the query and no "/" follows the "@" in the value.
+// A "#" starts no fragment: pgx parses URLs as libpq does, for which it is
 // an ordinary character of the database name or a parameter.
 func misplacedAt(dsn string) bool {
 	var rest string
@@ -132,6 +136,26 @@ func misplacedAt(dsn string) bool {
 			rest = dsn[len(scheme):]
 			break
 		}
+	}
+	// pgx, as libpq, ends the user information at the first "@" that
+	// comes before any "/", even one inside a password or what was meant
+	// as the query, and reads hosts and ports from there to the next "/"
+	// or "?". A password holding an unencoded "@" then leaves its rest in
+	// the host, and a query read as user information (postgres://h?user=
+	// a@b&password=...) leaves its parameters there or in the user name,
+	// which the resolver's and the driver's connection errors print.
+	hosts := rest
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		if strings.Contains(rest[:i], "?") {
+			return true
+		}
+		hosts = rest[i+1:]
+	}
+	if i := strings.IndexAny(hosts, "/?"); i >= 0 {
+		hosts = hosts[:i]
+	}
+	if strings.ContainsAny(hosts, "@&=") {
+		return true
 	}
 	end := strings.IndexAny(rest, "/?")
 	if end < 0 {

@@ -261,8 +261,8 @@ func (r *runtimeState) build(ctx context.Context) error {
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string: want postgres://USER:PASS@HOST:5432/DBNAME, or keyword/value pairs such as host=HOST dbname=DBNAME", Err: pgerror.Sanitize(err)}
 			}
 			if misplacedAt(cfg.DatabaseURL.Reveal()) {
-				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" after its host, where a connection error would print what follows: ` +
-					`percent-encode a "/", "?" or "#" in the password (%2F, %3F, %23) and an "@" in the database name (%40)`}
+				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" in or after its host, or a "?" before it, where a connection error would print what follows: ` +
+					`percent-encode an "@", "/", "?" or "#" in the password (%40, %2F, %3F, %23) and an "@" in a user or database name (%40)`}
 			}
 			// The pool serves the store alone, whose statements name their
 			// objects in full: its search_path is pinned (a startup

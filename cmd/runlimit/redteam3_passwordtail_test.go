@@ -32,6 +32,12 @@ func TestPasswordTailIsNeverPrinted(t *testing.T) {
 	for name, dsn := range map[string]string{
 		// pgx refuses the query: its error quoted the tail.
 		"unreachable, query ampersand": "postgres://runlimit@127.0.0.1:1/x?sslmode=disable&password=" + head + "&" + tail,
+		// pgx ends the user information at the first "@", so the rest of
+		// the password, or a query read as user information, is a host
+		// name the resolver's error prints.
+		"at sign in the password":      "postgres://runlimit:" + head + "@" + tail + "@127.0.0.1:1/x?connect_timeout=5",
+		"query before the path, at":    "postgres://127.0.0.1:1?user=app@server&password=" + head + tail + "&connect_timeout=5",
+		"query swallowed as user info": "postgres://127.0.0.1:1?password=" + head + "&user=app@127.0.0.1:1&connect_timeout=5",
 		// The rest reach the server, which refuses the startup packet.
 		"query ampersand, parameter":      db.URL + sep + "password=" + head + "&" + tail + "=1",
 		"keyword/value space, parameter":  kv + " password=" + head + " " + tail + "=1",
