@@ -78,7 +78,9 @@ type Config struct {
 	// also behind a "#", which pgx, like libpq, reads as part of the
 	// database name, and so is one whose query pgx would read as user
 	// information (postgres://host?user=app@server&password=...):
-	// percent-encode such characters.
+	// percent-encode such characters. So is a keyword/value string with a
+	// setting left empty just before its password ("user= password=..."),
+	// which, as libpq reads it, takes the password pair as its value.
 	// Default: empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a

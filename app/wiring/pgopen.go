@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"sync/atomic"
 
@@ -174,6 +175,33 @@ func misplacedAt(dsn string) bool {
 		// database a password was meant to precede do
 		// (postgres://app:5433/pa55?word=x@db/app), is no user@server.
 		if _, after, ok := strings.Cut(value, "@"); ok && strings.Contains(after, "/") {
+			return true
+		}
+	}
+	return false
+}
+
+// passwordPair matches a setting's value that is a keyword/value
+// connection string's password pair.
+var passwordPair = regexp.MustCompile(`(?i)^\s*password\s*=`)
+
+// swallowedPassword reports a parsed connection string in which a setting
+// took the password pair as its value. In keyword/value form, as libpq
+// reads it, a value left empty takes the next word: "user= password=pw"
+// (a template whose variable was unset) sets the user name to
+// "password=pw", and the driver's connection error names the user, the
+// database and the host, as the server's does the role and the database.
+func swallowedPassword(pc *pgxpool.Config) bool {
+	cc := pc.ConnConfig
+	values := []string{cc.User, cc.Database, cc.Host}
+	for _, fb := range cc.Fallbacks {
+		values = append(values, fb.Host)
+	}
+	for _, v := range cc.RuntimeParams {
+		values = append(values, v)
+	}
+	for _, v := range values {
+		if passwordPair.MatchString(v) {
 			return true
 		}
 	}

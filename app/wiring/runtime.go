@@ -264,6 +264,10 @@ func (r *runtimeState) build(ctx context.Context) error {
 				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" in or after its host, or a "?" before it, where a connection error would print what follows: ` +
 					`percent-encode an "@", "/", "?" or "#" in the password (%40, %2F, %3F, %23) and an "@" in a user or database name (%40)`}
 			}
+			if swallowedPassword(pc) {
+				return &ConfigError{Field: "DatabaseURL", Reason: `has a setting left empty before its password ("user= password=..."), which takes the password pair as its value, ` +
+					`where a connection error would print it: write an empty value as '' or leave the setting out`}
+			}
 			// The pool serves the store alone, whose statements name their
 			// objects in full: its search_path is pinned (a startup
 			// parameter, which overrides the role's and the database's), so
