@@ -43,7 +43,8 @@ type Error struct {
 	// Message says what went wrong: the server's primary message, never its
 	// detail, hint or context, or else the driver's error text. Runs of hex
 	// digits and unprintable characters are masked, as they could spell key
-	// bytes.
+	// bytes, and so is a startup parameter a connection failure quotes,
+	// which could spell part of a password (see withholdParameters).
 	Message string
 	// Timeout reports a client-side deadline or a server statement, lock or
 	// idle-in-transaction timeout (SQLSTATE 57014, which a cancel request
