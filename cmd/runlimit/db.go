@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/internal/connstring"
 	"github.com/runlimit/runlimit/internal/pgerror"
 	"github.com/runlimit/runlimit/migrations"
 )
@@ -137,6 +138,13 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 		// best-effort basis, and the redactor masks the ones this command
 		// found; the error itself, which holds the URL, is not kept.
 		return nil, secrets.wrapText("the database URL is invalid: "+err.Error(), pgerror.Sanitize(err))
+	}
+	if connstring.SwallowedPassword(&cfg.ConnConfig.Config) {
+		// The output would be masked, but the server would be sent the
+		// password as a role, database or application name, which its log
+		// and pg_stat_activity show.
+		return nil, fmt.Errorf(`%w: the database URL has a setting left empty before its password ("user= password=..."), `+
+			`which takes the password pair as its value: write an empty value as '' or leave the setting out`, errUsage)
 	}
 	// The password may also come from PGPASSWORD or a passfile.
 	secrets = secrets.with(cfg.ConnConfig.Password)

@@ -15,9 +15,10 @@ import (
 // in keyword/value form, ends early, and its tail is read as something
 // else, which was printed: pgx's parse error quoted a query segment
 // without "=", and the server's refusal quoted a startup parameter named
-// or valued by the tail, or an empty options= setting that took the
-// password pair as its value. No piece of the password reaches either
-// output; the command still fails, and says why.
+// or valued by the tail. No piece of the password reaches either output;
+// the command still fails, and says why. (An empty setting that takes the
+// password pair as its value is refused before anything connects: see
+// TestEmptySettingBeforeThePasswordIsAUsageError.)
 func TestPasswordTailIsNeverPrinted(t *testing.T) {
 	t.Parallel()
 	const head, tail = "Kx4pQ", "Wv7Lm2q"
@@ -42,7 +43,6 @@ func TestPasswordTailIsNeverPrinted(t *testing.T) {
 		"query ampersand, parameter":      db.URL + sep + "password=" + head + "&" + tail + "=1",
 		"keyword/value space, parameter":  kv + " password=" + head + " " + tail + "=1",
 		"keyword/value space, known name": kv + " password=" + head + " timezone=" + tail,
-		"keyword/value, empty options":    kv + " options= password=" + head + tail,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -55,5 +55,32 @@ func TestPasswordTailIsNeverPrinted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEmptySettingBeforeThePasswordIsAUsageError: in keyword/value form a
+// setting left empty takes the next pair as its value, so
+// "application_name= password=..." connected with the password as the
+// session's application name, which pg_stat_activity shows every role,
+// and "user= password=..." sent it as a role name to the server's log.
+// The command now refuses such a string before it connects.
+func TestEmptySettingBeforeThePasswordIsAUsageError(t *testing.T) {
+	t.Parallel()
+	const password = "Kx4pQWv7Lm2q"
+	db := pgtest.NewEmpty(t)
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	kv := "host=" + u.Hostname() + " port=" + u.Port() + " dbname=" + strings.TrimPrefix(u.Path, "/")
+	for _, dsn := range []string{
+		kv + " user=" + u.User.Username() + " application_name= password=" + password,
+		kv + " user= password=" + password,
+	} {
+		for _, cmd := range []string{"status", "migrate", "cleanup"} {
+			r := execute(t, noEnv, cmd, "--database-url", dsn)
+			require.Equal(t, 2, r.code, "%s: %s", cmd, r.stderr)
+			require.Contains(t, r.stderr, "left empty before its password")
+			require.NotContains(t, r.stderr, password)
+			require.NotContains(t, r.stdout, password)
+		}
 	}
 }
