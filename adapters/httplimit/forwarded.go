@@ -114,11 +114,18 @@ func trimOWS(s string) string {
 // forwardedElementFor parses one forwarded-element of RFC 7239 (pairs
 // "token=value" separated by ';', values tokens or quoted strings, names
 // case-insensitive, white space allowed around ';') and returns the address
-// of its single "for" parameter.
+// of its single "for" parameter. A pair may be empty, as the grammar
+// allows ("[ forwarded-pair ] *( ";" [ forwarded-pair ] )"): a proxy that
+// ends its element with ';', or leaves an optional parameter out between
+// two, wrote a valid element, which must not refuse every request.
 func forwardedElementFor(elem string) (netip.Addr, ForwardingProblem) {
 	var node string
 	found := false
-	for {
+	for elem != "" {
+		if elem[0] == ';' {
+			elem = trimOWS(elem[1:])
+			continue
+		}
 		n := tokenLen(elem)
 		if n == 0 || n == len(elem) || elem[n] != '=' {
 			return netip.Addr{}, ForwardingMalformed
@@ -145,13 +152,9 @@ func forwardedElementFor(elem string) (netip.Addr, ForwardingProblem) {
 			node, found = value, true
 		}
 		elem = trimOWS(elem)
-		if elem == "" {
-			break
-		}
-		if elem[0] != ';' {
+		if elem != "" && elem[0] != ';' {
 			return netip.Addr{}, ForwardingMalformed
 		}
-		elem = trimOWS(elem[1:])
 	}
 	if !found {
 		return netip.Addr{}, ForwardingMalformed

@@ -138,7 +138,6 @@ func TestForwardingFailsClosed(t *testing.T) {
 		{"fwd escape in node", fwd, "Forwarded", []string{`for="203.0.113\.9"`}, httplimit.ForwardingMalformed, 1},
 		{"fwd space around equals", fwd, "Forwarded", []string{"for = 203.0.113.9"}, httplimit.ForwardingMalformed, 1},
 		{"fwd header injection in quotes", fwd, "Forwarded", []string{"for=\"203.0.113.9\r\nX-Evil: 1\""}, httplimit.ForwardingMalformed, 1},
-		{"fwd trailing semicolon", fwd, "Forwarded", []string{"for=203.0.113.9;"}, httplimit.ForwardingMalformed, 1},
 		{"fwd empty value", fwd, "Forwarded", []string{"for="}, httplimit.ForwardingMalformed, 1},
 		{"fwd too many trusted hops", fwd, "Forwarded", []string{"for=10.0.0.9", "for=10.0.0.2, for=10.0.0.3, for=10.0.0.4"}, httplimit.ForwardingTooManyHops, 4},
 		{"fwd too many trusted hops, all trusted", fwd, "Forwarded", []string{"for=10.0.0.9, for=10.0.0.2, for=10.0.0.3, for=10.0.0.4"}, httplimit.ForwardingTooManyHops, 4},

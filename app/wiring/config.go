@@ -72,10 +72,15 @@ type Config struct {
 	// package's Server settings), and closes that pool on Close. A
 	// config error never repeats it; a connection error at start may name
 	// its host, user and database, never its password. A URL with an "@"
-	// after its host (a password holding "/" or "?" unencoded, which ends
-	// the host early and turns the rest of the password into the database
-	// name) is a config error, also behind a "#", which pgx, like libpq,
-	// reads as part of the database name: percent-encode such characters.
+	// in or after its host (a password holding "@", "/" or "?" unencoded,
+	// which ends the user information or the host early and turns the rest
+	// of the password into a host or the database name) is a config error,
+	// also behind a "#", which pgx, like libpq, reads as part of the
+	// database name, and so is one whose query pgx would read as user
+	// information (postgres://host?user=app@server&password=...):
+	// percent-encode such characters. So is a keyword/value string with a
+	// setting left empty just before its password ("user= password=..."),
+	// which, as libpq reads it, takes the password pair as its value.
 	// Default: empty.
 	DatabaseURL Secret
 	// Pool is a pool the host owns, for [BackendPostgres] without a

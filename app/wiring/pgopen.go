@@ -2,7 +2,6 @@ package wiring
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -112,46 +111,4 @@ func (r *runtimeState) openPool() error {
 	r.addStore("postgres", s)
 	r.pending.store.Store(s)
 	return nil
-}
-
-// misplacedAt reports a URL-form connection string with an "@" after its
-// authority, in the path or in a query parameter's name. Such a string
-// parses, but not as its author meant: a password holding "/" or "?"
-// (unencoded) after a run of digits, as in
-// postgres://app:5433/pa55word@db/app, ends the authority early, so that
-// the rest of the password becomes the database name, or a parameter's
-// name, which the driver's and the server's connection errors print. An
-// "@" in a parameter's value, as in ?user=name@server, is left alone
-// unless a "/" follows it in the value. A
-// "#" starts no fragment: pgx parses URLs as libpq does, for which it is
-// an ordinary character of the database name or a parameter.
-func misplacedAt(dsn string) bool {
-	var rest string
-	for _, scheme := range []string{"postgres://", "postgresql://"} {
-		if len(dsn) >= len(scheme) && strings.EqualFold(dsn[:len(scheme)], scheme) {
-			rest = dsn[len(scheme):]
-			break
-		}
-	}
-	end := strings.IndexAny(rest, "/?")
-	if end < 0 {
-		return false
-	}
-	path, query, _ := strings.Cut(rest[end:], "?")
-	if strings.Contains(path, "@") {
-		return true
-	}
-	for _, param := range strings.Split(query, "&") {
-		name, value, _ := strings.Cut(param, "=")
-		if strings.Contains(name, "@") {
-			return true
-		}
-		// A value that goes on after its "@" to a "/", as the host and
-		// database a password was meant to precede do
-		// (postgres://app:5433/pa55?word=x@db/app), is no user@server.
-		if _, after, ok := strings.Cut(value, "@"); ok && strings.Contains(after, "/") {
-			return true
-		}
-	}
-	return false
 }

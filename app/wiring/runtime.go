@@ -16,6 +16,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/connstring"
 	"github.com/runlimit/runlimit/internal/pgerror"
 	"github.com/runlimit/runlimit/migrations"
 	"github.com/runlimit/runlimit/ports"
@@ -260,9 +261,13 @@ func (r *runtimeState) build(ctx context.Context) error {
 				// included: only its sanitized form is kept.
 				return &ConfigError{Field: "DatabaseURL", Reason: "is not a valid PostgreSQL connection string: want postgres://USER:PASS@HOST:5432/DBNAME, or keyword/value pairs such as host=HOST dbname=DBNAME", Err: pgerror.Sanitize(err)}
 			}
-			if misplacedAt(cfg.DatabaseURL.Reveal()) {
-				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" after its host, where a connection error would print what follows: ` +
-					`percent-encode a "/", "?" or "#" in the password (%2F, %3F, %23) and an "@" in the database name (%40)`}
+			if connstring.Misplaced(cfg.DatabaseURL.Reveal()) {
+				return &ConfigError{Field: "DatabaseURL", Reason: `holds an "@" in or after its host, or a "?" before it, where a connection error would print what follows: ` +
+					`percent-encode an "@", "/", "?" or "#" in the password (%40, %2F, %3F, %23) and an "@" in a user or database name (%40)`}
+			}
+			if connstring.SwallowedPassword(&pc.ConnConfig.Config) {
+				return &ConfigError{Field: "DatabaseURL", Reason: `has a setting left empty before its password ("user= password=..."), which takes the password pair as its value, ` +
+					`where a connection error would print it: write an empty value as '' or leave the setting out`}
 			}
 			// The pool serves the store alone, whose statements name their
 			// objects in full: its search_path is pinned (a startup

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/internal/connstring"
 	"github.com/runlimit/runlimit/internal/pgerror"
 	"github.com/runlimit/runlimit/migrations"
 )
@@ -137,6 +139,13 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 		// found; the error itself, which holds the URL, is not kept.
 		return nil, secrets.wrapText("the database URL is invalid: "+err.Error(), pgerror.Sanitize(err))
 	}
+	if connstring.SwallowedPassword(&cfg.ConnConfig.Config) {
+		// The output would be masked, but the server would be sent the
+		// password as a role, database or application name, which its log
+		// and pg_stat_activity show.
+		return nil, fmt.Errorf(`%w: the database URL has a setting left empty before its password ("user= password=..."), `+
+			`which takes the password pair as its value: write an empty value as '' or leave the setting out`, errUsage)
+	}
 	// The password may also come from PGPASSWORD or a passfile.
 	secrets = secrets.with(cfg.ConnConfig.Password)
 	cfg.MaxConns = 2
@@ -151,13 +160,16 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, secrets.wrap(fmt.Errorf("open the database: %w", err))
+		return nil, secrets.wrap(fmt.Errorf("open the database: %w", pgerror.Sanitize(err)))
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		pool.Close()
-		return nil, secrets.wrap(fmt.Errorf("connect to the database: %w", err))
+		// Sanitized first: a server refusing the connection quotes the
+		// startup parameter it rejects, which can hold part of a password
+		// the connection string did not delimit (see urlSecrets).
+		return nil, secrets.wrap(fmt.Errorf("connect to the database: %w", pgerror.Sanitize(err)))
 	}
 	return &database{pool: pool, secrets: secrets}, nil
 }
@@ -262,11 +274,12 @@ func urlSecrets(rawURL string) redactor {
 		v := rawURL[m[2]:m[3]]
 		r = r.with(v)
 		if !strings.HasPrefix(v, "'") {
-			// A bare value ends at whitespace, so a password holding a
-			// space or a tab, written unquoted, leaves words behind that
-			// are not settings (they hold no "="), which a parser quotes
-			// back as it rejects them: each is masked.
-			for _, word := range strings.Fields(rawURL[m[1]:]) {
+			// A bare value ends at whitespace, and in a URL's query at
+			// "&", so a password holding a space, a tab or an "&", written
+			// unquoted or unencoded, leaves words behind that are not
+			// settings (they hold no "="), which a parser quotes back as
+			// it rejects them: each is masked.
+			for _, word := range strings.FieldsFunc(rawURL[m[1]:], func(c rune) bool { return unicode.IsSpace(c) || c == '&' }) {
 				if strings.Contains(word, "=") {
 					break
 				}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"regexp"
 	"strings"
 
 	"github.com/runlimit/runlimit/adapters/httplimit"
@@ -46,13 +47,19 @@ func parseSettings(args []string, lookup func(string) (string, bool), usage io.W
 		level   string
 	)
 	fs := flag.NewFlagSet("loginservice", flag.ContinueOnError)
-	fs.SetOutput(usage)
+	// The flag package prints the error it returns, and that quotes the
+	// value it rejects, which may be a database URL or a secret put in
+	// the wrong place: only the usage is printed, and the error returned
+	// names the flag alone (flagError).
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: loginservice [flags]\n\n"+
 			"A login endpoint behind Runlimit. It keeps its quota in memory, or in\n"+
 			"PostgreSQL with a memory gate in front when RUNLIMIT_DATABASE_URL is set;\n"+
 			"the other RUNLIMIT_* variables of the README apply as well.\n\nFlags:\n")
+		fs.SetOutput(usage)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	fs.StringVar(&s.addr, "addr", "127.0.0.1:8080", "listen on `host:port` ("+envAddr+")")
 	fs.StringVar(&proxies, "trusted-proxies", "", "comma-separated `networks` of the reverse proxies in front, such as 10.0.0.0/8; default none: forwarding headers are never read ("+envTrustedProxies+")")
@@ -72,10 +79,12 @@ func parseSettings(args []string, lookup func(string) (string, bool), usage io.W
 		}
 	}
 	if err := fs.Parse(args); err != nil {
-		return s, err
+		return s, flagError(err)
 	}
 	if fs.NArg() > 0 {
-		return s, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		// Not quoted: a stray argument is often a database URL.
+		return s, fmt.Errorf("unexpected argument %d: loginservice takes flags only (the database URL goes in %s)",
+			len(args)-fs.NArg()+1, wiring.EnvDatabaseURL)
 	}
 	if err := s.level.UnmarshalText([]byte(level)); err != nil {
 		return s, errors.New("-log-level: want debug, info, warn or error")
@@ -119,7 +128,9 @@ func parseClients(proxies, header string) (httplimit.ClientConfig, error) {
 	for _, f := range strings.Split(proxies, ",") {
 		p, err := netip.ParsePrefix(strings.TrimSpace(f))
 		if err != nil {
-			return c, fmt.Errorf("-trusted-proxies: %q is not a network such as 10.0.0.0/8", strings.TrimSpace(f))
+			// The entry is not quoted: a value given to the wrong flag or
+			// variable may be a database URL.
+			return c, fmt.Errorf("-trusted-proxies: entry %d is not a network such as 10.0.0.0/8", len(c.TrustedProxies)+1)
 		}
 		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
@@ -132,4 +143,30 @@ func parseClients(proxies, header string) (httplimit.ClientConfig, error) {
 		return c, errors.New("-proxy-header: want x-forwarded-for or forwarded")
 	}
 	return c, nil
+}
+
+// The texts of the flag package's errors that quote what was given: a
+// rejected value, an argument that is no flag, an unknown flag's name.
+var (
+	flagValue   = regexp.MustCompile(`invalid (boolean )?value ".*" for flag`)
+	flagSyntax  = regexp.MustCompile(`bad flag syntax: .*`)
+	flagUnknown = regexp.MustCompile(`flag provided but not defined: -(.*)`)
+	flagName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+// flagError is err, an error of the flag package, without the text given
+// on the command line that it quotes, which may be a database URL or a
+// secret put in the wrong place: a rejected value is left out, and so is
+// an unknown flag's name unless it looks like one. ErrHelp is returned as
+// it is.
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	text := flagValue.ReplaceAllString(err.Error(), "invalid ${1}value for flag")
+	text = flagSyntax.ReplaceAllLiteralString(text, "bad flag syntax (the argument is not repeated)")
+	if m := flagUnknown.FindStringSubmatch(text); m != nil && !flagName.MatchString(m[1]) {
+		text = "flag provided but not defined (its name is not repeated)"
+	}
+	return errors.New(text)
 }

@@ -43,7 +43,8 @@ type Error struct {
 	// Message says what went wrong: the server's primary message, never its
 	// detail, hint or context, or else the driver's error text. Runs of hex
 	// digits and unprintable characters are masked, as they could spell key
-	// bytes.
+	// bytes, and so is a startup parameter a connection failure quotes,
+	// which could spell part of a password (see withholdParameters).
 	Message string
 	// Timeout reports a client-side deadline or a server statement, lock or
 	// idle-in-transaction timeout (SQLSTATE 57014, which a cancel request
@@ -104,6 +105,10 @@ func Sanitize(err error) error {
 			e.Message = clean(pgErr.Message)
 		}
 	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		e.text, e.Message = withholdParameters(e.text), withholdParameters(e.Message)
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		e.cause = context.DeadlineExceeded
@@ -116,6 +121,33 @@ func Sanitize(err error) error {
 		e.Timeout = true
 	}
 	return e
+}
+
+// startupParameter matches the server's quoting of a startup parameter
+// in a connection failure, its name and any value after it, to the last
+// quote of the line: unrecognized configuration parameter "NAME", invalid
+// value for parameter "NAME": "VALUE". The server adds no escapes, so a
+// name holding a quote ends at the line's last one.
+var startupParameter = regexp.MustCompile(`parameter ".*"`)
+
+// startupOptions matches the server's quoting of the options startup
+// parameter it cannot read, up to the SQLSTATE pgx appends.
+var startupOptions = regexp.MustCompile(`(?m)(for server process: ).*?( \(SQLSTATE \w{5}\)|$)`)
+
+// withheld stands for what withholdParameters masks.
+const withheld = "(withheld: it came from the connection string, and may hold part of a password)"
+
+// withholdParameters masks the startup parameters the server quotes in a
+// connection failure. Every one came from the connection string, where a
+// password can end up in one: written unencoded with a "&" (a URL's
+// query) or unquoted with a space (keyword/value), a password ends early
+// and leaves its tail to be read as one more parameter, named or valued
+// by the rest of the password; and in keyword/value form a setting left
+// empty, such as "options= password=...", takes the next pair, password
+// and all, as its value. The server's FATAL error would spell it.
+func withholdParameters(s string) string {
+	s = startupParameter.ReplaceAllLiteralString(s, "parameter "+withheld)
+	return startupOptions.ReplaceAllString(s, "${1}"+withheld+"${2}")
 }
 
 // hexRun matches what could be key bytes spelled in hex: a bytea literal or
