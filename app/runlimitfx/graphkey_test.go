@@ -109,3 +109,52 @@ func TestKeySecretNeverPrints(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphKeySecretSetEmptyIsRefused: a runlimitfx.KeySecret that came
+// back empty from the host's secret store is a config error naming the
+// key secret, never taken for absent: the environment's secret, valid
+// here, must not be used instead.
+func TestGraphKeySecretSetEmptyIsRefused(t *testing.T) {
+	t.Setenv(wiring.DefaultSecretEnv, testSecret)
+	var hasher domain.KeyHasher
+	app := fx.New(fx.NopLogger, runlimitfx.Module, fx.Supply(envWithoutSecret(t)),
+		fx.Supply(runlimitfx.KeySecret{Secret: wiring.NewSecret("")}), fx.Populate(&hasher))
+	var ce *wiring.ConfigError
+	require.ErrorAs(t, app.Err(), &ce)
+	require.Equal(t, "KeySecret", ce.Field)
+	require.True(t, hasher.IsZero())
+}
+
+// TestKeySecretSourceGetsABoundedContext: the module calls a secret
+// source, the graph's or the Config's, with a context that has a
+// deadline, so that a source that honours its context cannot hang
+// fx.New on a secret store that never answers.
+func TestKeySecretSourceGetsABoundedContext(t *testing.T) {
+	t.Parallel()
+	for name, withSource := range map[string]func(runlimitfx.KeySecretFunc) []fx.Option{
+		"graph": func(f runlimitfx.KeySecretFunc) []fx.Option {
+			return []fx.Option{fx.Supply(envWithoutSecret(t)), fx.Supply(f)}
+		},
+		"config": func(f runlimitfx.KeySecretFunc) []fx.Option {
+			cfg := envWithoutSecret(t)
+			cfg.KeySecretFunc = f
+			return []fx.Option{fx.Supply(cfg)}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var bounded, called bool
+			source := func(ctx context.Context) ([]byte, error) {
+				called = true
+				_, bounded = ctx.Deadline()
+				return []byte(testSecret), nil
+			}
+			var hasher domain.KeyHasher
+			opts := append([]fx.Option{runlimitfx.Module, fx.Populate(&hasher)}, withSource(source)...)
+			fxtest.New(t, opts...).RequireStart().RequireStop()
+			require.True(t, called)
+			require.True(t, bounded, "the source's context must carry a deadline")
+			requireTestSecretHasher(t, hasher)
+		})
+	}
+}

@@ -118,7 +118,8 @@ type Result struct {
 // runs no OnStop); OnStop stops the loop and
 // closes what the Runtime opened. Config.NewStoreFunc and
 // Config.KeySecretFunc (or the graph's [KeySecretFunc]) are called here,
-// with a background context: fx gives constructors none.
+// with a background context, as fx gives constructors none; the secret's
+// source gets one that ends after fx.DefaultTimeout.
 //
 // A nil Lifecycle, as a Params built by hand rather than by fx may have,
 // is an error matching [wiring.ErrInvalidConfig], returned before anything

@@ -67,6 +67,9 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection string of [BackendPostgres],
 	// used when Pool is nil: NewSecret(os.Getenv("DATABASE_URL")). It is a
 	// [Secret], so printing or logging the Config never shows its password.
+	// Set to an empty string, as from an unset variable, it is a config
+	// error (see [Secret.IsZero]), never a reason to choose the memory
+	// backend.
 	// The Runtime opens a pool from it, for the store alone, with its
 	// sessions' search_path pinned to pg_catalog, pg_temp (see the postgres
 	// package's Server settings), and closes that pool on Close. A
@@ -120,7 +123,8 @@ type Config struct {
 	// KeySecret is the key secret: its raw bytes, at least 32 of them (see
 	// [domain.NewKeyHasher]). Every replica sharing a store must use the
 	// same secret. Set at most one of KeySecret, KeySecretFunc and
-	// SecretEnv. Default: empty.
+	// SecretEnv. A KeySecret set to an empty string (NewSecret("")) is a
+	// config error, not an unset one: see [Secret.IsZero]. Default: unset.
 	KeySecret Secret
 	// KeySecretFunc returns the key secret, for a host that fetches it from
 	// a secret store. [New] calls it once, with its context, and keeps only
@@ -213,6 +217,17 @@ func (e *ConfigError) Unwrap() []error {
 // by their stores' constructors when the Runtime is built, and the secret
 // when it is read; both are reported as a *ConfigError as well.
 func (cfg Config) Validate() error {
+	// A Secret set to an empty string is most often an unset variable. Let
+	// through, an empty DatabaseURL would leave the backend to be inferred
+	// as memory (counters per replica) and an empty KeySecret would leave
+	// the secret to the environment (keys that may differ between
+	// replicas): both refused, before anything else is judged.
+	if !cfg.DatabaseURL.IsZero() && cfg.DatabaseURL.Reveal() == "" {
+		return &ConfigError{Field: "DatabaseURL", Reason: "is set to an empty string (an unset variable?): give a connection string, or leave DatabaseURL unset"}
+	}
+	if !cfg.KeySecret.IsZero() && cfg.KeySecret.Reveal() == "" {
+		return &ConfigError{Field: "KeySecret", Reason: "is set to an empty string (an unset variable?): give the secret, or leave KeySecret unset to name another source"}
+	}
 	hostStore := cfg.Store != nil || cfg.NewStoreFunc != nil
 	database := !cfg.DatabaseURL.IsZero() || !cfg.Pool.IsZero()
 	switch cfg.inferredBackend() {

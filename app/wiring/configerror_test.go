@@ -48,12 +48,12 @@ func TestConfigErrorsNeverConsumedQuota(t *testing.T) {
 // TestUnsizedChosenMemorySaysHowItWasChosen: a config that names no
 // backend and sets no other backend's fields gets the memory backend;
 // refused for having no size, it says so, because the host may have meant
-// the postgres backend with a database URL that came out empty. A config
+// the postgres backend and left its database URL out. A config
 // that names the memory backend hears only what is wrong.
 func TestUnsizedChosenMemorySaysHowItWasChosen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, err := wiring.New(ctx, wiring.Config{DatabaseURL: wiring.NewSecret(""), KeySecret: wiring.NewSecret(testSecret)})
+	_, err := wiring.New(ctx, wiring.Config{KeySecret: wiring.NewSecret(testSecret)})
 	var ce *wiring.ConfigError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Memory.MaxKeys", ce.Field)

@@ -16,8 +16,9 @@ const redacted = "[redacted]"
 // a host struct's unexported fields or the spew dumps in testify's
 // failure diffs, see only an address. Read the value with [Secret.Reveal].
 //
-// The zero value is the empty secret. Secrets are immutable and safe to
-// copy and share between goroutines; copies reveal the same value.
+// The zero value is the unset secret, which no value was given to (see
+// [Secret.IsZero]). Secrets are immutable and safe to copy and share
+// between goroutines; copies reveal the same value.
 type Secret struct {
 	// p is a *string held as an unsafe.Pointer. A string field, or a pointer
 	// to one, is printed in full by reflection: fmt prints the fields of a
@@ -27,11 +28,9 @@ type Secret struct {
 	p unsafe.Pointer
 }
 
-// NewSecret wraps value; the empty string gives the zero Secret.
+// NewSecret wraps value. The empty string gives a secret set to nothing,
+// which is not the zero Secret: see [Secret.IsZero].
 func NewSecret(value string) Secret {
-	if value == "" {
-		return Secret{}
-	}
 	return Secret{p: unsafe.Pointer(&value)}
 }
 
@@ -43,12 +42,19 @@ func (s Secret) Reveal() string {
 	return *(*string)(s.p)
 }
 
-// IsZero reports whether s is empty.
+// IsZero reports whether s is the zero Secret, which no value was given
+// to. A Secret from [NewSecret] or [Secret.UnmarshalText] is never zero,
+// even when its value is empty, as an unset environment variable or an
+// empty field of a configuration file makes it: the wiring refuses a
+// DatabaseURL or KeySecret set to an empty string rather than read the
+// key secret from another source or choose the memory backend, which
+// would give replicas different keys or counters of their own.
 func (s Secret) IsZero() bool { return s.p == nil }
 
-// String returns "[redacted]", or "" for the empty secret.
+// String returns "[redacted]", or "" when the value is empty, set or not:
+// there is nothing to withhold.
 func (s Secret) String() string {
-	if s.p == nil {
+	if s.Reveal() == "" {
 		return ""
 	}
 	return redacted
