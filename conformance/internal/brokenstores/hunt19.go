@@ -1,0 +1,92 @@
+package brokenstores
+
+import (
+	"math"
+	"slices"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// This file holds the faults of the extents, cleanup-clock and
+// removed-while-waiting group (see fault.go).
+
+// retrySampleSize is how many counters CapacityRetrySamplesNewest looks at.
+const retrySampleSize = 8
+
+// narrowedMax is the maximum CleanupExpired works to: max itself, or under
+// CleanupMaxNarrowedToInt32 what an int32 makes of it.
+func (s *Store) narrowedMax(max int) int {
+	if s.cfg.Fault != CleanupMaxNarrowedToInt32 || max <= math.MaxInt32 {
+		return max
+	}
+	// The defect: the maximum passes through a 32-bit integer.
+	return int(int32(max)) //nolint:gosec // the narrowing is the fault
+}
+
+// sampledRetryAt is retryAt for CapacityRetrySamplesNewest: the earliest
+// expiry among the partition's newest counters (latest start first, key
+// order among equals), not among all of them. The caller holds s.mu.
+func (s *Store) sampledRetryAt(p int) (domain.Instant, bool) {
+	type stored struct {
+		k domain.CounterKey
+		c domain.Counter
+	}
+	var all []stored
+	for k, c := range s.entries {
+		if s.PartitionOf(k) == p {
+			all = append(all, stored{k, c})
+		}
+	}
+	slices.SortFunc(all, func(x, y stored) int {
+		if x.c.Start != y.c.Start {
+			if x.c.Start > y.c.Start {
+				return -1
+			}
+			return 1
+		}
+		return x.k.Compare(y.k)
+	})
+	// The defect: only a sample is read.
+	all = all[:min(len(all), retrySampleSize)]
+	var at domain.Instant
+	for i, e := range all {
+		if i == 0 || e.c.Expires < at {
+			at = e.c.Expires
+		}
+	}
+	return at, len(all) > 0
+}
+
+// cleanupNow is the time CleanupExpired removes counters at: the clamped
+// time admissions read, or under CleanupReadsUnclampedClock the clock's
+// own reading, which neither the clamp raises nor it raises the clamp.
+func (s *Store) cleanupNow() domain.Instant {
+	if s.cfg.Fault == CleanupReadsUnclampedClock {
+		// The defect: the clock read bypasses the clamp.
+		return domain.InstantOf(s.cfg.Clock())
+	}
+	return s.now()
+}
+
+// presenceBeforeLocks records, for NewKeysJudgedBeforeLocks, which keys
+// of a are stored before a takes any lock; nil for every other fault.
+func (a *admission) presenceBeforeLocks() []bool {
+	s := a.s
+	if s.cfg.Fault != NewKeysJudgedBeforeLocks {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make([]bool, a.n)
+	for i, k := range a.keys {
+		_, seen[i] = s.entries[k]
+	}
+	return seen
+}
+
+// judgedStored reports whether check i, found absent under the locks, was
+// read as stored before them (NewKeysJudgedBeforeLocks): the defect then
+// creates it without a slot.
+func (a *admission) judgedStored(i int) bool {
+	return a.seenBeforeLocks != nil && a.seenBeforeLocks[i]
+}
