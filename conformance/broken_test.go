@@ -236,6 +236,8 @@ var targets = map[bs.Fault]string{
 	bs.CapacityRetrySamplesNewest: "extents/capacity_retry_is_the_earliest_end_among_many_counters",
 	bs.CleanupReadsUnclampedClock: "clamp/cleanup_reads_the_clamped_time",
 	bs.NewKeysJudgedBeforeLocks:   "waits/a_batch_that_waited_while_cleanup_removed_its_key_claims_a_slot_for_it",
+
+	bs.NewKeysJudgedBeforePartitionLocks: "waits/a_batch_that_waited_for_a_cleanup_claims_a_slot_for_the_key_it_removed",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -932,6 +932,12 @@ const (
 	// as new: a key that cleanup removes while the admission waits for a
 	// lock comes back without a slot, one counter beyond the bound.
 	NewKeysJudgedBeforeLocks
+	// NewKeysJudgedBeforePartitionLocks is NewKeysJudgedBeforeLocks in a
+	// store whose admissions take the partition locks of all their keys and
+	// whose cleanup removes counters under partition locks alone, reading
+	// its clock with the first one held: a key cleanup removes while a
+	// batch waits for that lock comes back without a slot.
+	NewKeysJudgedBeforePartitionLocks
 
 	faultCount
 )
@@ -1135,6 +1141,8 @@ var faultNames = [faultCount]string{
 	CapacityRetrySamplesNewest: "CapacityRetrySamplesNewest",
 	CleanupReadsUnclampedClock: "CleanupReadsUnclampedClock",
 	NewKeysJudgedBeforeLocks:   "NewKeysJudgedBeforeLocks",
+
+	NewKeysJudgedBeforePartitionLocks: "NewKeysJudgedBeforePartitionLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -72,7 +72,7 @@ func (s *Store) cleanupNow() domain.Instant {
 // of a are stored before a takes any lock; nil for every other fault.
 func (a *admission) presenceBeforeLocks() []bool {
 	s := a.s
-	if s.cfg.Fault != NewKeysJudgedBeforeLocks {
+	if s.cfg.Fault != NewKeysJudgedBeforeLocks && s.cfg.Fault != NewKeysJudgedBeforePartitionLocks {
 		return nil
 	}
 	s.mu.Lock()
@@ -89,4 +89,48 @@ func (a *admission) presenceBeforeLocks() []bool {
 // creates it without a slot.
 func (a *admission) judgedStored(i int) bool {
 	return a.seenBeforeLocks != nil && a.seenBeforeLocks[i]
+}
+
+// locksKeyPartitions reports whether an admission takes the partition
+// locks of all its keys, stored or new (NewKeysJudgedBeforePartitionLocks),
+// so that a cleanup holding partition locks alone excludes it.
+func (s *Store) locksKeyPartitions() bool {
+	return s.cfg.Fault == NewKeysJudgedBeforePartitionLocks
+}
+
+// cleanupUnderPartitionLocks is CleanupExpired for
+// NewKeysJudgedBeforePartitionLocks: partition by partition in ascending
+// order, it takes the partition's lock, reads the clock and removes up to
+// what is left of max expired counters there, earliest expiry first,
+// without asking for their key locks: every admission reads and writes
+// under the partition locks of its keys.
+func (s *Store) cleanupUnderPartitionLocks(max int) int {
+	removed := 0
+	for p := 0; p < s.cfg.Partitions && removed < max; p++ {
+		s.partLocks[p].Lock()
+		now := s.now()
+		s.mu.Lock()
+		type ended struct {
+			k domain.CounterKey
+			e domain.Instant
+		}
+		var es []ended
+		for k, c := range s.entries {
+			if s.PartitionOf(k) == p && c.Expires <= now {
+				es = append(es, ended{k, c.Expires})
+			}
+		}
+		slices.SortFunc(es, func(x, y ended) int { return int(x.e - y.e) })
+		for _, e := range es[:min(len(es), max-removed)] {
+			delete(s.entries, e.k)
+			delete(s.firstExpiry, e.k)
+			delete(s.versions, e.k)
+			s.stored[p]--
+			s.removeIndex(e.k)
+			removed++
+		}
+		s.mu.Unlock()
+		s.partLocks[p].Unlock()
+	}
+	return removed
 }

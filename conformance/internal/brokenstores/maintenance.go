@@ -243,6 +243,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	if s.cfg.Fault == CleanupGathersByPartition || s.cfg.Fault == CleanupGatherFreesAnyway {
 		return s.cleanupGathered(max), nil
 	}
+	if s.locksKeyPartitions() {
+		return s.cleanupUnderPartitionLocks(max), nil
+	}
 	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock || s.cfg.Fault == CleanupFreesSlotOfRenewed {
 		return s.cleanupInTwoSteps(max), nil
 	}
