@@ -238,6 +238,7 @@ var targets = map[bs.Fault]string{
 	bs.NewKeysJudgedBeforeLocks:   "waits/a_batch_that_waited_while_cleanup_removed_its_key_claims_a_slot_for_it",
 
 	bs.NewKeysJudgedBeforePartitionLocks: "waits/a_batch_that_waited_for_a_cleanup_claims_a_slot_for_the_key_it_removed",
+	bs.CleanupChunksWithoutRecheck:       "waits/a_renewal_a_cleanup_let_in_before_it_removed_the_key_is_kept",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

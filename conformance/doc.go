@@ -279,7 +279,8 @@
 //     waited (for a stored key's lock, or for a cleanup pinned in its
 //     clock read) while cleanup removed one of its keys claims a slot for
 //     that key, so the batch and a rival new key never both get the last
-//     slot;
+//     slot; and a renewal that a cleanup pinned in its clock read lets in
+//     before it removes the ended counter is kept;
 //   - extents: CleanupExpired with a maximum beyond 32 bits (math.MaxInt,
 //     2^31, 2^32, 2^32+1) removes every expired counter, and a partition
 //     of twelve names its earliest end as a capacity retry time whichever
@@ -496,7 +497,9 @@
 // on a store cleaning on each check, Stats entries counted as of the
 // latest admission, a cleanup maximum narrowed to 32 bits, a capacity
 // retry time from a sample of the newest counters, a cleanup that reads
-// the clock past its clamp, and new keys judged before the wait for the
-// key or partition locks. Each must fail, in one default run, the case written
+// the clock past its clamp, new keys judged before the wait for the
+// key or partition locks, and a cleanup that removes what it collected in
+// chunks, yielding its lock between them, without looking again. Each
+// must fail, in one default run, the case written
 // for it.
 package conformance

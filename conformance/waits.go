@@ -39,6 +39,8 @@ func waitsScenario() scenario {
 			opts: capacityOptions, run: testWaitingBatchFindsKeyRemoved},
 		{name: "a_batch_that_waited_for_a_cleanup_claims_a_slot_for_the_key_it_removed",
 			opts: capacityOptions, run: testBatchWaitingForCleanupFindsKeyRemoved},
+		{name: "a_renewal_a_cleanup_let_in_before_it_removed_the_key_is_kept", single: true,
+			opts: capacityOptions, run: testRenewalDuringCleanupIsKept},
 	}}
 }
 

@@ -130,3 +130,43 @@ func testBatchWaitingForCleanupFindsKeyRemoved(t *testing.T, f *fixture) {
 	f.admitNew(p, part, 1, g+" (the slot k freed)")
 	f.deny(f.check(pk, k), domain.StorageCapacity, g+" (the partition is full again)")
 }
+
+// testRenewalDuringCleanupIsKept lets a key k of the first partition end,
+// pins CleanupExpired in its clock read (on a store whose cleanup reads
+// the clock with the partition's lock held, it holds that lock) and
+// renews k meanwhile. Whichever the store lets in first, k's renewed
+// counter is kept: cleanup removes k before the renewal, which creates
+// it anew, or finds it renewed and leaves it. A cleanup that collects
+// the ended counters first and removes them later, letting waiting
+// admissions in between (in chunks, say, yielding the lock between them)
+// without looking again, removes the renewed counter: an admitted unit
+// forgotten.
+func testRenewalDuringCleanupIsKept(t *testing.T, f *fixture) {
+	const g = "waits: a renewal that a cleanup let in between collecting an ended counter and removing it is kept " +
+		"(a cleanup that does not look again before it removes forgets the renewed counter)"
+	f.requireCleaner()
+	const limit = 3
+	p := f.policy(limit, window)
+	// The first partition: a cleanup that goes through the partitions in
+	// ascending order, reading the clock in each, reads it first there.
+	const part = 0
+	k := f.keyIn(p, part)
+	f.allow(f.check(p, k), limit-1, g)
+	f.advance(window)
+	results := f.race(g, true, []worker{
+		{name: "cleanup", pinned: true, ops: []raceOp{f.cleanupOp(10)}},
+		{name: "renewal of k", wave: 1, ops: []raceOp{f.checkOp(f.check(p, k), f.path)}},
+	})
+	f.logRace(fmt.Sprintf("CleanupExpired(10) %s while %s waits", f.heldInClock(), f.log.check(f.check(p, k))),
+		true, results)
+	for i, rs := range results {
+		require.Len(t, rs, 1, "%s: worker %d finished", g, i+1)
+		require.NoError(t, rs[0].err, "%s: the store failed a valid call (worker %d)", g, i+1)
+	}
+	require.LessOrEqual(t, results[0][0].removed, 1, "%s: only k had ended", g)
+	require.Equal(t, domain.Allowed, results[1][0].outcome, "%s: k's renewal opens a new window", g)
+	require.Equal(t, []int64{limit - 1}, results[1][0].remaining, "%s: k's renewal opens a new window", g)
+	f.allow(f.checkCost(p, k, limit-1), 0, g+" (k's renewed counter is kept: cleanup must not remove a counter "+
+		"renewed after it collected it)")
+	f.requireOccupancy(occupancy{part: 1}, g+" (k holds one slot)")
+}

@@ -938,6 +938,13 @@ const (
 	// its clock with the first one held: a key cleanup removes while a
 	// batch waits for that lock comes back without a slot.
 	NewKeysJudgedBeforePartitionLocks
+	// CleanupChunksWithoutRecheck, in the store of
+	// NewKeysJudgedBeforePartitionLocks without that defect, collects a
+	// partition's ended counters under its lock, then removes them one
+	// chunk at a time, yielding the lock to waiting admissions between
+	// chunks, without looking again: a counter renewed in between is
+	// removed.
+	CleanupChunksWithoutRecheck
 
 	faultCount
 )
@@ -1143,6 +1150,7 @@ var faultNames = [faultCount]string{
 	NewKeysJudgedBeforeLocks:   "NewKeysJudgedBeforeLocks",
 
 	NewKeysJudgedBeforePartitionLocks: "NewKeysJudgedBeforePartitionLocks",
+	CleanupChunksWithoutRecheck:       "CleanupChunksWithoutRecheck",
 }
 
 // Faults returns every deliberate defect, None excluded.

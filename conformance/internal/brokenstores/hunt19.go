@@ -2,6 +2,7 @@ package brokenstores
 
 import (
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/runlimit/runlimit/domain"
@@ -95,11 +96,11 @@ func (a *admission) judgedStored(i int) bool {
 // locks of all its keys, stored or new (NewKeysJudgedBeforePartitionLocks),
 // so that a cleanup holding partition locks alone excludes it.
 func (s *Store) locksKeyPartitions() bool {
-	return s.cfg.Fault == NewKeysJudgedBeforePartitionLocks
+	return s.cfg.Fault == NewKeysJudgedBeforePartitionLocks || s.cfg.Fault == CleanupChunksWithoutRecheck
 }
 
 // cleanupUnderPartitionLocks is CleanupExpired for
-// NewKeysJudgedBeforePartitionLocks: partition by partition in ascending
+// NewKeysJudgedBeforePartitionLocks and CleanupChunksWithoutRecheck: partition by partition in ascending
 // order, it takes the partition's lock, reads the clock and removes up to
 // what is left of max expired counters there, earliest expiry first,
 // without asking for their key locks: every admission reads and writes
@@ -122,6 +123,18 @@ func (s *Store) cleanupUnderPartitionLocks(max int) int {
 		}
 		slices.SortFunc(es, func(x, y ended) int { return int(x.e - y.e) })
 		for _, e := range es[:min(len(es), max-removed)] {
+			if s.cfg.Fault == CleanupChunksWithoutRecheck {
+				// The defect: a chunk of one, the lock yielded to waiting
+				// admissions before it, and the counter not looked at again.
+				s.mu.Unlock()
+				s.partLocks[p].Unlock()
+				runtime.Gosched()
+				s.partLocks[p].Lock()
+				s.mu.Lock()
+				if _, ok := s.entries[e.k]; !ok {
+					continue
+				}
+			}
 			delete(s.entries, e.k)
 			delete(s.firstExpiry, e.k)
 			delete(s.versions, e.k)
