@@ -21,7 +21,7 @@ func (s *Store) narrowedMax(max int) int {
 		return max
 	}
 	// The defect: the maximum passes through a 32-bit integer.
-	return int(int32(max)) //nolint:gosec // the narrowing is the fault
+	return int(int32(max))
 }
 
 // sampledRetryAt is retryAt for CapacityRetrySamplesNewest: the earliest
