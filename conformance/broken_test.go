@@ -231,6 +231,14 @@ var targets = map[bs.Fault]string{
 	bs.ReadyContextBeforeClosed:           "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
 	bs.SweepSparesWindowEndingNow:         "sweep/a_window_ending_now_frees_its_slot_like_one_ended_before",
 	bs.SweepsFirstCheckOnly:               "sweep/every_check_of_a_batch_frees_ended_slots_of_its_own_partition",
+
+	bs.CleanupMaxNarrowedToInt32:  "extents/cleanup_with_a_maximum_beyond_32_bits_removes_every_expired_counter",
+	bs.CapacityRetrySamplesNewest: "extents/capacity_retry_is_the_earliest_end_among_many_counters",
+	bs.CleanupReadsUnclampedClock: "clamp/cleanup_reads_the_clamped_time",
+	bs.NewKeysJudgedBeforeLocks:   "waits/a_batch_that_waited_while_cleanup_removed_its_key_claims_a_slot_for_it",
+
+	bs.NewKeysJudgedBeforePartitionLocks: "waits/a_batch_that_waited_for_a_cleanup_claims_a_slot_for_the_key_it_removed",
+	bs.CleanupChunksWithoutRecheck:       "waits/a_renewal_a_cleanup_let_in_before_it_removed_the_key_is_kept",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -36,6 +36,7 @@ func clampScenario() scenario {
 		{name: "a_batch_clamps_by_every_partition_it_touches", run: testBatchClampsEveryPartition},
 		{name: "single_checks_and_batches_share_the_clamp", run: testPathsShareClamp},
 		{name: "cleanup_keeps_the_clamp", run: testCleanupKeepsClamp},
+		{name: "cleanup_reads_the_clamped_time", run: testCleanupReadsClampedTime},
 	}}
 }
 

@@ -33,14 +33,15 @@ func harness(fault brokenstores.Fault) conformance.NewStoreFunc {
 // steppedBack are the faults that show only on a clock the suite steps
 // back.
 var steppedBack = map[brokenstores.Fault]bool{
-	brokenstores.TrustsInjectedClock:       true,
-	brokenstores.ClampsOnlyOnCommit:        true,
-	brokenstores.ClampKeepsRawTime:         true,
-	brokenstores.ClampsFirstPartitionOnly:  true,
-	brokenstores.SingleCheckOwnClamp:       true,
-	brokenstores.CleanupLowersClamp:        true,
-	brokenstores.ClampToleratesJitter:      true,
-	brokenstores.ClampComparesMilliseconds: true,
+	brokenstores.TrustsInjectedClock:        true,
+	brokenstores.ClampsOnlyOnCommit:         true,
+	brokenstores.ClampKeepsRawTime:          true,
+	brokenstores.ClampsFirstPartitionOnly:   true,
+	brokenstores.SingleCheckOwnClamp:        true,
+	brokenstores.CleanupLowersClamp:         true,
+	brokenstores.ClampToleratesJitter:       true,
+	brokenstores.ClampComparesMilliseconds:  true,
+	brokenstores.CleanupReadsUnclampedClock: true,
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:

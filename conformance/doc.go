@@ -220,7 +220,7 @@
 //     the clamp as an allowed check does, every read after the step is
 //     clamped, a batch is clamped by every partition it touches, single
 //     checks and batches share one clamp, and a cleanup leaves it where
-//     it was;
+//     it was and reads it too, removing a counter the store has seen end;
 //   - retry: a capacity denial's retry time, when it gives one, is the
 //     partition's earliest expiry to the microsecond, also when that
 //     counter is another policy's, with another window, and was checked
@@ -275,7 +275,16 @@
 //     meanwhile into the partition's last slot leaves it full, not over
 //     its bound; and a cleanup that collected a counter from a lower
 //     partition and waited for a higher one's lock neither removes that
-//     counter, renewed meanwhile, nor frees its slot;
+//     counter, renewed meanwhile, nor frees its slot; and a batch that
+//     waited (for a stored key's lock, or for a cleanup pinned in its
+//     clock read) while cleanup removed one of its keys claims a slot for
+//     that key, so the batch and a rival new key never both get the last
+//     slot; and a renewal that a cleanup pinned in its clock read lets in
+//     before it removes the ended counter is kept;
+//   - extents: CleanupExpired with a maximum beyond 32 bits (math.MaxInt,
+//     2^31, 2^32, 2^32+1) removes every expired counter, and a partition
+//     of twelve names its earliest end as a capacity retry time whichever
+//     counter, newest or oldest of them, ends first;
 //   - sweep: a store that frees the slots of ended counters during
 //     admission frees them for every check of a batch, on that check's
 //     own partition, and takes a window ending exactly now as ended, so
@@ -485,7 +494,12 @@
 // a cleanup that collects every partition before it removes, without
 // looking again or freeing the slot whatever it finds, a capacity retry
 // time from active counters only, a batch renewal that claims a free slot
-// on a store cleaning on each check, and Stats entries counted as of the
-// latest admission. Each must fail, in one default run, the case written
+// on a store cleaning on each check, Stats entries counted as of the
+// latest admission, a cleanup maximum narrowed to 32 bits, a capacity
+// retry time from a sample of the newest counters, a cleanup that reads
+// the clock past its clamp, new keys judged before the wait for the
+// key or partition locks, and a cleanup that removes what it collected in
+// chunks, yielding its lock between them, without looking again. Each
+// must fail, in one default run, the case written
 // for it.
 package conformance

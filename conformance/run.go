@@ -184,6 +184,7 @@ func scenarios() []scenario {
 		extremesScenario(),
 		waitsScenario(),
 		sweepScenario(),
+		extentsScenario(),
 	}
 }
 

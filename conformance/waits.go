@@ -35,6 +35,12 @@ func waitsScenario() scenario {
 			opts: capacityOptions, run: testWaitingBatchRecountsSlots},
 		{name: "cleanup_that_waited_for_a_lock_looks_again_before_it_removes", single: true,
 			opts: capacityOptions, run: testWaitingCleanupLooksAgain},
+		{name: "a_batch_that_waited_while_cleanup_removed_its_key_claims_a_slot_for_it", single: true,
+			opts: capacityOptions, run: testWaitingBatchFindsKeyRemoved},
+		{name: "a_batch_that_waited_for_a_cleanup_claims_a_slot_for_the_key_it_removed",
+			opts: capacityOptions, run: testBatchWaitingForCleanupFindsKeyRemoved},
+		{name: "a_renewal_a_cleanup_let_in_before_it_removed_the_key_is_kept", single: true,
+			opts: capacityOptions, run: testRenewalDuringCleanupIsKept},
 	}}
 }
 

@@ -45,6 +45,9 @@ type admission struct {
 	held    []*sync.Mutex
 	stripes []int // the stripes held (StripeLockedTwice)
 	parts   []int
+	// seenBeforeLocks: which keys were stored before the locks
+	// (NewKeysJudgedBeforeLocks, hunt19.go).
+	seenBeforeLocks []bool
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -78,6 +81,7 @@ func (a *admission) run() error {
 		early = domain.InstantOf(s.cfg.Clock())
 	}
 	counted := a.countEarly()
+	a.seenBeforeLocks = a.presenceBeforeLocks()
 	if err := a.lock(); err != nil {
 		return &Error{Op: "admit", Err: err}
 	}
@@ -476,7 +480,10 @@ func (a *admission) observe(now domain.Instant) {
 		if !ok || (expired && s.cfg.Fault == ExpiredNeedsSlot) {
 			o.Counter = domain.Counter{}
 			p := s.PartitionOf(k)
-			if !ok && s.storesLookalike(k) {
+			if !ok && a.judgedStored(i) {
+				// NewKeysJudgedBeforeLocks: read as stored before the
+				// locks, so no slot is claimed for it.
+			} else if !ok && s.storesLookalike(k) {
 				// The defect: the filter says the key is stored, so its
 				// slot is taken without asking whether one is free.
 				claims[p]++
@@ -610,6 +617,9 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 func (s *Store) retryAt(p int, refused domain.CounterKey) (domain.Instant, bool) {
 	if s.cfg.Fault == CleanupFiltersHeapInPlace {
 		return s.heapTop(p)
+	}
+	if s.cfg.Fault == CapacityRetrySamplesNewest {
+		return s.sampledRetryAt(p)
 	}
 	var at domain.Instant
 	found := false

@@ -911,6 +911,41 @@ const (
 	// counters' slots.
 	SweepsFirstCheckOnly
 
+	// Extents, cleanup's clock and keys removed during a wait (hunt19.go).
+
+	// CleanupMaxNarrowedToInt32 converts CleanupExpired's max to an int32
+	// (a 32-bit LIMIT parameter, a Lua number cast): a max beyond 32 bits
+	// wraps to zero, a negative number or a small one, and cleanup removes
+	// none or too few of the expired counters.
+	CleanupMaxNarrowedToInt32
+	// CapacityRetrySamplesNewest names a capacity denial's retry time from
+	// a sample of the partition's eight newest counters, as a store that
+	// samples instead of keeping an expiry index does: in a partition of
+	// more counters, the earliest end may lie outside the sample.
+	CapacityRetrySamplesNewest
+	// CleanupReadsUnclampedClock reads the clock for CleanupExpired
+	// without the clamp admissions read through: after the clock steps
+	// back, cleanup keeps a counter the store has already seen end.
+	CleanupReadsUnclampedClock
+	// NewKeysJudgedBeforeLocks reads which keys of an admission are stored
+	// before it takes its locks, and claims a slot only for those it read
+	// as new: a key that cleanup removes while the admission waits for a
+	// lock comes back without a slot, one counter beyond the bound.
+	NewKeysJudgedBeforeLocks
+	// NewKeysJudgedBeforePartitionLocks is NewKeysJudgedBeforeLocks in a
+	// store whose admissions take the partition locks of all their keys and
+	// whose cleanup removes counters under partition locks alone, reading
+	// its clock with the first one held: a key cleanup removes while a
+	// batch waits for that lock comes back without a slot.
+	NewKeysJudgedBeforePartitionLocks
+	// CleanupChunksWithoutRecheck, in the store of
+	// NewKeysJudgedBeforePartitionLocks without that defect, collects a
+	// partition's ended counters under its lock, then removes them one
+	// chunk at a time, yielding the lock to waiting admissions between
+	// chunks, without looking again: a counter renewed in between is
+	// removed.
+	CleanupChunksWithoutRecheck
+
 	faultCount
 )
 
@@ -1108,6 +1143,14 @@ var faultNames = [faultCount]string{
 
 	SweepSparesWindowEndingNow: "SweepSparesWindowEndingNow",
 	SweepsFirstCheckOnly:       "SweepsFirstCheckOnly",
+
+	CleanupMaxNarrowedToInt32:  "CleanupMaxNarrowedToInt32",
+	CapacityRetrySamplesNewest: "CapacityRetrySamplesNewest",
+	CleanupReadsUnclampedClock: "CleanupReadsUnclampedClock",
+	NewKeysJudgedBeforeLocks:   "NewKeysJudgedBeforeLocks",
+
+	NewKeysJudgedBeforePartitionLocks: "NewKeysJudgedBeforePartitionLocks",
+	CleanupChunksWithoutRecheck:       "CleanupChunksWithoutRecheck",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -229,6 +229,7 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
 	}
+	max = s.narrowedMax(max)
 	if s.cfg.Fault == CleanupCutShortReportsNone {
 		return s.cleanupInRounds(ctx, max)
 	}
@@ -242,6 +243,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	if s.cfg.Fault == CleanupGathersByPartition || s.cfg.Fault == CleanupGatherFreesAnyway {
 		return s.cleanupGathered(max), nil
 	}
+	if s.locksKeyPartitions() {
+		return s.cleanupUnderPartitionLocks(max), nil
+	}
 	if s.cfg.Fault == CleanupDeletesWithoutRecheck || s.cfg.Fault == CleanupHoldsClockLock || s.cfg.Fault == CleanupFreesSlotOfRenewed {
 		return s.cleanupInTwoSteps(max), nil
 	}
@@ -249,7 +253,7 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 		// The defect: cleanup's own clock read replaces the latest time.
 		s.last.Store(int64(domain.InstantOf(s.cfg.Clock())))
 	}
-	now := s.now()
+	now := s.cleanupNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.cfg.Fault {

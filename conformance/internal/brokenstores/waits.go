@@ -49,7 +49,7 @@ func (a *admission) useEarlyCount(early []int) {
 // keys, stored or not, in ascending order, as a sharded store locks its
 // keys' shards; otherwise parts, those of its new keys.
 func (a *admission) lockEveryPartition(parts []int) []int {
-	if f := a.s.cfg.Fault; f != CleanupGathersByPartition && f != CleanupGatherFreesAnyway {
+	if f := a.s.cfg.Fault; f != CleanupGathersByPartition && f != CleanupGatherFreesAnyway && !a.s.locksKeyPartitions() {
 		return parts
 	}
 	parts = parts[:0]
