@@ -231,6 +231,10 @@ var targets = map[bs.Fault]string{
 	bs.ReadyContextBeforeClosed:           "lifecycle/readiness_follows_its_context_and_outlives_a_callers",
 	bs.SweepSparesWindowEndingNow:         "sweep/a_window_ending_now_frees_its_slot_like_one_ended_before",
 	bs.SweepsFirstCheckOnly:               "sweep/every_check_of_a_batch_frees_ended_slots_of_its_own_partition",
+	bs.KeysDropControlBytes:               "lookalikes/keys_an_encoding_folds_keep_counters_of_their_own",
+	bs.KeysFoldBase64Case:                 "lookalikes/keys_an_encoding_folds_keep_counters_of_their_own",
+	bs.ClockJoinsSecondsAndMicros:         "time/times_a_few_microseconds_past_a_whole_second_are_read_as_they_are",
+	bs.CleanupSkipsAfterRemoval:           "cleanup/one_call_removes_every_expired_counter_up_to_its_maximum",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -911,6 +911,28 @@ const (
 	// counters' slots.
 	SweepsFirstCheckOnly
 
+	// A key-value port's text keys, clock replies and scans (kvport.go).
+
+	// KeysDropControlBytes keys each counter by text made of its key's
+	// bytes with control characters and spaces dropped, as a port to
+	// memcached, whose keys may hold none, does: subject keys differing
+	// only in such a byte share a counter.
+	KeysDropControlBytes
+	// KeysFoldBase64Case keys each counter by the base64 of its 64 bytes,
+	// lowercased, as a column or collation that ignores case does: keys
+	// whose base64 differs only in a letter's case share a counter.
+	KeysFoldBase64Case
+	// ClockJoinsSecondsAndMicros reads its clock as a server's reply of
+	// whole seconds and microseconds joined as text (Redis TIME, "s" ..
+	// "us" in Lua), so a time whose microseconds have fewer than six
+	// digits reads far too small, and the clamp holds the store's time
+	// still.
+	ClockJoinsSecondsAndMicros
+	// CleanupSkipsAfterRemoval steps over the expired counter after each
+	// it removes, as a loop over a list it deletes from does: one call
+	// removes about half of what it may.
+	CleanupSkipsAfterRemoval
+
 	faultCount
 )
 
@@ -1108,6 +1130,11 @@ var faultNames = [faultCount]string{
 
 	SweepSparesWindowEndingNow: "SweepSparesWindowEndingNow",
 	SweepsFirstCheckOnly:       "SweepsFirstCheckOnly",
+
+	KeysDropControlBytes:       "KeysDropControlBytes",
+	KeysFoldBase64Case:         "KeysFoldBase64Case",
+	ClockJoinsSecondsAndMicros: "ClockJoinsSecondsAndMicros",
+	CleanupSkipsAfterRemoval:   "CleanupSkipsAfterRemoval",
 }
 
 // Faults returns every deliberate defect, None excluded.

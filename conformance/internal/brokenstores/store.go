@@ -240,6 +240,8 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 		return domain.NewCounterKey(fp, k.SubjectKey())
 	case KeysByHash64, KeysBySubjectSuffix, KeysXorFolded, KeysByFingerprintXorSubject, KeysByFingerprintFirstByte:
 		return s.reducedKey(k)
+	case KeysDropControlBytes, KeysFoldBase64Case:
+		return s.textKey(k)
 	case KeysByInt32Limit, KeysByFloatLimit, KeysByInt32WindowMillis, KeysByJoinedText, KeysByUnseparatedFields,
 		KeysByFingerprintPrefix, KeysByFingerprintSuffix:
 		return s.joinedKey(c)
@@ -301,6 +303,8 @@ func (s *Store) clampedNow() domain.Instant {
 	var now domain.Instant
 	if s.cfg.Fault == IgnoresInjectedClock {
 		now = domain.InstantOf(time.Since(s.created))
+	} else if s.cfg.Fault == ClockJoinsSecondsAndMicros {
+		now = joinedClock(s.cfg.Clock())
 	} else {
 		now = domain.InstantOf(s.cfg.Clock())
 	}
