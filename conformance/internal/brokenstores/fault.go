@@ -932,6 +932,12 @@ const (
 	// it removes, as a loop over a list it deletes from does: one call
 	// removes about half of what it may.
 	CleanupSkipsAfterRemoval
+	// BatchStepsPerKeyWithRefund runs a batch as one single-key step per
+	// check, in caller order, each under its key's lock alone, as a port
+	// to a store that cannot script keys of several slots together does,
+	// and when a step is denied takes back what the earlier steps wrote:
+	// a racing check of an earlier key sees the batch's unit in between.
+	BatchStepsPerKeyWithRefund
 
 	faultCount
 )
@@ -1135,6 +1141,7 @@ var faultNames = [faultCount]string{
 	KeysFoldBase64Case:         "KeysFoldBase64Case",
 	ClockJoinsSecondsAndMicros: "ClockJoinsSecondsAndMicros",
 	CleanupSkipsAfterRemoval:   "CleanupSkipsAfterRemoval",
+	BatchStepsPerKeyWithRefund: "BatchStepsPerKeyWithRefund",
 }
 
 // Faults returns every deliberate defect, None excluded.

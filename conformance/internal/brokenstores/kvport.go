@@ -1,11 +1,13 @@
 package brokenstores
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
@@ -80,4 +82,87 @@ func (s *Store) removeSkipping(now domain.Instant, max int) int {
 		}
 	}
 	return removed
+}
+
+// refund is one step of BatchStepsPerKeyWithRefund to take back: the key
+// it wrote and what the key held before.
+type refund struct {
+	k       domain.CounterKey
+	before  domain.Counter
+	present bool
+}
+
+// admitPerKey is Admit for BatchStepsPerKeyWithRefund: each check of b is
+// admitted on its own, under its own key's lock, and once one is refused
+// the earlier ones are taken back. The decision is then b's, evaluated on
+// what each step read.
+func (s *Store) admitPerKey(ctx context.Context, b *domain.Batch) error {
+	n := b.Len()
+	obs := make([]domain.Observation, n)
+	var (
+		undo []refund
+		now  domain.Instant
+	)
+	for i := range n {
+		c := b.Check(i)
+		var (
+			next domain.Counter
+			d    domain.Decision
+		)
+		a := &admission{s: s, ctx: ctx, n: 1, mode: c.Policy().Mode(), check: func(int) domain.Check { return c }}
+		a.keys = []domain.CounterKey{s.storageKey(c)}
+		a.evaluate = func(t domain.Instant) (bool, error) {
+			now = t
+			return domain.EvaluateCheck(&c, t, &a.obs[0], &next, &d)
+		}
+		a.next = func(int) domain.Counter { return next }
+		a.denied = func() (int, domain.Outcome) { return 0, d.Outcome() }
+		if err := a.run(); err != nil {
+			s.takeBack(undo)
+			return err
+		}
+		obs[i] = a.obs[0]
+		if d.Outcome() != domain.Allowed {
+			// The defect: the earlier steps stood until now.
+			s.takeBack(undo)
+			break
+		}
+		undo = append(undo, refund{a.keys[0], a.before[0], a.present[0]})
+	}
+	for i, o := range obs {
+		b.Observe(i, o)
+	}
+	if _, err := b.Evaluate(now); err != nil {
+		return &Error{Op: "admit", Err: err}
+	}
+	return nil
+}
+
+// takeBack restores what steps wrote, the latest first, each under its
+// key's lock.
+func (s *Store) takeBack(steps []refund) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		u := steps[i]
+		s.keyMu.Lock()
+		l, ok := s.keyLocks[u.k]
+		if !ok {
+			l = new(sync.Mutex)
+			s.keyLocks[u.k] = l
+		}
+		s.keyMu.Unlock()
+		l.Lock()
+		s.mu.Lock()
+		if u.present {
+			s.entries[u.k] = u.before
+			s.versions[u.k]++
+		} else if _, ok := s.entries[u.k]; ok {
+			delete(s.entries, u.k)
+			delete(s.firstExpiry, u.k)
+			delete(s.versions, u.k)
+			s.stored[s.PartitionOf(u.k)]--
+			s.removeIndex(u.k)
+		}
+		s.mu.Unlock()
+		l.Unlock()
+	}
 }

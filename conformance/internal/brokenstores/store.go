@@ -157,6 +157,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if err := s.usable(ctx, b.Key(0)); err != nil {
 		return err
 	}
+	if s.cfg.Fault == BatchStepsPerKeyWithRefund && b.Len() > 1 {
+		return s.admitPerKey(ctx, b)
+	}
 	if s.cfg.Fault == BatchCappedAtCapacity && b.Len() > s.cfg.Capacity {
 		// The defect: one partition's bound taken for the batch's.
 		return &Error{Op: "admit", Err: &domain.BatchError{Problem: domain.BatchTooLarge, Size: b.Len(), Max: s.cfg.Capacity}}
