@@ -196,18 +196,35 @@ trusted(role) AS (
   UNION
     SELECT r.oid FROM pg_catalog.pg_roles AS r
     WHERE r.rolsuper OR r.rolname OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.name),
-objects(namespace, name, owner) AS (
-    SELECT c.relnamespace, c.relname::pg_catalog.text, c.relowner FROM pg_catalog.pg_class AS c
+objects(namespace, name, kind, label, owner) AS (
+    SELECT c.relnamespace, c.relname::pg_catalog.text, ''::pg_catalog.text, ''::pg_catalog.text, c.relowner
+    FROM pg_catalog.pg_class AS c
   UNION ALL
-    SELECT p.pronamespace, p.proname::pg_catalog.text, p.proowner FROM pg_catalog.pg_proc AS p)
-SELECT $2::pg_catalog.bool OR n.nspowner IN (SELECT role FROM trusted),
-       (SELECT pg_catalog.min(o.name) FROM objects AS o
-        WHERE o.namespace OPERATOR(pg_catalog.=) n.oid
-          AND (pg_catalog.starts_with(o.name, 'runlimit_'::pg_catalog.text)
-               OR o.name OPERATOR(pg_catalog.=) '_sqlx_migrations'::pg_catalog.text)
-          AND o.owner NOT IN (SELECT role FROM trusted)
-          AND NOT ($2::pg_catalog.bool AND o.owner OPERATOR(pg_catalog.=) n.nspowner))
+    SELECT p.pronamespace, p.proname::pg_catalog.text, ''::pg_catalog.text, ''::pg_catalog.text, p.proowner
+    FROM pg_catalog.pg_proc AS p
+  UNION ALL
+    SELECT c.relnamespace, c.relname::pg_catalog.text, 'trigger'::pg_catalog.text, t.tgname::pg_catalog.text, p.proowner
+    FROM pg_catalog.pg_trigger AS t
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid
+    JOIN pg_catalog.pg_proc AS p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid
+    WHERE NOT t.tgisinternal
+  UNION ALL
+    SELECT c.relnamespace, c.relname::pg_catalog.text, 'foreign key'::pg_catalog.text, k.conname::pg_catalog.text, r.relowner
+    FROM pg_catalog.pg_constraint AS k
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) k.confrelid
+    JOIN pg_catalog.pg_class AS r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
+    WHERE k.contype OPERATOR(pg_catalog.=) 'f'::pg_catalog."char")
+SELECT $2::pg_catalog.bool OR n.nspowner IN (SELECT role FROM trusted), planted.name, planted.kind, planted.label
 FROM pg_catalog.pg_namespace AS n
+LEFT JOIN LATERAL (
+    SELECT o.name, o.kind, o.label FROM objects AS o
+    WHERE o.namespace OPERATOR(pg_catalog.=) n.oid
+      AND (pg_catalog.starts_with(o.name, 'runlimit_'::pg_catalog.text)
+           OR o.name OPERATOR(pg_catalog.=) '_sqlx_migrations'::pg_catalog.text)
+      AND o.owner NOT IN (SELECT role FROM trusted)
+      AND NOT ($2::pg_catalog.bool AND o.owner OPERATOR(pg_catalog.=) n.nspowner)
+    ORDER BY o.name, o.kind, o.label
+    LIMIT 1) AS planted ON true
 WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.name`
 
 // ensureSchema creates schema when it does not exist and checks who owns it
@@ -301,8 +318,8 @@ func checkTrusted(ctx context.Context, q Querier, schema string) error {
 // is set, reporting a missing schema as errNoSchema.
 func checkSchema(ctx context.Context, q Querier, schema string, reader bool) error {
 	var trusted bool
-	var object *string
-	err := q.QueryRow(ctx, sqlSchemaTrusted, schema, reader).Scan(&trusted, &object)
+	var object, kind, label *string
+	err := q.QueryRow(ctx, sqlSchemaTrusted, schema, reader).Scan(&trusted, &object, &kind, &label)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return errNoSchema
@@ -311,6 +328,12 @@ func checkSchema(ctx context.Context, q Querier, schema string, reader bool) err
 	case !trusted:
 		return fmt.Errorf("%w: schema %s; make the migrating role its owner, or choose another schema",
 			ErrUntrustedSchema, pgx.Identifier{schema}.Sanitize())
+	case object != nil && *kind != "" && reader:
+		return fmt.Errorf("%w: %s %s on %s in schema %s runs the code of a role that neither owns the schema nor is trusted by the connected role, or holds its rows with that role's table; drop it, and take TRIGGER and REFERENCES on Runlimit's tables from every role but their owner",
+			ErrUntrustedSchema, *kind, plantedName(*label), plantedName(*object), pgx.Identifier{schema}.Sanitize())
+	case object != nil && *kind != "":
+		return fmt.Errorf("%w: %s %s on %s in schema %s runs the code of another role, or holds its rows with that role's table; drop it, and take TRIGGER and REFERENCES on Runlimit's tables from every role but their owner",
+			ErrUntrustedSchema, *kind, plantedName(*label), plantedName(*object), pgx.Identifier{schema}.Sanitize())
 	case object != nil && reader:
 		return fmt.Errorf("%w: %s in schema %s belongs to a role that neither owns the schema nor is trusted by the connected role, and could run its code with the connected role's rights; drop it, or make the schema's owner its owner",
 			ErrUntrustedSchema, plantedName(*object), pgx.Identifier{schema}.Sanitize())

@@ -1,0 +1,79 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// A role that holds TRIGGER on the counters' table (GRANT ALL gives it)
+// but owns nothing of Runlimit's attaches a trigger of its own function:
+// every admission and cleanup of the service would then run that role's
+// code with the service's rights, which reach the host's own tables on a
+// shared pool. Ready refuses the schema, naming the trigger, and runs none
+// of it.
+func TestReadyRefusesATriggerAnotherRoleAttached(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx))
+
+	hostile := db.NewRole(t, "hostile")
+	h := pgx.Identifier{hostile.Name}.Sanitize()
+	_, err = db.Pool.Exec(ctx, `CREATE SCHEMA hostile AUTHORIZATION `+h+`;
+		GRANT TRIGGER ON public.runlimit_fixed_windows TO `+h)
+	require.NoError(t, err)
+	_, err = hostile.NewPool(t, nil).Exec(ctx, `
+		CREATE TABLE hostile.calls (n int);
+		GRANT INSERT ON hostile.calls TO PUBLIC;
+		CREATE FUNCTION hostile.spy() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN INSERT INTO hostile.calls VALUES (1); RETURN NULL; END $$;
+		CREATE TRIGGER zz_spy AFTER INSERT OR UPDATE OR DELETE ON public.runlimit_fixed_windows
+			FOR EACH STATEMENT EXECUTE FUNCTION hostile.spy();
+		GRANT USAGE ON SCHEMA hostile TO PUBLIC`)
+	require.NoError(t, err)
+
+	err = store.Ready(ctx)
+	require.ErrorIs(t, err, postgres.ErrUntrustedSchema)
+	require.Contains(t, err.Error(), `trigger "zz_spy" on "runlimit_fixed_windows"`)
+	var calls int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM hostile.calls").Scan(&calls))
+	require.Zero(t, calls, "Ready ran the planted trigger")
+}
+
+// A role that holds REFERENCES on the counters' table adds a foreign key
+// from a table of its own to a counter. Deleting that counter then fails,
+// and with it every cleanup pass that reaches it, whatever else it would
+// delete: expired rows keep their slots until every shard is full and
+// every new subject is denied. Ready refuses the schema.
+func TestReadyRefusesAForeignKeyIntoTheCounters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx))
+
+	hostile := db.NewRole(t, "hostile")
+	h := pgx.Identifier{hostile.Name}.Sanitize()
+	_, err = db.Pool.Exec(ctx, `CREATE SCHEMA hostile AUTHORIZATION `+h+`;
+		GRANT REFERENCES ON public.runlimit_fixed_windows TO `+h)
+	require.NoError(t, err)
+	_, err = hostile.NewPool(t, nil).Exec(ctx, `
+		CREATE TABLE hostile.pins (f bytea, s bytea,
+			CONSTRAINT zz_pin FOREIGN KEY (f, s) REFERENCES public.runlimit_fixed_windows (config_fingerprint, subject_key))`)
+	require.NoError(t, err)
+
+	err = store.Ready(ctx)
+	require.ErrorIs(t, err, postgres.ErrUntrustedSchema)
+	require.Contains(t, err.Error(), `foreign key "zz_pin" on "runlimit_fixed_windows"`)
+}
