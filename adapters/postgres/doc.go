@@ -252,7 +252,15 @@
 // belongs neither to the schema's owner nor to a role the service's role
 // trusts ([ErrUntrustedSchema]): a role holding CREATE on the schema
 // (every role, on public, before PostgreSQL 15) could otherwise plant a
-// version table the store reads.
+// version table the store reads. It refuses, the same way, a trigger on
+// Runlimit's tables whose function such a role owns (it would run with the
+// service's rights on every admission), a foreign key into the counters
+// from such a role's table (deleting a counter it holds would fail every
+// cleanup pass that reaches it), and a trigger that attaches one of
+// Runlimit's own trigger functions, which PUBLIC may execute, on an event
+// Runlimit's triggers do not (the ledger would miscount, and the bound
+// per shard fail): the privileges to do any of these, TRIGGER and
+// REFERENCES on Runlimit's tables, belong to their owner alone.
 //
 // Advisory locks live in one namespace per database, shared by every
 // application and role connected to it. An unrelated session that takes the

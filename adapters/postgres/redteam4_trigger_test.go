@@ -9,6 +9,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/migrations"
 )
 
 // A role that holds TRIGGER on the counters' table (GRANT ALL gives it)
@@ -76,4 +77,66 @@ func TestReadyRefusesAForeignKeyIntoTheCounters(t *testing.T) {
 	err = store.Ready(ctx)
 	require.ErrorIs(t, err, postgres.ErrUntrustedSchema)
 	require.Contains(t, err.Error(), `foreign key "zz_pin" on "runlimit_fixed_windows"`)
+}
+
+// A role that holds TRIGGER on the counters' table, and nothing else,
+// attaches Runlimit's own ledger functions (SECURITY DEFINER, executable
+// by PUBLIC, owned by a trusted role) to events Runlimit's triggers do not
+// use: every admission's UPDATE then counts its counter out of the ledger,
+// or every insert sets every shard's count to zero, and the per-shard
+// bound (the database's hard maximum included) no longer holds. Ready
+// refuses each, naming the trigger; Runlimit's own triggers, on a Go and
+// on an adopted Rust schema, pass (every other Ready test).
+func TestReadyRefusesRunlimitsTriggerFunctionsOnOtherEvents(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, trigger string }{
+		{"a second delete count", `CREATE TRIGGER zz_bad AFTER DELETE ON public.runlimit_fixed_windows
+			REFERENCING OLD TABLE AS runlimit_rows FOR EACH STATEMENT EXECUTE FUNCTION public.runlimit_capacity_count()`},
+		{"a second insert count per row", `CREATE TRIGGER zz_bad AFTER INSERT ON public.runlimit_fixed_windows
+			REFERENCING NEW TABLE AS runlimit_rows FOR EACH ROW EXECUTE FUNCTION public.runlimit_capacity_count()`},
+		{"a count on update", `CREATE TRIGGER zz_bad AFTER UPDATE ON public.runlimit_fixed_windows
+			REFERENCING OLD TABLE AS runlimit_rows FOR EACH STATEMENT EXECUTE FUNCTION public.runlimit_capacity_count()`},
+		{"the truncate reset on insert", `CREATE TRIGGER zz_bad AFTER INSERT ON public.runlimit_fixed_windows
+			FOR EACH STATEMENT EXECUTE FUNCTION public.runlimit_capacity_count_truncated()`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := pgtest.New(t)
+			svc := db.NewServiceRole(t, "public")
+			store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
+			require.NoError(t, err)
+			require.NoError(t, store.Ready(ctx))
+
+			hostile := db.NewRole(t, "hostile")
+			_, err = db.Pool.Exec(ctx, `GRANT TRIGGER ON public.runlimit_fixed_windows TO `+pgx.Identifier{hostile.Name}.Sanitize())
+			require.NoError(t, err)
+			_, err = hostile.NewPool(t, nil).Exec(ctx, tc.trigger)
+			require.NoError(t, err)
+
+			err = store.Ready(ctx)
+			require.ErrorIs(t, err, postgres.ErrUntrustedSchema)
+			require.Contains(t, err.Error(), `trigger "zz_bad" on "runlimit_fixed_windows"`)
+		})
+	}
+}
+
+// The triggers of a schema a Rust service created, which Migrate adopted,
+// are Runlimit's own: Ready passes. A second trigger of its ledger
+// function on one of its events is refused there too.
+func TestReadyAcceptsAnAdoptedRustSchemasTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.NewEmpty(t)
+	db.MigrateAsRust(t, "public")
+	require.NoError(t, migrations.MigratePool(ctx, db.Pool, "public"))
+	store, err := postgres.New(db.Pool, postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx))
+
+	_, err = db.Pool.Exec(ctx, `CREATE TRIGGER zz_bad AFTER INSERT ON public.runlimit_fixed_windows
+		REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION public.runlimit_ledger_adjust()`)
+	require.NoError(t, err)
+	require.ErrorIs(t, store.Ready(ctx), postgres.ErrUntrustedSchema)
 }
