@@ -28,7 +28,13 @@
 // names (runlimit_*, _sqlx_migrations) that such a role owns, before
 // reading anything there: a role with CREATE on the schema could otherwise
 // plant a version table whose trigger runs with the migrating role's
-// rights. [CheckTrusted] runs the same check for tools that read the schema
+// rights. Likewise a trigger on one of Runlimit's tables whose function
+// such a role owns, or a foreign key into one from such a role's table (a
+// role holding TRIGGER or REFERENCES there could otherwise run its code as
+// whoever writes the table, or pin counters against deletion), and a
+// trigger that attaches Runlimit's own trigger functions, which PUBLIC may
+// execute, on an event Runlimit's triggers do not (the capacity ledger
+// would miscount). [CheckTrusted] runs the same check for tools that read the schema
 // first. [CheckOwners] is the check of a role that uses a schema another
 // role owns (a service's role, or the runlimit status and cleanup commands
 // run as it): it trusts the schema's owner and refuses objects under
