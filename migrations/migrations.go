@@ -192,8 +192,8 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // statement-level AFTER INSERT (new rows) or AFTER DELETE (old rows), on
 // an event another trigger of that function on the table already has, or
 // on a row event when a trigger of the function is on TRUNCATE (or the
-// reverse). PUBLIC may execute the ledger's functions, which run as their
-// owner: attached to UPDATE, a second DELETE, or INSERT (the truncate
+// reverse). The ledger's functions run as their owner, and PUBLIC may
+// execute them before step 7 (and any role granted it after): attached to UPDATE, a second DELETE, or INSERT (the truncate
 // reset), they would make the ledger miscount and the bound per shard
 // fail. Every operator and function is one of pg_catalog's for exactly its argument
 // types, so the query means the same on a connection whose search_path a

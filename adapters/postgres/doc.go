@@ -257,7 +257,8 @@
 // service's rights on every admission), a foreign key into the counters
 // from such a role's table (deleting a counter it holds would fail every
 // cleanup pass that reaches it), and a trigger that attaches one of
-// Runlimit's own trigger functions, which PUBLIC may execute, on an event
+// Runlimit's own trigger functions (PUBLIC may execute them on a schema
+// older than version 7) on an event
 // Runlimit's triggers do not (the ledger would miscount, and the bound
 // per shard fail): the privileges to do any of these, TRIGGER and
 // REFERENCES on Runlimit's tables, belong to their owner alone.
