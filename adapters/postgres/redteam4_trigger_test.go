@@ -79,10 +79,12 @@ func TestReadyRefusesAForeignKeyIntoTheCounters(t *testing.T) {
 	require.Contains(t, err.Error(), `foreign key "zz_pin" on "runlimit_fixed_windows"`)
 }
 
-// A role that holds TRIGGER on the counters' table, and nothing else,
-// attaches Runlimit's own ledger functions (SECURITY DEFINER, executable
-// by PUBLIC, owned by a trusted role) to events Runlimit's triggers do not
-// use: every admission's UPDATE then counts its counter out of the ledger,
+// A role that holds TRIGGER on the counters' table, and EXECUTE on the
+// schema's functions (PUBLIC held it before migration step 7; GRANT
+// EXECUTE ON ALL FUNCTIONS IN SCHEMA gives it back), attaches Runlimit's
+// own ledger functions (SECURITY DEFINER, owned by a trusted role) to
+// events Runlimit's triggers do not use: every admission's UPDATE then
+// counts its counter out of the ledger,
 // or every insert sets every shard's count to zero, and the per-shard
 // bound (the database's hard maximum included) no longer holds. Ready
 // refuses each, naming the trigger; Runlimit's own triggers, on a Go and
@@ -110,7 +112,9 @@ func TestReadyRefusesRunlimitsTriggerFunctionsOnOtherEvents(t *testing.T) {
 			require.NoError(t, store.Ready(ctx))
 
 			hostile := db.NewRole(t, "hostile")
-			_, err = db.Pool.Exec(ctx, `GRANT TRIGGER ON public.runlimit_fixed_windows TO `+pgx.Identifier{hostile.Name}.Sanitize())
+			h := pgx.Identifier{hostile.Name}.Sanitize()
+			_, err = db.Pool.Exec(ctx, `GRANT TRIGGER ON public.runlimit_fixed_windows TO `+h+`;
+				GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO `+h)
 			require.NoError(t, err)
 			_, err = hostile.NewPool(t, nil).Exec(ctx, tc.trigger)
 			require.NoError(t, err)
