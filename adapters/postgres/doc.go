@@ -261,7 +261,11 @@
 // older than version 7) on an event
 // Runlimit's triggers do not (the ledger would miscount, and the bound
 // per shard fail): the privileges to do any of these, TRIGGER and
-// REFERENCES on Runlimit's tables, belong to their owner alone.
+// REFERENCES on Runlimit's tables, belong to their owner alone. And it
+// refuses a schema whose ledger functions PUBLIC may execute (migration
+// step 7 revokes that; a schema vendored without it, or whose privilege
+// was granted back, would let any role attach them to a table of its own,
+// a temporary one included, and set the ledger's counts).
 //
 // Advisory locks live in one namespace per database, shared by every
 // application and role connected to it. An unrelated session that takes the

@@ -144,3 +144,30 @@ func TestReadyAcceptsAnAdoptedRustSchemasTriggers(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, store.Ready(ctx), postgres.ErrUntrustedSchema)
 }
+
+// A schema vendored into a host's migrations records no version, so Ready
+// judges it by its objects: one whose ledger functions PUBLIC may still
+// execute (the host did not vendor step 7, or granted the privilege back)
+// lets any role set the ledger's counts, and Ready says to apply step 7.
+func TestReadyWantsStep7OnAVendoredSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	_, err := db.Pool.Exec(ctx, "DROP TABLE public.runlimit_schema_version")
+	require.NoError(t, err)
+	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx), "a vendored schema with step 7 is ready")
+
+	_, err = db.Pool.Exec(ctx, "GRANT EXECUTE ON FUNCTION public.runlimit_capacity_count_truncated() TO PUBLIC")
+	require.NoError(t, err)
+	err = store.Ready(ctx)
+	require.ErrorIs(t, err, postgres.ErrSchemaVersion)
+	require.Contains(t, err.Error(), `PUBLIC may execute trigger function "runlimit_capacity_count_truncated" in schema "public"`)
+	require.Contains(t, err.Error(), "step 7")
+
+	_, err = db.Pool.Exec(ctx, "REVOKE EXECUTE ON FUNCTION public.runlimit_capacity_count_truncated() FROM PUBLIC")
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx))
+}
