@@ -28,7 +28,13 @@
 // names (runlimit_*, _sqlx_migrations) that such a role owns, before
 // reading anything there: a role with CREATE on the schema could otherwise
 // plant a version table whose trigger runs with the migrating role's
-// rights. [CheckTrusted] runs the same check for tools that read the schema
+// rights. Likewise a trigger on one of Runlimit's tables whose function
+// such a role owns, or a foreign key into one from such a role's table (a
+// role holding TRIGGER or REFERENCES there could otherwise run its code as
+// whoever writes the table, or pin counters against deletion), and a
+// trigger that attaches Runlimit's own trigger functions (PUBLIC may
+// execute them before step 7) on an event Runlimit's triggers do not (the capacity ledger
+// would miscount). [CheckTrusted] runs the same check for tools that read the schema
 // first. [CheckOwners] is the check of a role that uses a schema another
 // role owns (a service's role, or the runlimit status and cleanup commands
 // run as it): it trusts the schema's owner and refuses objects under
@@ -108,6 +114,16 @@
 // refuses (feature_not_supported), so take a backup before it if you may
 // need version 4 again. Step 6 reverts to it, dropping only this library's
 // own objects.
+//
+// Step 7 takes EXECUTE on the schema's trigger functions (runlimit_*, a
+// Rust schema's included) from PUBLIC. They run as their owner, and the
+// privilege is checked when a trigger is created, not when it fires: any
+// role that reached the schema could attach them to a table of its own (a
+// temporary one needs no privilege) and set the capacity ledger's counts
+// at will. It changes nothing else, so replicas of the previous release
+// serve on version 7, and this release's on version 6 until it is
+// migrated (its Ready then asks for version 7). Its down step grants the
+// privilege back.
 //
 // # Errors
 //

@@ -27,5 +27,6 @@ func ExampleSQL() {
 	// 4 004_pinned_names.sql
 	// 5 005_runlimit_names.sql
 	// 6 006_lock_counter.sql
+	// 7 007_trigger_functions.sql
 	// true
 }

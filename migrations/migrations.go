@@ -180,8 +180,22 @@ func MigratePool(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // to any role for a superuser), the database's owner, pg_database_owner
 // (which owns public since PostgreSQL 15) or a superuser. Runlimit's names
 // are its relations and functions (runlimit_*) and sqlx's
-// _sqlx_migrations, which Migrate reads to adopt a Rust schema. Every
-// operator and function is one of pg_catalog's for exactly its argument
+// _sqlx_migrations, which Migrate reads to adopt a Rust schema. A trigger
+// on one of Runlimit's relations counts as an object of that relation
+// owned by its function's owner, and a foreign key into one as an object
+// owned by the referencing table's owner: a role holding TRIGGER or
+// REFERENCES there could otherwise run its code with the rights of every
+// role that writes the table, or keep counters from being deleted. A
+// trigger that calls one of the schema's runlimit_ functions is refused
+// whoever owns it (misattached) when Runlimit's triggers never attach a
+// function so: with a transition table on anything but one
+// statement-level AFTER INSERT (new rows) or AFTER DELETE (old rows), on
+// an event another trigger of that function on the table already has, or
+// on a row event when a trigger of the function is on TRUNCATE (or the
+// reverse). The ledger's functions run as their owner, and PUBLIC may
+// execute them before step 7 (and any role granted it after): attached to UPDATE, a second DELETE, or INSERT (the truncate
+// reset), they would make the ledger miscount and the bound per shard
+// fail. Every operator and function is one of pg_catalog's for exactly its argument
 // types, so the query means the same on a connection whose search_path a
 // hostile role reaches.
 const sqlSchemaTrusted = `WITH RECURSIVE mine(role) AS (
@@ -196,18 +210,62 @@ trusted(role) AS (
   UNION
     SELECT r.oid FROM pg_catalog.pg_roles AS r
     WHERE r.rolsuper OR r.rolname OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.name),
-objects(namespace, name, owner) AS (
-    SELECT c.relnamespace, c.relname::pg_catalog.text, c.relowner FROM pg_catalog.pg_class AS c
+objects(namespace, name, kind, label, owner, misattached) AS (
+    SELECT c.relnamespace, c.relname::pg_catalog.text, ''::pg_catalog.text, ''::pg_catalog.text, c.relowner, false
+    FROM pg_catalog.pg_class AS c
   UNION ALL
-    SELECT p.pronamespace, p.proname::pg_catalog.text, p.proowner FROM pg_catalog.pg_proc AS p)
-SELECT $2::pg_catalog.bool OR n.nspowner IN (SELECT role FROM trusted),
-       (SELECT pg_catalog.min(o.name) FROM objects AS o
-        WHERE o.namespace OPERATOR(pg_catalog.=) n.oid
-          AND (pg_catalog.starts_with(o.name, 'runlimit_'::pg_catalog.text)
-               OR o.name OPERATOR(pg_catalog.=) '_sqlx_migrations'::pg_catalog.text)
-          AND o.owner NOT IN (SELECT role FROM trusted)
-          AND NOT ($2::pg_catalog.bool AND o.owner OPERATOR(pg_catalog.=) n.nspowner))
+    SELECT p.pronamespace, p.proname::pg_catalog.text, ''::pg_catalog.text, ''::pg_catalog.text, p.proowner, false
+    FROM pg_catalog.pg_proc AS p
+  UNION ALL
+    SELECT c.relnamespace, c.relname::pg_catalog.text, 'trigger'::pg_catalog.text, t.tgname::pg_catalog.text, p.proowner,
+        p.pronamespace OPERATOR(pg_catalog.=) c.relnamespace
+        AND pg_catalog.starts_with(p.proname::pg_catalog.text, 'runlimit_'::pg_catalog.text)
+        AND (
+          -- a transition table on anything but one statement-level AFTER
+          -- INSERT (new rows) or AFTER DELETE (old rows)
+          ((t.tgoldtable IS NOT NULL OR t.tgnewtable IS NOT NULL)
+           AND NOT ((t.tgtype OPERATOR(pg_catalog.=) 4::pg_catalog.int2 AND t.tgoldtable IS NULL)
+                 OR (t.tgtype OPERATOR(pg_catalog.=) 8::pg_catalog.int2 AND t.tgnewtable IS NULL)))
+          -- a function on TRUNCATE and on a row event at once
+          OR (t.tgtype OPERATOR(pg_catalog.&) 32::pg_catalog.int2 OPERATOR(pg_catalog.<>) 0::pg_catalog.int2
+              AND t.tgtype OPERATOR(pg_catalog.&) 28::pg_catalog.int2 OPERATOR(pg_catalog.<>) 0::pg_catalog.int2)
+          OR EXISTS (
+            SELECT FROM pg_catalog.pg_trigger AS u
+            WHERE u.tgrelid OPERATOR(pg_catalog.=) t.tgrelid AND NOT u.tgisinternal
+              AND u.tgfoid OPERATOR(pg_catalog.=) t.tgfoid AND u.oid OPERATOR(pg_catalog.<>) t.oid
+              AND (
+                -- a second trigger of the function on one of its events
+                (u.oid OPERATOR(pg_catalog.<) t.oid
+                 AND u.tgtype OPERATOR(pg_catalog.&) t.tgtype OPERATOR(pg_catalog.&) 60::pg_catalog.int2
+                     OPERATOR(pg_catalog.<>) 0::pg_catalog.int2)
+                -- the function of a TRUNCATE trigger on a row event
+                OR (u.tgtype OPERATOR(pg_catalog.&) 32::pg_catalog.int2 OPERATOR(pg_catalog.<>) 0::pg_catalog.int2
+                    AND t.tgtype OPERATOR(pg_catalog.&) 28::pg_catalog.int2 OPERATOR(pg_catalog.<>) 0::pg_catalog.int2)
+                OR (t.tgtype OPERATOR(pg_catalog.&) 32::pg_catalog.int2 OPERATOR(pg_catalog.<>) 0::pg_catalog.int2
+                    AND u.tgtype OPERATOR(pg_catalog.&) 28::pg_catalog.int2 OPERATOR(pg_catalog.<>) 0::pg_catalog.int2
+                    AND u.oid OPERATOR(pg_catalog.<) t.oid))))
+    FROM pg_catalog.pg_trigger AS t
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) t.tgrelid
+    JOIN pg_catalog.pg_proc AS p ON p.oid OPERATOR(pg_catalog.=) t.tgfoid
+    WHERE NOT t.tgisinternal
+  UNION ALL
+    SELECT c.relnamespace, c.relname::pg_catalog.text, 'foreign key'::pg_catalog.text, k.conname::pg_catalog.text, r.relowner, false
+    FROM pg_catalog.pg_constraint AS k
+    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) k.confrelid
+    JOIN pg_catalog.pg_class AS r ON r.oid OPERATOR(pg_catalog.=) k.conrelid
+    WHERE k.contype OPERATOR(pg_catalog.=) 'f'::pg_catalog."char")
+SELECT $2::pg_catalog.bool OR n.nspowner IN (SELECT role FROM trusted), planted.name, planted.kind, planted.label, planted.misattached
 FROM pg_catalog.pg_namespace AS n
+LEFT JOIN LATERAL (
+    SELECT o.name, o.kind, o.label, o.misattached FROM objects AS o
+    WHERE o.namespace OPERATOR(pg_catalog.=) n.oid
+      AND (pg_catalog.starts_with(o.name, 'runlimit_'::pg_catalog.text)
+           OR o.name OPERATOR(pg_catalog.=) '_sqlx_migrations'::pg_catalog.text)
+      AND (o.misattached
+           OR (o.owner NOT IN (SELECT role FROM trusted)
+               AND NOT ($2::pg_catalog.bool AND o.owner OPERATOR(pg_catalog.=) n.nspowner)))
+    ORDER BY o.name, o.kind, o.label
+    LIMIT 1) AS planted ON true
 WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.name`
 
 // ensureSchema creates schema when it does not exist and checks who owns it
@@ -244,7 +302,11 @@ var errNoSchema = errors.New("runlimit: migrations: the schema does not exist")
 // function under one of Runlimit's names (runlimit_*, or _sqlx_migrations)
 // that belongs to such a role: reading or writing it, or replacing it,
 // would run that role's code with the connected role's rights or leave the
-// object in its hands. Run it before reading anything from a schema an
+// object in its hands. It also refuses a trigger on one of Runlimit's
+// tables whose function such a role owns, a foreign key into one from
+// such a role's table, and a trigger that attaches one of Runlimit's own
+// trigger functions in a way Runlimit's triggers never do (a role holding
+// TRIGGER could make the capacity ledger miscount with them). Run it before reading anything from a schema an
 // operator named. A schema that does not exist is not an error: [Migrate]
 // creates it. Its query reaches every name through pg_catalog, whatever
 // q's search_path.
@@ -263,7 +325,9 @@ func CheckTrusted(ctx context.Context, q Querier, schema string) error {
 // schema: reading it, or calling it, would run that role's code with q's
 // role's rights, and an object missing from the schema (a version table a
 // vendored schema lacks, sqlx's table a Go-migrated one lacks) is just the
-// name such a role would choose. Unlike [CheckTrusted], it accepts a
+// name such a role would choose. Triggers and foreign keys on Runlimit's
+// tables are checked as [CheckTrusted] checks them, the schema's owner
+// vouched for. Unlike [CheckTrusted], it accepts a
 // schema owned by any role: whoever names a schema trusts its owner, who
 // can replace anything in it. A schema that does not exist is not an
 // error. Its query reaches every name through pg_catalog, whatever q's
@@ -301,8 +365,9 @@ func checkTrusted(ctx context.Context, q Querier, schema string) error {
 // is set, reporting a missing schema as errNoSchema.
 func checkSchema(ctx context.Context, q Querier, schema string, reader bool) error {
 	var trusted bool
-	var object *string
-	err := q.QueryRow(ctx, sqlSchemaTrusted, schema, reader).Scan(&trusted, &object)
+	var object, kind, label *string
+	var misattached *bool
+	err := q.QueryRow(ctx, sqlSchemaTrusted, schema, reader).Scan(&trusted, &object, &kind, &label, &misattached)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return errNoSchema
@@ -311,6 +376,15 @@ func checkSchema(ctx context.Context, q Querier, schema string, reader bool) err
 	case !trusted:
 		return fmt.Errorf("%w: schema %s; make the migrating role its owner, or choose another schema",
 			ErrUntrustedSchema, pgx.Identifier{schema}.Sanitize())
+	case object != nil && *misattached:
+		return fmt.Errorf("%w: %s %s on %s in schema %s calls one of Runlimit's trigger functions on an event Runlimit's own triggers do not, and could make the capacity ledger miscount; drop it, and take TRIGGER on Runlimit's tables from every role but their owner",
+			ErrUntrustedSchema, *kind, plantedName(*label), plantedName(*object), pgx.Identifier{schema}.Sanitize())
+	case object != nil && *kind == "foreign key":
+		return fmt.Errorf("%w: %s %s on %s in schema %s belongs to a table of an untrusted role, which could keep counters from being deleted; drop it, and take REFERENCES on Runlimit's tables from every role but their owner",
+			ErrUntrustedSchema, *kind, plantedName(*label), plantedName(*object), pgx.Identifier{schema}.Sanitize())
+	case object != nil && *kind != "":
+		return fmt.Errorf("%w: %s %s on %s in schema %s calls a function of an untrusted role, which would run with the rights of every role that writes the table; drop it, and take TRIGGER on Runlimit's tables from every role but their owner",
+			ErrUntrustedSchema, *kind, plantedName(*label), plantedName(*object), pgx.Identifier{schema}.Sanitize())
 	case object != nil && reader:
 		return fmt.Errorf("%w: %s in schema %s belongs to a role that neither owns the schema nor is trusted by the connected role, and could run its code with the connected role's rights; drop it, or make the schema's owner its owner",
 			ErrUntrustedSchema, plantedName(*object), pgx.Identifier{schema}.Sanitize())

@@ -260,7 +260,7 @@ func TestSQLIsOrderedAndVendorable(t *testing.T) {
 	t.Parallel()
 	steps, err := migrations.SQL("vendored")
 	require.NoError(t, err)
-	require.Len(t, steps, 6)
+	require.Len(t, steps, 7)
 	for i, st := range steps {
 		require.Equal(t, int32(i+1), st.Version)
 		require.NotEmpty(t, st.Up)

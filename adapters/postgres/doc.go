@@ -252,7 +252,20 @@
 // belongs neither to the schema's owner nor to a role the service's role
 // trusts ([ErrUntrustedSchema]): a role holding CREATE on the schema
 // (every role, on public, before PostgreSQL 15) could otherwise plant a
-// version table the store reads.
+// version table the store reads. It refuses, the same way, a trigger on
+// Runlimit's tables whose function such a role owns (it would run with the
+// service's rights on every admission), a foreign key into the counters
+// from such a role's table (deleting a counter it holds would fail every
+// cleanup pass that reaches it), and a trigger that attaches one of
+// Runlimit's own trigger functions (PUBLIC may execute them on a schema
+// older than version 7) on an event
+// Runlimit's triggers do not (the ledger would miscount, and the bound
+// per shard fail): the privileges to do any of these, TRIGGER and
+// REFERENCES on Runlimit's tables, belong to their owner alone. And it
+// refuses a schema whose ledger functions PUBLIC may execute (migration
+// step 7 revokes that; a schema vendored without it, or whose privilege
+// was granted back, would let any role attach them to a table of its own,
+// a temporary one included, and set the ledger's counts).
 //
 // Advisory locks live in one namespace per database, shared by every
 // application and role connected to it. An unrelated session that takes the

@@ -65,7 +65,10 @@ var ErrUntrustedSchema = migrations.ErrUntrustedSchema
 // planted ([ErrUntrustedSchema], see [migrations.CheckOwners]; one catalog
 // query), then checks the schema's recorded version (at least the latest
 // migration's; a schema vendored into the host's migrations records none
-// and is judged by what follows) and reads the capacity ledger. Then it
+// and is judged by what follows), refuses ([ErrSchemaVersion]) a schema
+// whose SECURITY DEFINER trigger functions PUBLIC may execute (one
+// vendored without migration step 7, or whose privilege was granted
+// back), and reads the capacity ledger. Then it
 // makes the connection ready exactly as an admission does: it prepares
 // every statement and runs the locks and reads in a
 // transaction it rolls back, on a connection that admissions have already
@@ -105,6 +108,9 @@ func (s *Store) Ready(ctx context.Context) error {
 			return err
 		}
 		if err := s.checkVersion(ss, want); err != nil {
+			return err
+		}
+		if err := s.checkTriggerFunctions(ss); err != nil {
 			return err
 		}
 		var ledger [ShardCount]int64
@@ -216,6 +222,28 @@ func (s *Store) checkOwners(ss *session) error {
 	if err := migrations.CheckOwners(ss.ctx, ss.conn, s.cfg.Schema); err != nil {
 		// Its errors are sanitized already, and name the object.
 		return &MaintenanceError{Op: opReady, Timeout: isTimeout(err), Err: err}
+	}
+	return nil
+}
+
+// checkTriggerFunctions returns a [*MaintenanceError] matching
+// [ErrSchemaVersion] when PUBLIC may execute one of the schema's SECURITY
+// DEFINER trigger functions: a schema vendored into a host's migrations
+// without step 7, or one whose privilege was granted back. Any role that
+// reaches the schema could attach such a function to a table of its own
+// and set the capacity ledger's counts with its owner's rights.
+func (s *Store) checkTriggerFunctions(ss *session) error {
+	if !ss.send(false) {
+		return errCallerLeft
+	}
+	defer ss.received()
+	var name *string
+	if err := ss.conn.QueryRow(ss.ctx, sqlPublicTriggerFunction, s.cfg.Schema).Scan(&name); err != nil {
+		return interpretMaintenanceError(opReady, stageOpen, err)
+	}
+	if name != nil {
+		return &MaintenanceError{Op: opReady, Err: fmt.Errorf("%w: PUBLIC may execute trigger function %s in schema %s, so any role could attach it to a table of its own and set the capacity ledger's counts; apply migration step 7, which revokes it",
+			ErrSchemaVersion, pgx.Identifier{*name}.Sanitize(), pgx.Identifier{s.cfg.Schema}.Sanitize())}
 	}
 	return nil
 }

@@ -494,6 +494,20 @@ WHERE ctid = ANY (ARRAY(
 	// qualified) exists; the migrations record the schema's version there,
 	// unless the host vendored the schema into its own migrations.
 	sqlTracked = `SELECT pg_catalog.to_regclass($1::pg_catalog.text) IS NOT NULL`
+	// sqlPublicTriggerFunction names the first SECURITY DEFINER trigger
+	// function of Runlimit's in schema $1 that PUBLIC may execute (a NULL
+	// ACL is the default, which lets it): migration step 7 revokes that,
+	// since any role could otherwise attach it to a table of its own.
+	sqlPublicTriggerFunction = `SELECT pg_catalog.min(p.proname::pg_catalog.text)
+FROM pg_catalog.pg_proc AS p JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+WHERE n.nspname OPERATOR(pg_catalog.=) $1::pg_catalog.text::pg_catalog.name
+  AND p.prosecdef
+  AND p.prorettype OPERATOR(pg_catalog.=) 'pg_catalog.trigger'::pg_catalog.regtype
+  AND pg_catalog.starts_with(p.proname::pg_catalog.text, 'runlimit_'::pg_catalog.text)
+  AND (p.proacl IS NULL OR EXISTS (
+        SELECT FROM pg_catalog.aclexplode(p.proacl) AS a
+        WHERE a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+          AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'::pg_catalog.text))`
 	// sqlVersion reads the version the migrations recorded.
 	sqlVersion = `SELECT pg_catalog.max(version) FROM {version_table}`
 
