@@ -239,6 +239,9 @@ var targets = map[bs.Fault]string{
 
 	bs.NewKeysJudgedBeforePartitionLocks: "waits/a_batch_that_waited_for_a_cleanup_claims_a_slot_for_the_key_it_removed",
 	bs.CleanupChunksWithoutRecheck:       "waits/a_renewal_a_cleanup_let_in_before_it_removed_the_key_is_kept",
+
+	bs.LockOrderBySubjectKey:   "tiers/opposite_order_batches_of_one_subject_under_two_tiers_do_not_deadlock",
+	bs.ClampedClockBeforeLocks: "sampling/a_check_that_counts_after_another_sampled_its_clock_after_that_one_wrote",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

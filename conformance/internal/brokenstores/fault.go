@@ -946,6 +946,22 @@ const (
 	// removed.
 	CleanupChunksWithoutRecheck
 
+	// Faults of a SQL store's author (hunt20.go).
+
+	// LockOrderBySubjectKey sorts a batch's keys by their subject key
+	// alone before it locks them (SELECT ... ORDER BY subject_key FOR
+	// UPDATE), keeping the caller's order among equal subject keys: one
+	// subject's counters under two tiers of a policy (one policy id and
+	// scope, another limit or window) share a subject key, so two batches
+	// naming both tiers in opposite orders can deadlock.
+	LockOrderBySubjectKey
+	// ClampedClockBeforeLocks reads its clock, through the store's clamp,
+	// when an admission begins, before it takes its locks (a transaction's
+	// start time, raised to the latest time the store has handed out), and
+	// decides at that time without reading the clock again: an admission
+	// that waited for another's write decides at a time from before it.
+	ClampedClockBeforeLocks
+
 	faultCount
 )
 
@@ -1151,6 +1167,9 @@ var faultNames = [faultCount]string{
 
 	NewKeysJudgedBeforePartitionLocks: "NewKeysJudgedBeforePartitionLocks",
 	CleanupChunksWithoutRecheck:       "CleanupChunksWithoutRecheck",
+
+	LockOrderBySubjectKey:   "LockOrderBySubjectKey",
+	ClampedClockBeforeLocks: "ClampedClockBeforeLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.
