@@ -22,6 +22,7 @@ func cleanupScenario() scenario {
 	return scenario{name: "cleanup", cases: []testCase{
 		{name: "removes_only_expired_counters", single: true, run: testCleanupRemovesOnlyExpired},
 		{name: "window_end_is_the_boundary", single: true, run: testCleanupBoundary},
+		{name: "one_call_removes_every_expired_counter_up_to_its_maximum", single: true, run: testCleanupRemovesUpToItsMax},
 		{name: "zero_or_negative_max_removes_nothing", single: true, run: testCleanupZeroOrNegative},
 		{name: "done_context_is_checked_after_the_maximum", run: testCleanupDoneContext},
 	}}

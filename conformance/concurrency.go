@@ -44,6 +44,7 @@ func concurrencyScenario() scenario {
 		{name: "cleanup_racing_admissions_keeps_renewals_and_does_not_deadlock", single: true, run: testCleanupRacingAdmissions},
 		{name: "cleanup_racing_renewals_frees_only_the_slots_it_empties", single: true, opts: cleanupSlotOptions, run: testCleanupRacingRenewalsKeepsSlots},
 		{name: "counter_removed_and_created_anew_under_a_held_renewal_loses_no_update", single: true, run: testRecreatedUnderHeldRenewal},
+		{name: "a_denied_batch_shows_a_racing_check_none_of_its_units", single: true, run: testDeniedBatchShowsNoUnit},
 	}}
 }
 

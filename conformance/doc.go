@@ -147,6 +147,9 @@
 //     keeps none;
 //   - cleanup, stats, close: the optional [ports.Cleaner],
 //     [ports.StatsReporter] and [ports.Closer], skipped when absent;
+//     one cleanup call removes every expired counter it may, up to its
+//     maximum (a maintenance loop drains a store until a call removes
+//     fewer than it asked for);
 //     Stats counts its entries as the slots it holds, expired counters
 //     included, also after a check removed only some of them;
 //     cleanup answers a negative or zero maximum, a nil or done context
@@ -188,10 +191,20 @@
 //     not remove; an optimistic admission held while
 //     cleanup removes its counter and another check creates it anew
 //     still finds it changed (a version that restarts on insert does
-//     not);
+//     not); a batch denied at a later check shows a racing check of an
+//     earlier key none of its units;
+//   - lookalikes: counter keys built to agree in part (the 64-bit
+//     Hash64, a prefix or suffix of the subject key, an XOR fold, the
+//     fingerprint XOR the subject key, the fingerprint's first byte) each
+//     count in a counter and take a slot of their own, and so do subject
+//     keys that differ only in a byte a text key drops or folds: a control
+//     byte, a space and a tab, a letter's case in base64;
 //   - time: the store's clock never moves a window backwards, and on a
 //     clock that keeps running a window's time left falls from one check
-//     to the next by no more than the real time between them;
+//     to the next by no more than the real time between them; and a time
+//     with fewer than six digits of microseconds past its whole second is
+//     read as it is (a Redis TIME reply joined as text reads it far too
+//     small);
 //   - anchoring: a batch is decided and stored at one clock sample: held
 //     after its sample while time moves past the end of one of its
 //     windows, a batch that still counted in that window anchors its new
@@ -508,8 +521,11 @@
 // latest admission, a cleanup maximum narrowed to 32 bits, a capacity
 // retry time from a sample of the newest counters, a cleanup that reads
 // the clock past its clamp, new keys judged before the wait for the
-// key or partition locks, and a cleanup that removes what it collected in
-// chunks, yielding its lock between them, without looking again. Each
-// must fail, in one default run, the case written
-// for it.
+// key or partition locks, a cleanup that removes what it collected in
+// chunks, yielding its lock between them, without looking again, keys
+// made text that drops control bytes or folds base64's case, a clock
+// joined from its seconds and microseconds as text, a cleanup that steps
+// over a counter after each it removes, and a batch run as single-key
+// steps taken back when one is denied. Each must fail, in one default
+// run, the case written for it.
 package conformance

@@ -21,6 +21,7 @@ func lookalikesScenario() scenario {
 	return scenario{name: "lookalikes", cases: []testCase{
 		{name: "keys_alike_in_part_keep_counters_of_their_own", single: true, run: testLookalikeCounters},
 		{name: "keys_alike_in_part_need_slots_of_their_own", single: true, opts: capacityOptions, run: testLookalikeSlots},
+		{name: "keys_an_encoding_folds_keep_counters_of_their_own", single: true, run: testEncodedLookalikeCounters},
 	}}
 }
 

@@ -17,6 +17,7 @@ func timeScenario() scenario {
 		{name: "later_windows_never_end_earlier", single: true, run: testLaterWindowsNeverEndEarlier},
 		{name: "time_left_never_grows", single: true, run: testTimeLeftNeverGrows},
 		{name: "running_clock_moves_by_the_real_time_between_checks", single: true, run: testRunningClockPrecision},
+		{name: "times_a_few_microseconds_past_a_whole_second_are_read_as_they_are", single: true, run: testSubSecondPastWholeSecond},
 	}}
 }
 

@@ -75,7 +75,10 @@ type Store interface {
 
 // Cleaner is implemented by stores that can remove expired counters on
 // demand. CleanupExpired removes at most max expired counters and returns how
-// many it removed. It never removes an active counter.
+// many it removed. It never removes an active counter. A call that succeeds
+// and removes fewer than max leaves no counter that had expired at its time,
+// except one an admission held meanwhile: a maintenance loop drains a store
+// by calling it until a call removes fewer than it asked for.
 //
 // Before any work it checks, in this order, and answers the first that
 // applies, removing nothing:

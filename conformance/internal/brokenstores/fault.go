@@ -945,6 +945,33 @@ const (
 	// chunks, without looking again: a counter renewed in between is
 	// removed.
 	CleanupChunksWithoutRecheck
+	// A key-value port's text keys, clock replies and scans (kvport.go).
+
+	// KeysDropControlBytes keys each counter by text made of its key's
+	// bytes with control characters and spaces dropped, as a port to
+	// memcached, whose keys may hold none, does: subject keys differing
+	// only in such a byte share a counter.
+	KeysDropControlBytes
+	// KeysFoldBase64Case keys each counter by the base64 of its 64 bytes,
+	// lowercased, as a column or collation that ignores case does: keys
+	// whose base64 differs only in a letter's case share a counter.
+	KeysFoldBase64Case
+	// ClockJoinsSecondsAndMicros reads its clock as a server's reply of
+	// whole seconds and microseconds joined as text (Redis TIME, "s" ..
+	// "us" in Lua), so a time whose microseconds have fewer than six
+	// digits reads far too small, and the clamp holds the store's time
+	// still.
+	ClockJoinsSecondsAndMicros
+	// CleanupSkipsAfterRemoval steps over the expired counter after each
+	// it removes, as a loop over a list it deletes from does: one call
+	// removes about half of what it may.
+	CleanupSkipsAfterRemoval
+	// BatchStepsPerKeyWithRefund runs a batch as one single-key step per
+	// check, in caller order, each under its key's lock alone, as a port
+	// to a store that cannot script keys of several slots together does,
+	// and when a step is denied takes back what the earlier steps wrote:
+	// a racing check of an earlier key sees the batch's unit in between.
+	BatchStepsPerKeyWithRefund
 
 	// Faults of a SQL store's author (hunt20.go).
 
@@ -1167,6 +1194,11 @@ var faultNames = [faultCount]string{
 
 	NewKeysJudgedBeforePartitionLocks: "NewKeysJudgedBeforePartitionLocks",
 	CleanupChunksWithoutRecheck:       "CleanupChunksWithoutRecheck",
+	KeysDropControlBytes:              "KeysDropControlBytes",
+	KeysFoldBase64Case:                "KeysFoldBase64Case",
+	ClockJoinsSecondsAndMicros:        "ClockJoinsSecondsAndMicros",
+	CleanupSkipsAfterRemoval:          "CleanupSkipsAfterRemoval",
+	BatchStepsPerKeyWithRefund:        "BatchStepsPerKeyWithRefund",
 
 	LockOrderBySubjectKey:   "LockOrderBySubjectKey",
 	ClampedClockBeforeLocks: "ClampedClockBeforeLocks",

@@ -266,6 +266,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 		}
 		return removed, nil
 	}
+	if s.cfg.Fault == CleanupSkipsAfterRemoval {
+		return s.removeSkipping(now, max), nil
+	}
 	removed := s.removeExpired(-1, now, max, nil)
 	if removed == 0 && s.cfg.Fault == CleanupTypedNilError {
 		var none *Error

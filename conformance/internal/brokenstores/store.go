@@ -157,6 +157,9 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 	if err := s.usable(ctx, b.Key(0)); err != nil {
 		return err
 	}
+	if s.cfg.Fault == BatchStepsPerKeyWithRefund && b.Len() > 1 {
+		return s.admitPerKey(ctx, b)
+	}
 	if s.cfg.Fault == BatchCappedAtCapacity && b.Len() > s.cfg.Capacity {
 		// The defect: one partition's bound taken for the batch's.
 		return &Error{Op: "admit", Err: &domain.BatchError{Problem: domain.BatchTooLarge, Size: b.Len(), Max: s.cfg.Capacity}}
@@ -240,6 +243,8 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 		return domain.NewCounterKey(fp, k.SubjectKey())
 	case KeysByHash64, KeysBySubjectSuffix, KeysXorFolded, KeysByFingerprintXorSubject, KeysByFingerprintFirstByte:
 		return s.reducedKey(k)
+	case KeysDropControlBytes, KeysFoldBase64Case:
+		return s.textKey(k)
 	case KeysByInt32Limit, KeysByFloatLimit, KeysByInt32WindowMillis, KeysByJoinedText, KeysByUnseparatedFields,
 		KeysByFingerprintPrefix, KeysByFingerprintSuffix:
 		return s.joinedKey(c)
@@ -301,6 +306,8 @@ func (s *Store) clampedNow() domain.Instant {
 	var now domain.Instant
 	if s.cfg.Fault == IgnoresInjectedClock {
 		now = domain.InstantOf(time.Since(s.created))
+	} else if s.cfg.Fault == ClockJoinsSecondsAndMicros {
+		now = joinedClock(s.cfg.Clock())
 	} else {
 		now = domain.InstantOf(s.cfg.Clock())
 	}
