@@ -244,6 +244,9 @@ var targets = map[bs.Fault]string{
 	bs.ClockJoinsSecondsAndMicros:        "time/times_a_few_microseconds_past_a_whole_second_are_read_as_they_are",
 	bs.CleanupSkipsAfterRemoval:          "cleanup/one_call_removes_every_expired_counter_up_to_its_maximum",
 	bs.BatchStepsPerKeyWithRefund:        "concurrency/a_denied_batch_shows_a_racing_check_none_of_its_units",
+
+	bs.LockOrderBySubjectKey:   "tiers/opposite_order_batches_of_one_subject_under_two_tiers_do_not_deadlock",
+	bs.ClampedClockBeforeLocks: "sampling/a_check_that_counts_after_another_sampled_its_clock_after_that_one_wrote",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

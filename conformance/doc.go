@@ -298,6 +298,16 @@
 //     2^31, 2^32, 2^32+1) removes every expired counter, and a partition
 //     of twelve names its earliest end as a capacity retry time whichever
 //     counter, newest or oldest of them, ends first;
+//   - tiers: one subject under two tiers of a policy (one policy id and
+//     scope, so one subject key, another window) is two counters, and
+//     two batches naming both tiers in opposite orders, each holding its
+//     first lock, do not deadlock: a store that orders its locks by
+//     subject key alone takes them in the caller's order;
+//   - sampling: a check that counts after another, whose whole admission
+//     ran while the first was pinned just after its clock sample, read
+//     the clock again before it decided, so a store that samples (and
+//     clamps) its time before its locks, as a transaction's start time,
+//     is caught even when its clamp hides the stale sample's value;
 //   - sweep: a store that frees the slots of ended counters during
 //     admission frees them for every check of a batch, on that check's
 //     own partition, and takes a window ending exactly now as ended, so

@@ -422,6 +422,14 @@ const blockedFor = 10 * time.Millisecond
 // order of its clock read and its locks.
 func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), second raceOp) (r1, r2 result, held bool) {
 	f.t.Helper()
+	r1, r2, held, _ = f.pinnedRaceReads(guarantee, first, meanwhile, second)
+	return r1, r2, held
+}
+
+// pinnedRaceReads is pinnedRace that also reports how often first read
+// the clock after its pinned sample.
+func (f *fixture) pinnedRaceReads(guarantee string, first raceOp, meanwhile func(), second raceOp) (r1, r2 result, held bool, later int64) {
+	f.t.Helper()
 	s := newSchedule()
 	defer s.end()
 	p := newPin()
@@ -472,7 +480,7 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 			require.FailNow(f.t, guarantee, "the two admissions did not finish in %v: the store is deadlocked or stalled", callBound)
 		}
 	}
-	return r1, r2, held
+	return r1, r2, held, p.later.Load()
 }
 
 // waitBlockedOrDone waits until m has finished, or has stayed parked

@@ -185,6 +185,8 @@ func scenarios() []scenario {
 		waitsScenario(),
 		sweepScenario(),
 		extentsScenario(),
+		tiersScenario(),
+		samplingScenario(),
 	}
 }
 

@@ -94,6 +94,8 @@ type pin struct {
 	release  chan struct{}
 	used     bool // the first read was pinned; later ones pass (the member's goroutine only)
 	released sync.Once
+	// later counts the member's clock reads after the pinned one.
+	later atomic.Int64
 }
 
 func newPin() *pin { return &pin{sampled: make(chan struct{}), release: make(chan struct{})} }
@@ -211,6 +213,9 @@ func (s *schedule) inClock(id int64, read func() time.Duration) time.Duration {
 		close(m.pin.sampled)
 		<-m.pin.release
 		return now
+	}
+	if m.pin != nil {
+		m.pin.later.Add(1)
 	}
 	s.hold(m)
 	return read()

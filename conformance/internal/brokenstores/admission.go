@@ -48,6 +48,9 @@ type admission struct {
 	// seenBeforeLocks: which keys were stored before the locks
 	// (NewKeysJudgedBeforeLocks, hunt19.go).
 	seenBeforeLocks []bool
+	// sampled is ClampedClockBeforeLocks's time, taken before the locks
+	// (hunt20.go).
+	sampled domain.Instant
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -80,6 +83,7 @@ func (a *admission) run() error {
 		// PostgreSQL's now() is taken when the transaction begins.
 		early = domain.InstantOf(s.cfg.Clock())
 	}
+	a.sampleBeforeLocks()
 	counted := a.countEarly()
 	a.seenBeforeLocks = a.presenceBeforeLocks()
 	if err := a.lock(); err != nil {
@@ -243,6 +247,9 @@ func (a *admission) runOptimistic() error {
 // SingleCheckReusesLastTime on AdmitCheck the latest time any admission
 // read.
 func (a *admission) clock() domain.Instant {
+	if a.s.cfg.Fault == ClampedClockBeforeLocks {
+		return a.sampled // hunt20.go
+	}
 	if now, ok := a.clampFault(); ok {
 		return now
 	}
@@ -282,6 +289,8 @@ func (a *admission) lock() error {
 		})
 	case LocksFirstKeyOnly:
 		order = order[:1]
+	case LockOrderBySubjectKey:
+		sortBySubjectKey(order)
 	default:
 		slices.SortFunc(order, domain.CounterKey.Compare)
 	}

@@ -973,6 +973,22 @@ const (
 	// a racing check of an earlier key sees the batch's unit in between.
 	BatchStepsPerKeyWithRefund
 
+	// Faults of a SQL store's author (hunt20.go).
+
+	// LockOrderBySubjectKey sorts a batch's keys by their subject key
+	// alone before it locks them (SELECT ... ORDER BY subject_key FOR
+	// UPDATE), keeping the caller's order among equal subject keys: one
+	// subject's counters under two tiers of a policy (one policy id and
+	// scope, another limit or window) share a subject key, so two batches
+	// naming both tiers in opposite orders can deadlock.
+	LockOrderBySubjectKey
+	// ClampedClockBeforeLocks reads its clock, through the store's clamp,
+	// when an admission begins, before it takes its locks (a transaction's
+	// start time, raised to the latest time the store has handed out), and
+	// decides at that time without reading the clock again: an admission
+	// that waited for another's write decides at a time from before it.
+	ClampedClockBeforeLocks
+
 	faultCount
 )
 
@@ -1183,6 +1199,9 @@ var faultNames = [faultCount]string{
 	ClockJoinsSecondsAndMicros:        "ClockJoinsSecondsAndMicros",
 	CleanupSkipsAfterRemoval:          "CleanupSkipsAfterRemoval",
 	BatchStepsPerKeyWithRefund:        "BatchStepsPerKeyWithRefund",
+
+	LockOrderBySubjectKey:   "LockOrderBySubjectKey",
+	ClampedClockBeforeLocks: "ClampedClockBeforeLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -1,0 +1,73 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/domain"
+)
+
+// samplingScenario checks that an admission decides on a clock sample
+// taken after every write it observes (SPEC section 3: the store samples
+// its authoritative clock after all locks are held; ports.Store: an
+// optimistic store reads its clock after its read, on every attempt).
+//
+// A store that samples its clock when its transaction begins (PostgreSQL's
+// now(), MySQL's statement time taken before SELECT ... FOR UPDATE, or a
+// Go store that reads and clamps its clock before it takes its locks)
+// decides on a time from before the writes it then reads. The clamp can
+// hide the stale sample from a check of the times alone: a store that
+// raises its sample to the latest time any admission has seen only once
+// the sample is back in its hands finds the later time there, when the
+// sampling admission was held just after its read. The case therefore
+// counts the clock reads: an admission that counts after another, whose
+// whole admission ran while the first was held just after its first
+// sample, must have sampled the clock again, with its key's lock held or
+// on the retry its failed conditional write forced.
+func samplingScenario() scenario {
+	return scenario{name: "sampling", cases: []testCase{
+		{name: "a_check_that_counts_after_another_sampled_its_clock_after_that_one_wrote", single: true,
+			run: testSampleAfterObservedWrite},
+	}}
+}
+
+// testSampleAfterObservedWrite pins a first check of a key just after its
+// clock sample, moves time a minute on, and runs a second check of the key
+// to its end (or until it waits for the first). A store that holds the
+// key's lock while it samples keeps the second waiting, and the first
+// counts first; an optimistic store lets the second write, and the first
+// finds the counter changed and starts again with a new sample. Either
+// way, a first check that counts after the second has read the clock
+// again after its pinned sample. One that did not decided on a time from
+// before the second check's write, which it counted on.
+func testSampleAfterObservedWrite(t *testing.T, f *fixture) {
+	const g = "sampling: a check that counts after another decided on a clock sample taken after that one's write " +
+		"(sample the clock with every lock held, or again on every attempt of an optimistic write)"
+	const limit, late = 5, time.Minute
+	p, k := f.policy(limit, window), f.key()
+	c := f.check(p, k)
+	f.allow(c, limit-1, g)
+	r1, r2, held, later := f.pinnedRaceReads(g, f.checkOp(c, f.path), func() { f.advance(late) }, f.checkOp(c, f.path))
+	how := "a store that reads no ManualClock ran the first check to its end"
+	if held {
+		how = fmt.Sprintf("the first check pinned just after its clock sample, which it read %d more times", later)
+	}
+	f.log.add("race: check %s via %s, %s, while time moved %v on and a second check ran → first %s; second %s",
+		f.log.check(c), f.path, how, late, describeResult(r1), describeResult(r2))
+	for i, r := range []result{r1, r2} {
+		require.NoError(t, r.err, "%s: the store failed a valid check", g)
+		require.Equal(t, domain.Allowed, r.outcome, "%s: check %d of 2 is within the limit, got %s (%s)", g, i+1, r.outcome, r.reason)
+	}
+	require.ElementsMatch(t, []int64{limit - 2, limit - 3}, []int64{r1.remaining[0], r2.remaining[0]},
+		"%s: each check counts one unit the other saw", g)
+	if held && r1.remaining[0] < r2.remaining[0] {
+		require.Positive(t, later, "%s: the pinned first check counted after the second (remaining %d, the second's %d), "+
+			"whose whole admission ran after the first had sampled the clock, yet it never read the clock again: it "+
+			"decided on a time from before the write it counted on (a sample taken before the key's lock, or before "+
+			"the read)", g, r1.remaining[0], r2.remaining[0])
+	}
+	f.allow(f.checkCost(p, k, limit-3), 0, g+" (every unit was counted once)")
+}
