@@ -106,6 +106,21 @@ func nextLine(t *testing.T, w *lineWriter) string {
 	}
 }
 
+// firstLine waits for the first line a cleanup loop writes to stdout,
+// failing with what it wrote to stderr if it ends first.
+func firstLine(t *testing.T, stdout, stderr *lineWriter, code <-chan int) string {
+	t.Helper()
+	select {
+	case line := <-stdout.lines:
+		return line
+	case c := <-code:
+		t.Fatalf("the command ended with code %d before its first round's line; stderr: %q", c, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no output line within 30s; stdout: %q, stderr: %q", stdout.String(), stderr.String())
+	}
+	return ""
+}
+
 func exitCode(t *testing.T, code <-chan int) int {
 	t.Helper()
 	select {
@@ -142,8 +157,11 @@ func TestCleanupEveryReportsAFailedRoundAndCarriesOn(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stdout, stderr, code := runCleanupLoop(ctx, db, "--every", "10ms", "--timeout", "200ms")
-	require.Regexp(t, `removed 2 expired rows in 1 pass$`, nextLine(t, stdout))
+	// A pass's budget is the time a locked round takes to fail below; the
+	// first round must not run out of it on a loaded machine (a first
+	// round that fails ends the command), so it is not tiny.
+	stdout, stderr, code := runCleanupLoop(ctx, db, "--every", "10ms", "--timeout", "1s")
+	require.Regexp(t, `removed 2 expired rows in 1 pass$`, firstLine(t, stdout, stderr, code))
 
 	// Hold the table so that the next pass runs out of its budget. A
 	// failed assertion below must not leave the lock's connection out of
