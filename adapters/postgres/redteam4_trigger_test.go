@@ -2,15 +2,35 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/internal/pgtest"
 	"github.com/runlimit/runlimit/migrations"
 )
+
+// hostileBeside returns a ready store on a fresh database, through a
+// service role that owns nothing, and a pool of a hostile role that the
+// database's owner granted grants (SQL, with the role's quoted name in
+// place of %[1]s).
+func hostileBeside(t *testing.T, grants string) (*pgtest.Database, *postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	svc := db.NewServiceRole(t, "public")
+	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, store.Ready(ctx))
+	hostile := db.NewRole(t, "hostile")
+	_, err = db.Pool.Exec(ctx, fmt.Sprintf(grants, pgx.Identifier{hostile.Name}.Sanitize()))
+	require.NoError(t, err)
+	return db, store, hostile.NewPool(t, nil)
+}
 
 // A role that holds TRIGGER on the counters' table (GRANT ALL gives it)
 // but owns nothing of Runlimit's attaches a trigger of its own function:
@@ -21,18 +41,9 @@ import (
 func TestReadyRefusesATriggerAnotherRoleAttached(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
-	svc := db.NewServiceRole(t, "public")
-	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
-	require.NoError(t, err)
-	require.NoError(t, store.Ready(ctx))
-
-	hostile := db.NewRole(t, "hostile")
-	h := pgx.Identifier{hostile.Name}.Sanitize()
-	_, err = db.Pool.Exec(ctx, `CREATE SCHEMA hostile AUTHORIZATION `+h+`;
-		GRANT TRIGGER ON public.runlimit_fixed_windows TO `+h)
-	require.NoError(t, err)
-	_, err = hostile.NewPool(t, nil).Exec(ctx, `
+	db, store, hostile := hostileBeside(t, `CREATE SCHEMA hostile AUTHORIZATION %[1]s;
+		GRANT TRIGGER ON public.runlimit_fixed_windows TO %[1]s`)
+	_, err := hostile.Exec(ctx, `
 		CREATE TABLE hostile.calls (n int);
 		GRANT INSERT ON hostile.calls TO PUBLIC;
 		CREATE FUNCTION hostile.spy() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -58,18 +69,9 @@ func TestReadyRefusesATriggerAnotherRoleAttached(t *testing.T) {
 func TestReadyRefusesAForeignKeyIntoTheCounters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
-	svc := db.NewServiceRole(t, "public")
-	store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
-	require.NoError(t, err)
-	require.NoError(t, store.Ready(ctx))
-
-	hostile := db.NewRole(t, "hostile")
-	h := pgx.Identifier{hostile.Name}.Sanitize()
-	_, err = db.Pool.Exec(ctx, `CREATE SCHEMA hostile AUTHORIZATION `+h+`;
-		GRANT REFERENCES ON public.runlimit_fixed_windows TO `+h)
-	require.NoError(t, err)
-	_, err = hostile.NewPool(t, nil).Exec(ctx, `
+	_, store, hostile := hostileBeside(t, `CREATE SCHEMA hostile AUTHORIZATION %[1]s;
+		GRANT REFERENCES ON public.runlimit_fixed_windows TO %[1]s`)
+	_, err := hostile.Exec(ctx, `
 		CREATE TABLE hostile.pins (f bytea, s bytea,
 			CONSTRAINT zz_pin FOREIGN KEY (f, s) REFERENCES public.runlimit_fixed_windows (config_fingerprint, subject_key))`)
 	require.NoError(t, err)
@@ -105,18 +107,9 @@ func TestReadyRefusesRunlimitsTriggerFunctionsOnOtherEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db := pgtest.New(t)
-			svc := db.NewServiceRole(t, "public")
-			store, err := postgres.New(svc.NewPool(t, nil), postgres.Config{})
-			require.NoError(t, err)
-			require.NoError(t, store.Ready(ctx))
-
-			hostile := db.NewRole(t, "hostile")
-			h := pgx.Identifier{hostile.Name}.Sanitize()
-			_, err = db.Pool.Exec(ctx, `GRANT TRIGGER ON public.runlimit_fixed_windows TO `+h+`;
-				GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO `+h)
-			require.NoError(t, err)
-			_, err = hostile.NewPool(t, nil).Exec(ctx, tc.trigger)
+			_, store, hostile := hostileBeside(t, `GRANT TRIGGER ON public.runlimit_fixed_windows TO %[1]s;
+				GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO %[1]s`)
+			_, err := hostile.Exec(ctx, tc.trigger)
 			require.NoError(t, err)
 
 			err = store.Ready(ctx)
