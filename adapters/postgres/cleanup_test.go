@@ -151,7 +151,7 @@ func TestCleanupErrorSaysWhetherRowsMayHaveBeenRemoved(t *testing.T) {
 			require.Equal(t, "P0001", dbErr.Code)
 			_, ok := f.stored(t, c)
 			require.True(t, ok)
-			require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+			requireNoneAcquired(t, f.db.Pool)
 		})
 	}
 }

@@ -216,7 +216,7 @@ func requireWaitTimedOut(t *testing.T, e entry, err error, pool *pgxpool.Pool) {
 	ae := requireAdmissionError(t, err, op, false)
 	require.True(t, ae.Timeout)
 	require.ErrorIs(t, err, postgres.ErrTimeout)
-	require.Zero(t, pool.Stat().AcquiredConns())
+	requireNoneAcquired(t, pool)
 }
 
 // An advisory lock held on a key without a row, past the operation
@@ -264,7 +264,7 @@ func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 		_, err := e.admit(context.Background(), store, fresh)
 		ae := requireAdmissionError(t, err, postgres.OpLock, false)
 		require.True(t, ae.Timeout)
-		require.Zero(t, pool.Stat().AcquiredConns())
+		requireNoneAcquired(t, pool)
 		require.Zero(t, pool.Stat().TotalConns(), "the stalled connection must be closed")
 
 		w.stallFrom.Store(0)
@@ -361,7 +361,7 @@ func TestAdmitFailingTriggerStoresNothing(t *testing.T) {
 		f.requireUsed(t, []domain.Check{stored}, 1)
 		require.Zero(t, f.ledger(t, postgres.ShardOf(fresh.CounterKey()))-
 			boolInt(postgres.ShardOf(fresh.CounterKey()) == postgres.ShardOf(stored.CounterKey())))
-		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		requireNoneAcquired(t, f.db.Pool)
 		requireAllowed(t, admit(t, f.store, stored))
 	})
 }
@@ -383,7 +383,7 @@ func TestAdmitCommitErrorMayHaveConsumed(t *testing.T) {
 
 		_, err = e.admit(ctx, f.store, checks)
 		requireAdmissionError(t, err, postgres.OpCommit, true)
-		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		requireNoneAcquired(t, f.db.Pool)
 		f.requireAbsent(t, checks)
 	})
 }
@@ -426,7 +426,7 @@ func TestAdmitCorruptCounterFailsClosed(t *testing.T) {
 		require.ErrorIs(t, err, domain.ErrCorruptCounter)
 		f.requireUsed(t, checks[:1], 99)
 		f.requireUsed(t, checks[1:], 1)
-		require.Zero(t, f.db.Pool.Stat().AcquiredConns())
+		requireNoneAcquired(t, f.db.Pool)
 	})
 }
 

@@ -56,7 +56,7 @@ func TestAdmitTimesOutOnAHeldTableLock(t *testing.T) {
 
 			// The caller who left at its deadline has its answer before the
 			// work has given the connection back.
-			require.Eventually(t, func() bool { return pool.Stat().AcquiredConns() == 0 }, 10*time.Second, time.Millisecond)
+			requireNoneAcquired(t, pool)
 			require.Equal(t, before, backends(t, pool), "deadline %v: the connection was replaced", deadline)
 			f.requireUsed(t, checks, 1)
 			e.allow(t, store, checks)
