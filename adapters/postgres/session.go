@@ -209,10 +209,14 @@ func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, ca
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	err := pc.CancelRequest(ctx)
+	unacknowledged := err != nil || ctx.Err() != nil
 	cancel()
-	if err != nil {
+	if unacknowledged {
 		// The request may still reach the server and cancel a later
-		// statement.
+		// statement on this connection: another caller's. The driver
+		// reports a request whose acknowledgement it stopped waiting for
+		// when ctx ended as sent, without error; only the server closing
+		// the request's connection before then says that it acted on it.
 		ss.setLost()
 	}
 	timer.Reset(settleTimeout)
