@@ -112,6 +112,11 @@ type runtimeState struct {
 	// holds mu, which Close must not wait for to reach it.
 	startMu     sync.Mutex
 	cancelStart context.CancelCauseFunc
+
+	// readyFlight is the readiness check in progress, if any, which
+	// concurrent probes share (see sharedReady); readyMu guards it.
+	readyMu     sync.Mutex
+	readyFlight *readyFlight
 }
 
 // lock takes mu, or gives up and reports false once ctx is done.
