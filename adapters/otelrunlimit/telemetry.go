@@ -139,7 +139,11 @@ func (t *Telemetry) Observer() app.Observer {
 // it is called on the exporter's collections, at most once per
 // Config.StatsInterval, and a collection in between reports its last
 // answer. A collection whose Stats fails reports no headroom for that
-// store, and the others' as usual. Without metrics WatchStore does
+// store, and the others' as usual. A collection waits for a reading no
+// longer than its context allows, and stop (or [Telemetry.Close]) ends a
+// reading in progress, whose collection would otherwise hold up the
+// provider's Unregister, and the host's shutdown, for as long as a store
+// held up by its database takes. Without metrics WatchStore does
 // nothing. A nil stats is an error matching [app.ErrInvalidConfig], which
 // would otherwise panic in the exporter's collection.
 func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.Stats, error)) (stop func(), err error) {

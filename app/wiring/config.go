@@ -98,8 +98,10 @@ type Config struct {
 	Postgres postgres.Config
 	// Migrate applies Runlimit's schema (see the migrations package) into
 	// Postgres.Schema when the Runtime starts, before its readiness check.
-	// Safe from every replica at once. Default false: the schema is applied
-	// by a separate step.
+	// Safe from every replica at once. The migrator's connection is its
+	// own; without a connect_timeout in the connection string, its connect
+	// is bounded by Postgres.AcquireTimeout. Default false: the schema is
+	// applied by a separate step.
 	Migrate bool
 
 	// Store is the host's store of [BackendStore], borrowed: the Runtime

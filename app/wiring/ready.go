@@ -126,7 +126,11 @@ func guardReady(ctx context.Context, logger *slog.Logger, store, call string, ch
 // or, once started, the error of a ctx that is already done, without
 // asking any store.
 // A host store that does neither is ready while the Runtime runs. Ready
-// is safe for concurrent use and never waits for Start or Close. A nil ctx
+// is safe for concurrent use and never waits for Start or Close. Probes
+// that arrive while a check is in progress share it, and its answer:
+// each check of a PostgreSQL store holds a connection of the admissions'
+// pool while the database keeps it waiting. A probe whose context ends
+// while it waits returns the context's error. A nil ctx
 // is [ports.ErrNilContext]; a nil or zero Runtime is [ErrNotBuilt].
 func (r *Runtime) Ready(ctx context.Context) error {
 	if ctx == nil {
@@ -148,7 +152,63 @@ func (r *Runtime) Ready(ctx context.Context) error {
 		// ready for it.
 		return err
 	}
-	return st.storesReady(ctx)
+	return st.sharedReady(ctx)
+}
+
+// readyFlight is a readiness check in progress, whose answer the probes
+// that arrive meanwhile share.
+type readyFlight struct {
+	done chan struct{}
+	err  error
+	// ctx is the context of the probe that runs the check.
+	ctx context.Context
+}
+
+// sharedReady checks the stores, or waits for the check in progress and
+// takes its answer. Each check of a PostgreSQL store holds a connection
+// of the admissions' pool for as long as the database makes it wait (a
+// locked table), up to the store's budget: probes that arrived together,
+// one per connection, would take the pool from the admissions. A probe
+// whose context ends while it waits returns the context's error. The
+// answer of a check whose probe gave up (its context ended: a client that
+// disconnected) says nothing of the stores, and a probe still waiting
+// checks again.
+func (r *runtimeState) sharedReady(ctx context.Context) error {
+	for {
+		r.readyMu.Lock()
+		f := r.readyFlight
+		if f == nil {
+			f = &readyFlight{done: make(chan struct{}), ctx: ctx}
+			r.readyFlight = f
+			r.readyMu.Unlock()
+			return r.fly(f)
+		}
+		r.readyMu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if f.err == nil || f.ctx.Err() == nil {
+			return f.err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// fly runs the check f stands for, with its probe's context, and hands
+// its answer to the probes waiting for it.
+func (r *runtimeState) fly(f *readyFlight) error {
+	defer func() {
+		r.readyMu.Lock()
+		r.readyFlight = nil
+		r.readyMu.Unlock()
+		close(f.done)
+	}()
+	f.err = r.storesReady(f.ctx)
+	return f.err
 }
 
 // storesReady checks every store that can prove itself ready, and logs the

@@ -112,6 +112,11 @@ type runtimeState struct {
 	// holds mu, which Close must not wait for to reach it.
 	startMu     sync.Mutex
 	cancelStart context.CancelCauseFunc
+
+	// readyFlight is the readiness check in progress, if any, which
+	// concurrent probes share (see sharedReady); readyMu guards it.
+	readyMu     sync.Mutex
+	readyFlight *readyFlight
 }
 
 // lock takes mu, or gives up and reports false once ctx is done.
@@ -383,7 +388,7 @@ func (r *runtimeState) startLocked(ctx context.Context) error {
 	}
 	if r.pg != nil && r.cfg.Migrate {
 		began := time.Now()
-		if err := migrations.MigratePool(ctx, r.pool, r.pg.Config().Schema); err != nil {
+		if err := r.migrate(ctx); err != nil {
 			return fmt.Errorf("runlimit: migrate: %w", err)
 		}
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: schema migrated",
@@ -418,6 +423,20 @@ func (r *runtimeState) startLocked(ctx context.Context) error {
 	}
 	r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: started", attrs...)
 	return nil
+}
+
+// migrate applies the schema on a connection of its own with the pool's
+// settings. Its connect is bounded by the store's AcquireTimeout when the
+// connection string sets no connect_timeout, as the pool's connections
+// are by the store: a server that accepts and never answers (a hung
+// host) would otherwise hold a Start whose context has no deadline for
+// ever, where one without migration fails after that budget.
+func (r *runtimeState) migrate(ctx context.Context) error {
+	cc := r.pool.Config().ConnConfig
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = r.pg.Config().AcquireTimeout
+	}
+	return migrations.Migrate(ctx, cc, r.pg.Config().Schema)
 }
 
 // logger returns Config.Logger, or the default logger of the moment.

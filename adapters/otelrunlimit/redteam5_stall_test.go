@@ -1,0 +1,154 @@
+package otelrunlimit_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/runlimit/runlimit/adapters/otelrunlimit"
+	"github.com/runlimit/runlimit/ports"
+)
+
+// failSafe bounds how long a test waits for what must happen; reaching
+// it fails the test, it is not a measure of speed.
+const failSafe = 30 * time.Second
+
+// stuckStats is a store's Stats held up by its database (a locked table,
+// a stalled connection): it answers when released, or when its context
+// ends, as the PostgreSQL store's does.
+type stuckStats struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newStuckStats() *stuckStats {
+	return &stuckStats{entered: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (s *stuckStats) Stats(ctx context.Context) (ports.Stats, error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+		return ports.Stats{Capacity: 4, Shards: 1, Headroom: []int64{4}}, nil
+	case <-ctx.Done():
+		return ports.Stats{}, ctx.Err()
+	}
+}
+
+// collectAsync collects r on a goroutine of its own with ctx.
+func collectAsync(ctx context.Context, r *sdkmetric.ManualReader) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		var rm metricdata.ResourceMetrics
+		done <- r.Collect(ctx, &rm)
+	}()
+	return done
+}
+
+// waitFor requires that ch delivers before the fail-safe.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(failSafe):
+		t.Fatalf("%s never happened", what)
+		panic("unreachable")
+	}
+}
+
+// TestStopAndCloseDoNotWaitForAStuckStats: a collection waiting in a
+// store's Stats holds the SDK's pipeline, whose Unregister waits for it.
+// A watch's stop, and the Telemetry's Close, end that reading first, so
+// that neither waits for the store (a host's OnStop would otherwise
+// wait for the store's whole budget, past its own deadline).
+func TestStopAndCloseDoNotWaitForAStuckStats(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"stop", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, false)
+			store := newStuckStats()
+			stop, err := f.tel.WatchStore("postgres", store.Stats)
+			require.NoError(t, err)
+			collected := collectAsync(context.Background(), f.reader)
+			waitFor(t, store.entered, "the collection's reading")
+
+			stopped := make(chan struct{})
+			go func() {
+				defer close(stopped)
+				if how == "stop" {
+					stop()
+				} else {
+					f.tel.Close()
+				}
+			}()
+			select {
+			case <-stopped:
+			case <-time.After(failSafe):
+				close(store.release)
+				t.Fatalf("%s waited for a store's Stats held up by its database", how)
+			}
+			require.NoError(t, waitFor(t, collected, "the collection's end"))
+			require.Empty(t, f.collect(t).gauges[otelrunlimit.MetricHeadroom], "a store no longer watched is not reported")
+		})
+	}
+}
+
+// TestACollectionGivesUpWaitingForAnotherReading: with two readers (a
+// Prometheus endpoint and an OTLP exporter, say) the callbacks of their
+// collections run at once. One whose context ends while the other's
+// reading of the store is held up returns, reporting no headroom for
+// that store, rather than waiting for the store's budget.
+func TestACollectionGivesUpWaitingForAnotherReading(t *testing.T) {
+	t.Parallel()
+	first, second := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(first), sdkmetric.WithReader(second))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	// The host's deadline passes while the second collection runs its
+	// callbacks: a callback of the host's, registered before the watch's,
+	// ends it on the second collection (the SDK refuses a collection
+	// whose context has ended before it starts).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var probes atomic.Int32
+	probe, err := mp.Meter("probe").Int64ObservableGauge("probe")
+	require.NoError(t, err)
+	_, err = mp.Meter("probe").RegisterCallback(func(context.Context, metric.Observer) error {
+		if probes.Add(1) == 2 {
+			cancel()
+		}
+		return nil
+	}, probe)
+	require.NoError(t, err)
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: mp})
+	require.NoError(t, err)
+	t.Cleanup(tel.Close)
+	store := newStuckStats()
+	stop, err := tel.WatchStore("postgres", store.Stats)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+
+	firstDone := collectAsync(context.Background(), first)
+	waitFor(t, store.entered, "the first collection's reading")
+
+	var rm metricdata.ResourceMetrics
+	secondDone := make(chan error, 1)
+	go func() { secondDone <- second.Collect(ctx, &rm) }()
+	select {
+	case err := <-secondDone:
+		require.NoError(t, err)
+		require.Equal(t, int32(2), probes.Load())
+	case <-time.After(failSafe):
+		close(store.release)
+		t.Fatal("a collection whose context ended waited for another's reading")
+	}
+	close(store.release)
+	require.NoError(t, waitFor(t, firstDone, "the first collection's end"))
+}
