@@ -101,7 +101,7 @@
 // after these three are not recognised; check a later Rust release against
 // this package before sharing its schema.
 //
-// # Upgrading to version 6
+// # Upgrading to versions 6 and 7
 //
 // Step 5 renames columns, constraints and the index, and replaces the
 // triggers, under an exclusive lock on both tables, keeping every row and
@@ -112,8 +112,8 @@
 // earlier releases, which call the five-argument lock function step 5
 // drops, must be stopped before migrating. Step 5 is one-way: its down step
 // refuses (feature_not_supported), so take a backup before it if you may
-// need version 4 again. Step 6 reverts to it, dropping only this library's
-// own objects.
+// need version 4 again. Step 6's down step returns to version 5, dropping
+// only this library's own objects.
 //
 // Step 7 takes EXECUTE on the schema's trigger functions (runlimit_*, a
 // Rust schema's included) from PUBLIC. They run as their owner, and the

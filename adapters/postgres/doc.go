@@ -129,9 +129,9 @@
 // statements cost a Bind and an Execute each, of a prepared statement
 // that reads no table, in a round trip that was sent anyway. In
 // benchmarks/cmd/pgload on 2-vCPU machines shared by client and server it
-// ran at 1.05 to 1.29 times the locked protocol's rate at 8 and 32
-// callers across the runs benchmarks/README.md records (1.12 and 1.06 in
-// the run committed in benchmarks/results). What
+// ran at 0.95 and 1.05 times the locked protocol's rate at 8 and 32
+// callers in the run committed in benchmarks/results, and at up to 1.25
+// times at 32 callers in earlier runs (benchmarks/README.md). What
 // it costs: under contention on one key the conflicting writes are wasted
 // work (two conflicts hand the check to the locked protocol); and the lock
 // waits move to round trip 2, whose COMMIT is implicit, so a caller whose

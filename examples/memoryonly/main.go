@@ -1,6 +1,6 @@
 // Command memoryonly is the smallest Runlimit host: a memory store and the
 // limiter over it, linking nothing outside the standard library. Its binary
-// size is the one the README states.
+// size is the one the README states. Run it: go run ./examples/memoryonly
 package main
 
 import (
