@@ -46,10 +46,14 @@ const (
 	phaseRenewal       = "renewal"
 )
 
-// demoLegend explains the phases above the table.
-const demoLegend = `Phases: retry burst    one user retries a password ten times; the identity limit (8) stops it.
-        identity spray the same client tries 34 other identities; the client limit (40) stops it.
-        renewal        once both windows have ended, the user gets in again.`
+// demoLegend explains the phases above the table; the PostgreSQL demo,
+// which cannot wait for the windows to end, prints it without
+// demoRenewalLegend.
+const (
+	demoLegend = `Phases: retry burst    one user retries a password ten times; the identity limit (8) stops it.
+        identity spray the same client tries 34 other identities; the client limit (40) stops it.`
+	demoRenewalLegend = `        renewal        once both windows have ended, the user gets in again.`
+)
 
 // demoRow is one line of the demo's table.
 type demoRow struct {
@@ -120,6 +124,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout, "Login admission on the memory store: client 40/min AND identity 8/min, checked atomically.")
 	fmt.Fprintln(stdout, demoLegend)
+	fmt.Fprintln(stdout, demoRenewalLegend)
 	fmt.Fprintln(stdout)
 	return printDemo(stdout, rows, true)
 }

@@ -131,6 +131,7 @@ func TestPostgresDemo(t *testing.T) {
 		require.Empty(t, r.stderr)
 		require.Contains(t, r.stdout, "Login admission on PostgreSQL")
 		require.NotContains(t, r.stdout, "TIME", "no simulated time on PostgreSQL")
+		require.NotContains(t, r.stdout, "gets in again", "the legend lists only the phases played")
 
 		rows := demoTableRows(t, r.stdout)
 		require.Len(t, rows, 44)
