@@ -11,10 +11,19 @@ import (
 )
 
 // settleTimeout bounds the store's own clean-up once the caller has gone or
-// the operation failed: the cancel request, the wait for the round trip the
-// server was cancelling, and the rollback. A connection that cannot settle
+// the operation failed: the wait for the round trip the server was
+// cancelling (once the cancel request is settled; see cancelAckTimeout),
+// and the rollback. A connection that cannot settle
 // within it is in a state no one knows, and is closed.
 const settleTimeout = 250 * time.Millisecond
+
+// cancelAckTimeout bounds the wait for the server to acknowledge a cancel
+// request. The server forks a process to read each request, which a loaded
+// machine can take hundreds of milliseconds to run; a request that goes
+// unacknowledged may still cancel a later statement, so its connection is
+// closed, and the next caller pays for a new one's connect and warm-up.
+// The wait costs nothing while the server is quick.
+const cancelAckTimeout = time.Second
 
 // cancelDelay is how long a round trip whose caller gave up may go on
 // before the server is asked to cancel it. The server's own statement and
@@ -192,8 +201,9 @@ func (ss *session) leave() (step string, committing bool, ok bool) {
 }
 
 // cancelOnServer asks the server to cancel the statement pc is running,
-// unless the round trip ends within cancelDelay, then gives it
-// settleTimeout to end before giving up on the connection. It closes
+// unless the round trip ends within cancelDelay, waits up to
+// cancelAckTimeout for the request's acknowledgement, then gives the round
+// trip settleTimeout to end before giving up on the connection. It closes
 // cancelled when done; the work waits for that before it sends anything
 // more.
 func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, cancelled, answered chan struct{}) {
@@ -207,7 +217,7 @@ func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, ca
 		return
 	case <-timer.C:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cancelAckTimeout)
 	err := pc.CancelRequest(ctx)
 	unacknowledged := err != nil || ctx.Err() != nil
 	cancel()
