@@ -42,6 +42,7 @@ var steppedBack = map[brokenstores.Fault]bool{
 	brokenstores.ClampToleratesJitter:       true,
 	brokenstores.ClampComparesMilliseconds:  true,
 	brokenstores.CleanupReadsUnclampedClock: true,
+	brokenstores.ClampRacyReadModifyWrite:   true,
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:

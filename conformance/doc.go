@@ -308,6 +308,19 @@
 //     the clock again before it decided, so a store that samples (and
 //     clamps) its time before its locks, as a transaction's start time,
 //     is caught even when its clamp hides the stale sample's value;
+//   - lockwaits: a check, or a batch, whose context is cancelled while it
+//     waits for a lock an admission pinned in its clock read holds
+//     answers the decision it made, or an error matching the context's
+//     error that is true of what it consumed (no unit counted later by an
+//     admission left running), lets go of every lock it took or waited
+//     for (a check of the same key let in while the holder decides would
+//     lose an update; one of a key it took first would wait for ever),
+//     and the counts of every key come out exact;
+//   - clampraces: a check pinned just after its clock sample while time
+//     moves on and a check of a key in another partition runs never
+//     lowers the store's clamp: after the clock steps back, a new key of
+//     the other partition is anchored at the latest time that partition
+//     read (Instance.Clock);
 //   - sweep: a store that frees the slots of ended counters during
 //     admission frees them for every check of a batch, on that check's
 //     own partition, and takes a window ending exactly now as ended, so
@@ -415,7 +428,18 @@
 // optimistic store that samples its clock once before its retry loop
 // instead of once per attempt, count at a passed time only when the
 // scheduler pauses them between the clamp and the lock or the write,
-// which the suite cannot force: review where the clock is read. Review
+// which the suite cannot force: review where the clock is read. A
+// goroutine a racing admission starts (a store that runs an admission on
+// a worker, or answers its caller when the context ends while the work
+// goes on) is held in its clock read as the admission itself would be.
+// The suite cannot hold an admission after its clock read: a store that
+// keeps a buffer, a decision or a batch outside its locks and fills and
+// reads it only after the clock read (a scratch slice shared by every
+// call, a decision read back after the unlock, a pooled batch put back
+// before its decision is read), or that stores its latest time after it
+// unlocks, is wrong only when the scheduler interleaves two admissions
+// there: review what an admission shares outside its locks, and run with
+// -race. Review
 // also where a store creates a key: the creation race lets a waiter in before a creator that dropped its lock
 // only when that lock hands itself to the first waiter, as a lock shared
 // by a partition's keys does once the race has queued on it, and a mutex
@@ -526,6 +550,10 @@
 // made text that drops control bytes or folds base64's case, a clock
 // joined from its seconds and microseconds as text, a cleanup that steps
 // over a counter after each it removes, and a batch run as single-key
-// steps taken back when one is denied. Each must fail, in one default
-// run, the case written for it.
+// steps taken back when one is denied, a clamp raised by a load and a
+// store that a racing admission comes between, and a lock wait cancelled
+// but answered as unconsumed while the admission goes on, or that keeps
+// the locks it took, drops the lock of the key it waited for, answers no
+// decision, or an error that does not match its context's. Each must
+// fail, in one default run, the case written for it.
 package conformance

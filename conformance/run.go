@@ -187,6 +187,8 @@ func scenarios() []scenario {
 		extentsScenario(),
 		tiersScenario(),
 		samplingScenario(),
+		lockWaitsScenario(),
+		clampRacesScenario(),
 	}
 }
 

@@ -157,12 +157,20 @@ func (s *schedule) add(m *member) *member {
 }
 
 // readIfRacing reads a ManualClock through read, holding the read when the
-// calling goroutine races in a schedule.
+// calling goroutine, or the goroutine that started it, races in a
+// schedule.
 func readIfRacing(read func() time.Duration) time.Duration {
 	id := goid()
 	racing.mu.Lock()
 	s := racing.members[id]
 	racing.mu.Unlock()
+	if s == nil {
+		// A goroutine a member started reads for the member (spawned.go).
+		id = creatorID()
+		racing.mu.Lock()
+		s = racing.members[id]
+		racing.mu.Unlock()
+	}
 	if s == nil {
 		return read()
 	}

@@ -89,6 +89,9 @@ func (a *admission) run() error {
 	if err := a.lock(); err != nil {
 		return &Error{Op: "admit", Err: err}
 	}
+	if err := a.afterLockWait(); err != nil {
+		return err // hunt21.go
+	}
 	locked := true
 	defer func() {
 		if locked {
@@ -328,7 +331,9 @@ func (a *admission) lock() error {
 			}
 			continue
 		}
-		l.Lock()
+		if err := a.waitLock(l); err != nil {
+			return err // hunt21.go
+		}
 		a.held = append(a.held, l)
 		if len(a.held) == 1 && s.cfg.Fault == ClockReadAfterFirstLock {
 			// The defect: the admission's time, read before its other

@@ -989,6 +989,46 @@ const (
 	// that waited for another's write decides at a time from before it.
 	ClampedClockBeforeLocks
 
+	// Faults of an adapter author who gets concurrency and cancellation
+	// subtly wrong (hunt21.go).
+
+	// ClampRacyReadModifyWrite keeps its latest time in one word for the
+	// whole store, raised in three steps that are not one atomic step:
+	// load it, read the clock, store the larger. An admission that loaded
+	// it before a racing admission on another key stored a later time
+	// stores its own, older one over it, and once the clock steps back a
+	// window is anchored before a time the store already handed out.
+	ClampRacyReadModifyWrite
+	// CancelledCheckGoesOn runs a single check's admission on a goroutine
+	// of its own and answers the caller when its context ends, with the
+	// context's error, which says nothing was consumed, while the
+	// admission goes on and counts once it gets its lock.
+	CancelledCheckGoesOn
+	// CancelledWaitKeepsEarlierLocks waits for each key lock watching its
+	// context and, when the context ends, gives up without releasing the
+	// locks it already took: every later admission of those keys waits
+	// for ever.
+	CancelledWaitKeepsEarlierLocks
+	// CancelledWaitDropsLockEntry waits for each key lock watching its
+	// context and, when the context ends, drops the lock table's entry of
+	// the key it waited for, as if it were the lock's last user: the next
+	// admission of the key makes a new lock and reads the counter while
+	// the holder still decides, and an update is lost.
+	CancelledWaitDropsLockEntry
+	// CancelledWaitKeepsLocks looks at its context once it holds every
+	// lock it waited for and, when it ended meanwhile, returns the
+	// context's error without releasing them.
+	CancelledWaitKeepsLocks
+	// CancelledWaitAnswersNothing looks at its context once a single
+	// check holds its lock and, when it ended meanwhile, answers no error
+	// and the zero decision: a decision it never made.
+	CancelledWaitAnswersNothing
+	// CancelledWaitOwnError looks at its context once it holds every lock
+	// it waited for and, when it ended meanwhile, answers an error of its
+	// own ("lock wait abandoned") that does not match the context's, so a
+	// host cannot tell a caller that left from a failing backend.
+	CancelledWaitOwnError
+
 	faultCount
 )
 
@@ -1202,6 +1242,14 @@ var faultNames = [faultCount]string{
 
 	LockOrderBySubjectKey:   "LockOrderBySubjectKey",
 	ClampedClockBeforeLocks: "ClampedClockBeforeLocks",
+
+	ClampRacyReadModifyWrite:       "ClampRacyReadModifyWrite",
+	CancelledCheckGoesOn:           "CancelledCheckGoesOn",
+	CancelledWaitKeepsEarlierLocks: "CancelledWaitKeepsEarlierLocks",
+	CancelledWaitDropsLockEntry:    "CancelledWaitDropsLockEntry",
+	CancelledWaitKeepsLocks:        "CancelledWaitKeepsLocks",
+	CancelledWaitAnswersNothing:    "CancelledWaitAnswersNothing",
+	CancelledWaitOwnError:          "CancelledWaitOwnError",
 }
 
 // Faults returns every deliberate defect, None excluded.

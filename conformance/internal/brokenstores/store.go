@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -216,7 +217,10 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	}
 	a.next = func(int) domain.Counter { return next }
 	a.denied = func() (int, domain.Outcome) { return 0, d.Outcome() }
-	if err := a.run(); err != nil {
+	if err := a.runAnswering(); err != nil {
+		if errors.Is(err, errAnsweredNothing) {
+			return domain.Decision{}, nil // hunt21.go
+		}
 		return s.decisionBesideError(d), err
 	}
 	return d, nil
@@ -303,6 +307,9 @@ func (s *Store) now() domain.Instant {
 
 // clampedNow is now without the clock lock.
 func (s *Store) clampedNow() domain.Instant {
+	if s.cfg.Fault == ClampRacyReadModifyWrite {
+		return s.racyClamp() // hunt21.go
+	}
 	var now domain.Instant
 	if s.cfg.Fault == IgnoresInjectedClock {
 		now = domain.InstantOf(time.Since(s.created))
