@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
+	"github.com/runlimit/runlimit/internal/testkit"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -51,18 +52,6 @@ func collectAsync(ctx context.Context, r *sdkmetric.ManualReader) <-chan error {
 	return done
 }
 
-// waitFor requires that ch delivers before the fail-safe.
-func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(failSafe):
-		t.Fatalf("%s never happened", what)
-		panic("unreachable")
-	}
-}
-
 // TestStopAndCloseDoNotWaitForAStuckStats: a collection waiting in a
 // store's Stats holds the SDK's pipeline, whose Unregister waits for it.
 // A watch's stop, and the Telemetry's Close, end that reading first, so
@@ -78,7 +67,7 @@ func TestStopAndCloseDoNotWaitForAStuckStats(t *testing.T) {
 			stop, err := f.tel.WatchStore("postgres", store.Stats)
 			require.NoError(t, err)
 			collected := collectAsync(context.Background(), f.reader)
-			waitFor(t, store.entered, "the collection's reading")
+			testkit.Receive(t, store.entered, failSafe, "the collection's reading")
 
 			stopped := make(chan struct{})
 			go func() {
@@ -95,7 +84,7 @@ func TestStopAndCloseDoNotWaitForAStuckStats(t *testing.T) {
 				close(store.release)
 				t.Fatalf("%s waited for a store's Stats held up by its database", how)
 			}
-			require.NoError(t, waitFor(t, collected, "the collection's end"))
+			require.NoError(t, testkit.Receive(t, collected, failSafe, "the collection's end"))
 			require.Empty(t, f.collect(t).gauges[otelrunlimit.MetricHeadroom], "a store no longer watched is not reported")
 		})
 	}
@@ -136,7 +125,7 @@ func TestACollectionGivesUpWaitingForAnotherReading(t *testing.T) {
 	t.Cleanup(stop)
 
 	firstDone := collectAsync(context.Background(), first)
-	waitFor(t, store.entered, "the first collection's reading")
+	testkit.Receive(t, store.entered, failSafe, "the first collection's reading")
 
 	var rm metricdata.ResourceMetrics
 	secondDone := make(chan error, 1)
@@ -150,5 +139,5 @@ func TestACollectionGivesUpWaitingForAnotherReading(t *testing.T) {
 		t.Fatal("a collection whose context ended waited for another's reading")
 	}
 	close(store.release)
-	require.NoError(t, waitFor(t, firstDone, "the first collection's end"))
+	require.NoError(t, testkit.Receive(t, firstDone, failSafe, "the first collection's end"))
 }

@@ -37,18 +37,7 @@ func TestStopIsNotHeldByACollectionStuckOnTheDatabase(t *testing.T) {
 
 	// A hostile session locks the ledger, which Stats reads.
 	ctx := context.Background()
-	hostile, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			_ = hostile.Rollback(ctx)
-		}
-	}
-	t.Cleanup(release)
-	_, err = hostile.Exec(ctx, "LOCK TABLE runlimit_capacity_shards IN ACCESS EXCLUSIVE MODE")
-	require.NoError(t, err)
+	release := db.LockTable(t, "runlimit_capacity_shards")
 
 	collected := make(chan error, 1)
 	go func() {

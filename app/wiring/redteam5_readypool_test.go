@@ -15,6 +15,7 @@ import (
 	"github.com/runlimit/runlimit/app/wiring"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/internal/testkit"
 	"github.com/runlimit/runlimit/ports"
 )
 
@@ -55,18 +56,7 @@ func TestReadinessProbesDoNotTakeThePoolFromAdmissions(t *testing.T) {
 	_, err = r.Limiter().Check(ctx, c)
 	require.NoError(t, err)
 
-	hostile, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			_ = hostile.Rollback(ctx)
-		}
-	}
-	t.Cleanup(release)
-	_, err = hostile.Exec(ctx, "LOCK TABLE runlimit_schema_version IN ACCESS EXCLUSIVE MODE")
-	require.NoError(t, err)
+	release := db.LockTable(t, "runlimit_schema_version")
 
 	readies := make(chan error, probes)
 	for range probes {
@@ -154,25 +144,13 @@ func TestAProbeThatGivesUpDoesNotAnswerForTheOthers(t *testing.T) {
 	impatient, giveUp := context.WithCancel(ctx)
 	first := make(chan error, 1)
 	go func() { first <- r.Ready(impatient) }()
-	waitFor(t, store.entered, "the first probe's check")
+	testkit.Receive(t, store.entered, failSafe, "the first probe's check")
 	second := make(chan error, 1)
 	go func() { second <- r.Ready(ctx) }()
 	require.Eventually(t, func() bool { return inSharedReady() == 2 }, failSafe, time.Millisecond)
 	giveUp()
-	require.ErrorIs(t, waitFor(t, first, "the first probe's answer"), context.Canceled)
-	waitFor(t, store.entered, "the second probe's own check")
+	require.ErrorIs(t, testkit.Receive(t, first, failSafe, "the first probe's answer"), context.Canceled)
+	testkit.Receive(t, store.entered, failSafe, "the second probe's own check")
 	close(store.release)
-	require.NoError(t, waitFor(t, second, "the second probe's answer"))
-}
-
-// waitFor requires that ch delivers before the fail-safe.
-func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(failSafe):
-		t.Fatalf("%s never happened", what)
-		panic("unreachable")
-	}
+	require.NoError(t, testkit.Receive(t, second, failSafe, "the second probe's answer"))
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,4 +254,24 @@ func (d *Database) NewRole(t testing.TB, prefix string) *Role {
 func (r *Role) NewPool(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
 	return (&Database{Name: "role " + r.Name, URL: r.URL}).NewPool(t, configure)
+}
+
+// LockTable takes an ACCESS EXCLUSIVE lock on table, reached through the
+// connection's search_path, in a transaction of its own: what a hostile
+// session or a migration holds. It returns the function that lets the lock
+// go, which the test's end calls too; calls after the first do nothing.
+func (d *Database) LockTable(t testing.TB, table string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: begin: %v", err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+	t.Cleanup(release)
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatalf("pgtest: lock table %s: %v", table, err)
+	}
+	return release
 }

@@ -1,6 +1,6 @@
 // Package testkit holds the small test doubles several packages' tests
-// share: a log sink safe for concurrent writers and a clock that panics on
-// demand. Only tests import it.
+// share: a log sink safe for concurrent writers, a clock that panics on
+// demand and a bounded wait for a channel. Only tests import it.
 package testkit
 
 import (
@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
@@ -71,3 +72,17 @@ func (c *TrapClock) Now() time.Duration {
 
 // Arm makes Now panic, or with false stop panicking.
 func (c *TrapClock) Arm(on bool) { c.armed.Store(on) }
+
+// Receive returns what ch delivers, or fails t when nothing comes within
+// failSafe: a bound on a wait for what must happen, which only a hang
+// reaches, never a measure of how fast it happens.
+func Receive[T any](t testing.TB, ch <-chan T, failSafe time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(failSafe):
+		t.Fatalf("%s never happened", what)
+		panic("unreachable")
+	}
+}
