@@ -112,6 +112,15 @@ type ClientConfig struct {
 // Teredo addresses (2001::/32, the client's address obfuscated in the last
 // 32 bits). A ClientNetwork is safe for concurrent use.
 //
+// A peer with no IP address has no network to count: a RemoteAddr that is
+// not an address and a port, such as the "@" or "" net/http sets for a
+// connection over a Unix socket, is refused with [ErrRemoteAddr], even
+// where a trusted proxy would name the client, as no address of a Unix
+// socket can be in TrustedProxies. Connect such a proxy over TCP. A
+// link-local peer (fe80::/10) is counted by its /64 like any IPv6 peer,
+// its zone dropped: every link-local client, of every link, shares
+// fe80::/64.
+//
 // A nil *ClientNetwork and a zero ClientNetwork behave as one built from
 // the zero [ClientConfig]: the peer, by its IPv4 address or IPv6 /64. A
 // nil *http.Request has no client: [ErrRemoteAddr].

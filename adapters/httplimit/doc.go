@@ -130,8 +130,11 @@
 // response (see [Draft11]).
 // Windows and waits are whole seconds rounded up; a quota or shadow denial
 // shows r=0. q and r count requests: a limit whose requests cost more than
-// one unit ([Limit.Cost]) reports its units divided by the cost. Retry-After, on denials only, is never earlier than the t of
-// a limit the response reports as exhausted. Only the limits whose state
+// one unit ([Limit.Cost]) reports its units divided by the cost.
+// Retry-After, on denials only, is never earlier than the t of an
+// enforced limit the response reports as exhausted; a limit in shadow
+// mode refuses nothing, so its r=0 does not hold a client back and its t
+// may be later. Only the limits whose state
 // is known appear in RateLimit: when a batch is denied, nothing was
 // consumed and the other limits' counters were not read; a
 // [Limit.Private] limit appears only when it denied the request.

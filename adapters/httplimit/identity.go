@@ -74,21 +74,35 @@ func (e *IdentityError) Unwrap() error { return ErrInvalidIdentity }
 //     through: the lower-case form of the orbit's smallest member when that
 //     is in the orbit, else the smallest member. ASCII letters become lower
 //     case; "K" (U+212A KELVIN SIGN) becomes "k", "ſ" (U+017F) becomes
-//     "s" and final sigma becomes "σ";
+//     "s" and final sigma becomes "σ". The Turkish and Azeri dotted
+//     capital "İ" (U+0130) and dotless "ı" (U+0131) become "i": they fold
+//     to themselves, but "İ" lower-cases to "i" and "ı" upper-cases to
+//     "I" (strings.ToLower and strings.ToUpper, SQL's lower and upper),
+//     so an account store that matches lower-cased or upper-cased
+//     identities reaches the account "admin" from "admİn" and "admın";
 //  4. the result must be 1 to [MaxIdentityLength] bytes long.
 //
 // Two valid identities therefore give the same bytes exactly when
-// strings.EqualFold reports them equal after trimming. Interior white space
-// is kept as it is.
+// strings.EqualFold reports them equal after trimming and replacing "İ"
+// and "ı" by "i"; and every character gives the bytes of its lower-case,
+// upper-case and title-case forms, Turkish ones included. Interior white
+// space is kept as it is. Folding more than an account store does is
+// safe: spellings of two accounts then share one quota, which an attacker
+// could exhaust for each account by its own spelling anyway; folding less
+// is not, as every spelling the store merges would bring its own quota.
 //
 // The standard library has no Unicode normalization, so canonically
 // equivalent spellings ("é" as one character or as "e" and a combining
 // accent) stay different, and so do compatibility forms (fullwidth
-// "ａｄｍｉｎ", the ligature "ﬁ") and look-alikes from other scripts
-// (Cyrillic "а"). Apply the normalization your account store applies
-// first (NFC or NFKC, golang.org/x/text/unicode/norm) when it treats them
-// as one account: the quota an identity spends must be the one of the
-// account it reaches.
+// "ａｄｍｉｎ", the ligature "ﬁ"), full case folding, which turns one
+// character into several ("ß" into "ss"), look-alikes from other scripts
+// (Cyrillic "а"), and what only the account store knows to be one
+// mailbox (an internationalized domain and its "xn--" form, a trailing
+// dot, "+tag" sub-addresses). Apply the normalization your account store
+// applies first (NFC or NFKC, golang.org/x/text/unicode/norm; full
+// folding, golang.org/x/text/cases.Fold) when it treats them as one
+// account: the quota an identity spends must be the one of the account
+// it reaches.
 //
 // A refused identity is an [*IdentityError] naming an offset, never the
 // text; answer it as a bad request, after a [Middleware] has counted the
@@ -132,8 +146,16 @@ func invisible(r rune) bool {
 	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
-// foldRune maps r to the chosen member of its simple case folding orbit.
+// foldRune maps r to the chosen member of its simple case folding orbit,
+// and the Turkish dotted capital and dotless i to i.
 func foldRune(r rune) rune {
+	if r == '\u0130' || r == '\u0131' {
+		// İ lower-cases to i and ı upper-cases to I, outside the folding
+		// orbit of i: an account store that lower-cases or upper-cases
+		// identities (strings.ToLower, SQL's lower) reaches the account of
+		// "admin" from "admİn" and "admın", so they must share its quota.
+		return 'i'
+	}
 	if r < utf8.RuneSelf {
 		// Every ASCII orbit's chosen member is its ASCII lower-case letter,
 		// even where the orbit holds non-ASCII members (k and K, s and ſ).

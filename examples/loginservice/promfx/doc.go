@@ -36,5 +36,9 @@
 // outcome, all bounded by configuration: never an identity, a client
 // address, a password or a key. /metrics is still the service's
 // operational picture (which policies deny, how often): serve it to the
-// scraper only, as a reverse proxy in front of the service can.
+// scraper only, as a reverse proxy in front of the service can. To a
+// client that reads it, a store's headroom, which falls by one when an
+// attempt creates a counter, can say whether the store already held a
+// counter for an identity the client tries once, such as the one its
+// owner's last login left.
 package promfx
