@@ -106,12 +106,28 @@ func checkSchema(schema string) error {
 
 // connect opens the database a parsed command line names, by its flag or
 // the environment.
-func connect(ctx context.Context, fs *flag.FlagSet, getenv func(string) string) (*database, error) {
+//
+// Every lock wait of its sessions ends, on the server, a little before
+// timeout (the command's --timeout): lock_timeout is set as a startup
+// parameter, so that a lock another session holds (a LOCK TABLE, a long
+// transaction, another migration's advisory lock) fails the command with
+// the server's lock timeout, which explainTimeout reports, rather than
+// keeping it waiting.
+func connect(ctx context.Context, fs *flag.FlagSet, getenv func(string) string, timeout time.Duration) (*database, error) {
 	u, err := databaseURL(fs, getenv)
 	if err != nil {
 		return nil, err
 	}
-	return openDatabase(ctx, u)
+	return openDatabase(ctx, u, timeout)
+}
+
+// serverLockTimeout is the lock_timeout setting for a command whose work
+// must end by timeout: a tenth earlier, at most 250 ms, so that the
+// server ends a lock wait before the command's deadline does, in whole
+// milliseconds.
+func serverLockTimeout(timeout time.Duration) string {
+	left := timeout - min(timeout/10, 250*time.Millisecond)
+	return strconv.FormatInt(max(left.Milliseconds(), 1), 10) + "ms"
 }
 
 // isSet reports whether the command line set flag name.
@@ -129,8 +145,10 @@ type database struct {
 }
 
 // openDatabase parses rawURL, opens a pool of at most two connections and
-// checks that the server answers. Its errors never contain a password.
-func openDatabase(ctx context.Context, rawURL string) (*database, error) {
+// checks that the server answers. With a lockTimeout above 0, each
+// connection's lock waits end after that long (see serverLockTimeout).
+// Its errors never contain a password.
+func openDatabase(ctx context.Context, rawURL string, lockTimeout time.Duration) (*database, error) {
 	secrets := urlSecrets(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
@@ -155,6 +173,9 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 	// for the built-ins, in the ownership checks too, and the store refuses
 	// such a session. A startup parameter overrides both settings.
 	cfg.ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
+	if lockTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = serverLockTimeout(lockTimeout)
+	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "runlimit"
 	}
