@@ -93,3 +93,29 @@ func holdMigrationLock(t *testing.T, db *pgtest.Database) {
 	_, err = conn.Exec(ctx, "SELECT pg_advisory_lock($1)", ternLockKey)
 	require.NoError(t, err)
 }
+
+// migrate, status and cleanup work under the timeouts a DBA may set for
+// the role they run as, as the services' store does: a statement_timeout
+// or an idle_in_transaction_session_timeout of 1 ms (ALTER ROLE ... SET)
+// failed every command, or killed migrate's session between its
+// statements. The commands bound their sessions by --timeout instead.
+func TestDatabaseCommandsOverrideTheRolesTimeouts(t *testing.T) {
+	t.Parallel()
+	for _, setting := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
+		for _, cmd := range []string{"migrate", "status", "cleanup"} {
+			t.Run(setting+"/"+cmd, func(t *testing.T) {
+				t.Parallel()
+				db := pgtest.New(t)
+				if cmd == "migrate" {
+					db = pgtest.NewEmpty(t)
+				}
+				role := db.NewRole(t, "svc")
+				_, err := db.Pool.Exec(context.Background(), "GRANT postgres TO "+role.Name)
+				require.NoError(t, err)
+				db.SetRoleSetting(t, role, setting, "1ms")
+				r := executeBounded(t, cmd, "--database-url", role.URL)
+				require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			})
+		}
+	}
+}
