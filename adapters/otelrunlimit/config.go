@@ -13,6 +13,9 @@ import (
 // DefaultStatsInterval is [Config.StatsInterval] when it is zero.
 const DefaultStatsInterval = 10 * time.Second
 
+// DefaultStatsTimeout is [Config.StatsTimeout] when it is zero.
+const DefaultStatsTimeout = time.Second
+
 // Config says where [New] records: the providers of metrics and spans, and
 // how often a store's occupancy may be read.
 type Config struct {
@@ -36,6 +39,13 @@ type Config struct {
 	// however often the exporter collects. At least 0. Default 10 seconds
 	// ([DefaultStatsInterval]).
 	StatsInterval time.Duration
+	// StatsTimeout is the most a collection waits for a watched store's
+	// reading: one that takes longer (a PostgreSQL ledger locked by
+	// another session waits up to the store's budget) reports no headroom
+	// for that store, and the reading goes on in the background, one at a
+	// time, for the collections after it. At least 0. Default 1 second
+	// ([DefaultStatsTimeout]).
+	StatsTimeout time.Duration
 }
 
 // withDefaults validates cfg and fills in its defaults, the global
@@ -43,6 +53,12 @@ type Config struct {
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.StatsInterval < 0 {
 		return cfg, fmt.Errorf("%w: otelrunlimit StatsInterval %v is negative", app.ErrInvalidConfig, cfg.StatsInterval)
+	}
+	if cfg.StatsTimeout < 0 {
+		return cfg, fmt.Errorf("%w: otelrunlimit StatsTimeout %v is negative", app.ErrInvalidConfig, cfg.StatsTimeout)
+	}
+	if cfg.StatsTimeout == 0 {
+		cfg.StatsTimeout = DefaultStatsTimeout
 	}
 	if cfg.StatsInterval == 0 {
 		cfg.StatsInterval = DefaultStatsInterval

@@ -85,7 +85,12 @@
 // fullest shard). A memory shard poisoned by a panic has none. The store
 // is read on collection at most once per Config.StatsInterval (10 s by
 // default) whatever the exporter's period; a failed read reports no
-// headroom for that store until the next one.
+// headroom for that store until the next one. A collection waits for a
+// read at most Config.StatsTimeout (1 s by default): a scrape, whose
+// context often has no deadline, is not held for the store's whole
+// budget by a ledger that another session keeps locked. It reports no
+// headroom for that store, and the read goes on in the background, one
+// at a time, for the collections after it.
 //
 // # Spans
 //

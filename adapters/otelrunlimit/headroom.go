@@ -2,6 +2,7 @@ package otelrunlimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,10 +13,12 @@ import (
 )
 
 // storeWatch reads one store's occupancy for the headroom gauges, at most
-// once per interval.
+// once per interval, in the background: a collection waits for a reading
+// at most timeout.
 type storeWatch struct {
 	stats    func(context.Context) (ports.Stats, error)
 	interval time.Duration
+	timeout  time.Duration
 	now      func() time.Time
 	attrs    metric.ObserveOption
 
@@ -28,22 +31,34 @@ type storeWatch struct {
 	// as the store's budget allows.
 	stopped context.Context
 	stop    context.CancelFunc
+	// readings counts the readings in flight, which stop waits for once
+	// it has cancelled them.
+	readings sync.WaitGroup
 
-	// mu is held across Stats, so that collections that overlap read the
-	// store once between them: a buffered channel of one, held while it
-	// holds a value, so that a collection whose context ends, or whose
-	// watch stops, gives up waiting for it.
-	mu      chan struct{}
+	mu      sync.Mutex
+	flight  *reading  // the reading in progress, nil when none
 	read    bool      // a reading was taken
-	at      time.Time // when
+	at      time.Time // when it ended
 	last    ports.Stats
 	lastErr error
 }
 
+// reading is one call of a store's Stats, which collections that overlap
+// share: done is closed once st and err are set.
+type reading struct {
+	done chan struct{}
+	st   ports.Stats
+	err  error
+}
+
+// errStatsTimeout is a collection's answer when the store's reading did
+// not come within the watch's timeout: no headroom for that store.
+var errStatsTimeout = errors.New("otelrunlimit: the store's Stats did not answer within StatsTimeout")
+
 // watch registers the gauges' callback for one store.
-func (m *instruments) watch(store string, stats func(context.Context) (ports.Stats, error), interval time.Duration, now func() time.Time) (func(), error) {
-	w := &storeWatch{stats: stats, interval: interval, now: now,
-		attrs: metric.WithAttributes(AttrStore.String(store)), mu: make(chan struct{}, 1)}
+func (m *instruments) watch(store string, stats func(context.Context) (ports.Stats, error), interval, timeout time.Duration, now func() time.Time) (func(), error) {
+	w := &storeWatch{stats: stats, interval: interval, timeout: timeout, now: now,
+		attrs: metric.WithAttributes(AttrStore.String(store))}
 	w.stopped, w.stop = context.WithCancel(context.Background())
 	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		st, err := w.sample(ctx)
@@ -95,41 +110,73 @@ func (w *watchRegistration) stop() {
 	w.unregister()
 }
 
-// unregister ends the watch, so that a collection in its callback returns,
-// then unregisters the callback.
+// unregister ends the watch, so that a collection in its callback returns
+// and the reading in flight is cancelled, waits for that reading to
+// return, then unregisters the callback.
 func (w *watchRegistration) unregister() {
 	w.once.Do(func() {
+		// Stopped under the lock that sample starts a reading under, so
+		// that no reading starts after this Wait has begun.
+		w.watch.mu.Lock()
 		w.watch.stop()
+		w.watch.mu.Unlock()
+		w.watch.readings.Wait()
 		_ = w.reg.Unregister()
 	})
 }
 
 // sample returns the last reading while it is younger than the interval,
-// and otherwise reads the store again. A failed reading is kept as long.
+// and otherwise the answer of a reading of the store: the one in flight,
+// or a new one. A failed reading is kept as long.
 //
-// The reading's context ends with ctx, the collection's, or with the
-// watch, whichever comes first; a collection that gives up waiting for
-// another's reading reports nothing.
+// The reading runs on a goroutine of its own, under the watch's context,
+// and the collection waits for it no longer than the watch's timeout, or
+// than ctx, the collection's, allows: a store held up by its database (a
+// locked ledger) then reports nothing, rather than holding the scrape for
+// its whole budget, and its reading, when it comes, serves the
+// collections after it. Only one reading is in flight at a time.
 func (w *storeWatch) sample(ctx context.Context) (ports.Stats, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(w.stopped, cancel)()
-	select {
-	case w.mu <- struct{}{}:
-	case <-ctx.Done():
-		return ports.Stats{}, ctx.Err()
-	}
-	defer func() { <-w.mu }()
-	if err := ctx.Err(); err != nil {
+	w.mu.Lock()
+	if err := w.stopped.Err(); err != nil {
+		w.mu.Unlock()
 		return ports.Stats{}, err
 	}
-	now := w.now()
-	if w.read && now.Sub(w.at) < w.interval {
+	if w.read && w.now().Sub(w.at) < w.interval {
+		defer w.mu.Unlock()
 		return w.last, w.lastErr
 	}
-	w.last, w.lastErr = w.readStats(ctx)
-	w.read, w.at = true, now
-	return w.last, w.lastErr
+	f := w.flight
+	if f == nil {
+		f = &reading{done: make(chan struct{})}
+		w.flight = f
+		w.readings.Add(1)
+		go w.take(f)
+	}
+	w.mu.Unlock()
+	timer := time.NewTimer(w.timeout)
+	defer timer.Stop()
+	select {
+	case <-f.done:
+		return f.st, f.err
+	case <-ctx.Done():
+		return ports.Stats{}, ctx.Err()
+	case <-w.stopped.Done():
+		return ports.Stats{}, w.stopped.Err()
+	case <-timer.C:
+		return ports.Stats{}, errStatsTimeout
+	}
+}
+
+// take runs reading f and keeps its answer as the last one.
+func (w *storeWatch) take(f *reading) {
+	defer w.readings.Done()
+	f.st, f.err = w.readStats(w.stopped)
+	w.mu.Lock()
+	w.last, w.lastErr = f.st, f.err
+	w.read, w.at = true, w.now()
+	w.flight = nil
+	w.mu.Unlock()
+	close(f.done)
 }
 
 // readStats calls the store's Stats. It runs on the exporter's goroutine,

@@ -141,3 +141,63 @@ func TestACollectionGivesUpWaitingForAnotherReading(t *testing.T) {
 	close(store.release)
 	require.NoError(t, testkit.Receive(t, firstDone, failSafe, "the first collection's end"))
 }
+
+// TestAScrapeDoesNotWaitForAStuckStatsPastStatsTimeout: a scrape (a
+// collection whose context has no deadline, as a Prometheus handler's)
+// waits for a store whose Stats is held up by its database (another
+// role holding the capacity ledger locked) no longer than StatsTimeout,
+// and reports no headroom for it; a scrape that arrives while that
+// reading is still in flight does not start another, nor wait for it
+// past its own StatsTimeout. Once the store answers, the reading taken
+// in the background is reported.
+func TestAScrapeDoesNotWaitForAStuckStatsPastStatsTimeout(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: mp, StatsTimeout: 10 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(tel.Close)
+	store := newStuckStats()
+	stop, err := tel.WatchStore("postgres", store.Stats)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+
+	headroom := func(rm *metricdata.ResourceMetrics) []int64 {
+		var out []int64
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == otelrunlimit.MetricHeadroom {
+					for _, dp := range g.DataPoints {
+						out = append(out, dp.Value)
+					}
+				}
+			}
+		}
+		return out
+	}
+	scrape := func() []int64 {
+		done := make(chan *metricdata.ResourceMetrics, 1)
+		go func() {
+			var rm metricdata.ResourceMetrics
+			if err := reader.Collect(context.Background(), &rm); err != nil {
+				done <- nil
+				return
+			}
+			done <- &rm
+		}()
+		rm := testkit.Receive(t, done, failSafe, "a scrape while the store's Stats is held up")
+		require.NotNil(t, rm, "the scrape failed")
+		return headroom(rm)
+	}
+	require.Empty(t, scrape(), "a store that has not answered reports no headroom")
+	testkit.Receive(t, store.entered, failSafe, "the reading")
+	require.Empty(t, scrape(), "a store that has not answered reports no headroom")
+	require.Empty(t, store.entered, "a second reading started while one was in flight")
+
+	close(store.release)
+	require.Eventually(t, func() bool { return len(scrape()) == 1 }, failSafe, time.Millisecond,
+		"the reading that went on in the background is reported once it is in")
+	require.Equal(t, []int64{4}, scrape())
+	require.Empty(t, store.entered, "the store was read again within the interval")
+}

@@ -41,6 +41,8 @@ type telemetryState struct {
 	metrics  *instruments // nil: no metrics
 	tracer   trace.Tracer // nil: no spans
 	interval time.Duration
+	// statsTimeout is Config.StatsTimeout.
+	statsTimeout time.Duration
 	// now reads the clock that bounds how often stores are read.
 	now      func() time.Time
 	observer app.Observer
@@ -63,7 +65,7 @@ func New(cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &telemetryState{interval: cfg.StatsInterval, now: time.Now}
+	st := &telemetryState{interval: cfg.StatsInterval, statsTimeout: cfg.StatsTimeout, now: time.Now}
 	if cfg.MeterProvider != nil {
 		if st.metrics, err = newInstruments(cfg.MeterProvider); err != nil {
 			return nil, err
@@ -140,7 +142,9 @@ func (t *Telemetry) Observer() app.Observer {
 // Config.StatsInterval, and a collection in between reports its last
 // answer. A collection whose Stats fails reports no headroom for that
 // store, and the others' as usual. A collection waits for a reading no
-// longer than its context allows, and stop (or [Telemetry.Close]) ends a
+// longer than Config.StatsTimeout (1 s by default) or its context allows,
+// then reports no headroom for that store; the reading goes on in the
+// background, one at a time, and serves the collections after it. stop (or [Telemetry.Close]) ends a
 // reading in progress, whose collection would otherwise hold up the
 // provider's Unregister, and the host's shutdown, for as long as a store
 // held up by its database takes. Without metrics WatchStore does
@@ -154,7 +158,7 @@ func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.
 	if st == nil || st.metrics == nil {
 		return func() {}, nil
 	}
-	return st.metrics.watch(store, stats, st.interval, st.now)
+	return st.metrics.watch(store, stats, st.interval, st.statsTimeout, st.now)
 }
 
 // Close stops t's metrics from being collected: it unregisters the

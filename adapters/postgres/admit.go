@@ -121,7 +121,7 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 		}
 		err = le
 	}
-	return true, err
+	return true, a.sess.blame(err)
 }
 
 // put gives a back to the store's pool, without what it holds of its

@@ -132,5 +132,5 @@ func (s *Store) maintain(ctx context.Context, op string, work func(*session) err
 		return &MaintenanceError{Op: op, MayHaveRemoved: op == opCleanup && mayHaveCommitted(leftStage(o.committing), err),
 			Timeout: isTimeout(err), Err: err}
 	}
-	return werr
+	return ss.blame(werr)
 }

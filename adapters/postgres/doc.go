@@ -187,6 +187,14 @@
 // anything, and the connection stays in the pool, cold, for the next
 // caller to warm.
 //
+// A failure the caller's deadline caused matches context.DeadlineExceeded
+// as well as [ErrTimeout], for admissions, [Store.Ready], [Store.Stats] and
+// [Store.CleanupExpired] alike: the client's own deadline, or the server's
+// statement or lock timeout (SQLSTATE 57014 or 55P03) set from it, which
+// strikes a little before it. A server timeout set from the store's budget,
+// for a caller whose deadline is later or absent, is the store's: it
+// matches [ErrTimeout] only.
+//
 // Errors fail closed. A [*AdmissionError] says whether the batch may
 // nevertheless have been committed: only when the failure struck once COMMIT
 // had been sent (a commit error, a commit timeout, a connection lost during

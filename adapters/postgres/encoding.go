@@ -128,8 +128,16 @@ func decodeTime(b []byte) (domain.Instant, bool) {
 // that to arrive, and a budget that ends first costs the connection.
 func appendServerTimeout(b []byte, deadline time.Time) []byte {
 	left := time.Until(deadline)
-	left -= min(left/10, 250*time.Millisecond)
+	left -= serverTimeoutMargin(left)
 	ms := (left + time.Millisecond - 1) / time.Millisecond
 	b = strconv.AppendInt(b, max(int64(ms), 1), 10)
 	return append(b, "ms"...)
+}
+
+// serverTimeoutMargin is how long before a deadline left away the server's
+// timeouts set from it strike: a tenth of the time left, at most 250 ms,
+// so that the server usually ends a slow statement itself before the
+// client-side deadline does.
+func serverTimeoutMargin(left time.Duration) time.Duration {
+	return min(left/10, 250*time.Millisecond)
 }

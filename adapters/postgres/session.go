@@ -66,6 +66,10 @@ type session struct {
 	// the server session, from the budget.
 	wait   time.Time
 	budget time.Time
+	// strike is the earliest instant at which the server's statement and
+	// lock timeouts, set from the caller's deadline, can end a statement;
+	// zero when the budget ends first and sets them (see blame).
+	strike time.Time
 
 	// inline: the caller runs the work itself (see drive); callbacks
 	// counts its context's callback while it may run.
@@ -114,10 +118,55 @@ func (ss *session) setBudget(caller context.Context, budget time.Duration) {
 	ss.budget = time.Now().Add(budget)
 	ss.ctx, ss.cancel = context.WithDeadline(context.WithoutCancel(caller), ss.budget)
 	ss.wait = ss.budget
+	ss.strike = time.Time{}
 	if d, ok := caller.Deadline(); ok && d.Before(ss.wait) {
 		ss.wait = d
+		// Timeouts set later are set closer to the deadline, with a
+		// smaller margin: none strikes before this.
+		ss.strike = d.Add(-serverTimeoutMargin(time.Until(d)))
 	}
 }
+
+// blame is the one rule that tells a caller its deadline ended the
+// operation when the server did it for the caller: a statement or lock
+// timeout of the server, set from the caller's deadline (see
+// addTimeouts), that struck once it could have, makes err, the
+// operation's [*AdmissionError] or [*MaintenanceError], match
+// context.DeadlineExceeded, as the caller's own context would have had it
+// waited the margin out. A cancel request of someone else's that struck
+// earlier, or a timeout that the store's budget set, is left as it is.
+// A caller who left gets its context's error anyway (see leftError).
+func (ss *session) blame(err error) error {
+	if ss.strike.IsZero() || time.Now().Before(ss.strike) {
+		return err
+	}
+	var cause *error
+	switch e := err.(type) {
+	case *AdmissionError:
+		cause = &e.Err
+	case *MaintenanceError:
+		cause = &e.Err
+	default:
+		return err
+	}
+	var dbErr *DatabaseError
+	switch {
+	case !errors.As(*cause, &dbErr) || !dbErr.ServerTimeout():
+	case *cause == error(dbErr):
+		*cause = dbErr.ByDeadline()
+	default:
+		// A migrations check's error, which wraps the server's.
+		*cause = &deadlineError{*cause}
+	}
+	return err
+}
+
+// deadlineError is an error that wraps a server timeout a caller's
+// deadline set (see blame), and so matches context.DeadlineExceeded too.
+type deadlineError struct{ err error }
+
+func (e *deadlineError) Error() string   { return e.err.Error() }
+func (e *deadlineError) Unwrap() []error { return []error{e.err, context.DeadlineExceeded} }
 
 // outcome is how a session's work ended for its caller.
 type outcome struct {

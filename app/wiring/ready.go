@@ -125,6 +125,9 @@ func guardReady(ctx context.Context, logger *slog.Logger, store, call string, ch
 // never panics for a store),
 // or, once started, the error of a ctx that is already done, without
 // asking any store.
+// A probe whose deadline ends the check gets an error matching
+// context.DeadlineExceeded: a PostgreSQL store's too, when the server's
+// statement or lock timeout, set from that deadline, ended it first.
 // A host store that does neither is ready while the Runtime runs. Ready
 // is safe for concurrent use and never waits for Start or Close. Probes
 // that arrive while a check is in progress share it, and its answer:

@@ -32,6 +32,9 @@ type cleanupConfig struct {
 	batch     int           // rows per pass
 	maxPasses int           // passes per round
 	every     time.Duration // 0: one round; else at least minEvery
+	// explain adds to a failed round's error the locks that kept it
+	// waiting (see database.explainTimeout).
+	explain func(error) error
 }
 
 func runCleanup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -61,7 +64,7 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	*schema = s
-	db, err := connect(ctx, fs, getenv)
+	db, err := connect(ctx, fs, getenv, *timeout)
 	if err != nil {
 		return err
 	}
@@ -72,13 +75,19 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	// Nothing is deleted from, or fires triggers of, a schema in which a
 	// role other than its owner planted an object under Runlimit's names.
-	if err := migrations.CheckOwners(ctx, db.pool, *schema); err != nil {
-		return db.wrap(err)
+	// Bounded as a pass is: a server that stopped answering since the
+	// connection was checked must not keep the command waiting.
+	ownersCtx, cancel := context.WithTimeout(ctx, *timeout)
+	err = migrations.CheckOwners(ownersCtx, db.pool, *schema)
+	cancel()
+	if err != nil {
+		return db.wrap(db.explainTimeout(err, *schema, *timeout))
 	}
+	cfg.explain = func(err error) error { return db.explainTimeout(err, *schema, *timeout) }
 	if cfg.every == 0 {
 		r, err := cleanupRound(ctx, store, cfg)
 		if err != nil {
-			return db.wrap(err)
+			return db.wrap(cfg.explain(err))
 		}
 		fmt.Fprintln(stdout, r)
 		return nil
@@ -101,9 +110,9 @@ func cleanupLoop(ctx context.Context, db *database, store *postgres.Store, cfg c
 			stopped(stdout, total, err)
 			return nil
 		case err != nil && round == 1:
-			return db.wrap(err)
+			return db.wrap(cfg.explain(err))
 		case err != nil:
-			fmt.Fprintf(stderr, "runlimit cleanup: %s: %v (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), db.wrap(err), cfg.every)
+			fmt.Fprintf(stderr, "runlimit cleanup: %s: %v (retrying in %s)\n", time.Now().UTC().Format(time.RFC3339), db.wrap(cfg.explain(err)), cfg.every)
 		default:
 			fmt.Fprintf(stdout, "%s %s\n", time.Now().UTC().Format(time.RFC3339), r)
 		}

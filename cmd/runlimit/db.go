@@ -106,12 +106,36 @@ func checkSchema(schema string) error {
 
 // connect opens the database a parsed command line names, by its flag or
 // the environment.
-func connect(ctx context.Context, fs *flag.FlagSet, getenv func(string) string) (*database, error) {
+//
+// Its sessions' statements and lock waits end, on the server, a little
+// before timeout (the command's --timeout), and an idle transaction after
+// it: see sessionTimeouts.
+func connect(ctx context.Context, fs *flag.FlagSet, getenv func(string) string, timeout time.Duration) (*database, error) {
 	u, err := databaseURL(fs, getenv)
 	if err != nil {
 		return nil, err
 	}
-	return openDatabase(ctx, u)
+	return openDatabase(ctx, u, timeout)
+}
+
+// sessionTimeouts returns the startup parameters that bound the sessions
+// of a command whose work must end by timeout, whatever the role or the
+// database set (ALTER ROLE ... SET statement_timeout = '1ms' would fail
+// every command; a lock_timeout of 0 would let a lock another session
+// holds, a LOCK TABLE, a long transaction, another migration's advisory
+// lock, keep it waiting for ever): statement_timeout and lock_timeout a
+// tenth before timeout, at most 250 ms, so that the server ends a wait
+// before the command's deadline does and says why, and
+// idle_in_transaction_session_timeout at timeout, so that the server ends
+// the session of a command that vanished mid-transaction.
+func sessionTimeouts(timeout time.Duration) map[string]string {
+	wait := timeout - min(timeout/10, 250*time.Millisecond)
+	ms := func(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms" }
+	return map[string]string{
+		"statement_timeout":                   ms(wait),
+		"lock_timeout":                        ms(wait),
+		"idle_in_transaction_session_timeout": ms(timeout),
+	}
 }
 
 // isSet reports whether the command line set flag name.
@@ -129,8 +153,10 @@ type database struct {
 }
 
 // openDatabase parses rawURL, opens a pool of at most two connections and
-// checks that the server answers. Its errors never contain a password.
-func openDatabase(ctx context.Context, rawURL string) (*database, error) {
+// checks that the server answers. With a timeout above 0, the sessions'
+// work is bounded by it (see sessionTimeouts), unless the URL sets a
+// timeout itself. Its errors never contain a password.
+func openDatabase(ctx context.Context, rawURL string, timeout time.Duration) (*database, error) {
 	secrets := urlSecrets(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
@@ -155,6 +181,13 @@ func openDatabase(ctx context.Context, rawURL string) (*database, error) {
 	// for the built-ins, in the ownership checks too, and the store refuses
 	// such a session. A startup parameter overrides both settings.
 	cfg.ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
+	if timeout > 0 {
+		for name, value := range sessionTimeouts(timeout) {
+			if _, ok := cfg.ConnConfig.RuntimeParams[name]; !ok {
+				cfg.ConnConfig.RuntimeParams[name] = value
+			}
+		}
+	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "runlimit"
 	}

@@ -132,7 +132,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // runPostgresDemo plays the scenario's burst, without its simulated minute,
 // on the PostgreSQL database at rawURL.
 func runPostgresDemo(ctx context.Context, rawURL, schema string, stdout io.Writer) error {
-	db, err := openDatabase(ctx, rawURL)
+	db, err := openDatabase(ctx, rawURL, 0)
 	if err != nil {
 		return err
 	}

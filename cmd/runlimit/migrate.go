@@ -23,6 +23,12 @@ Runlimit's three versions) is adopted: nothing is re-created, and only the
 objects this library adds are created. Let Rust services migrate a shared
 database first; see the migrations package documentation.
 
+Once connected, the migration takes at most --timeout (default 1m): a lock
+that another session holds on one of Runlimit's tables, or tern's migration
+lock that another migration holds, fails it with an error naming the locks
+held and by which process, and exit code 1. Nothing is applied in part: each
+step is a transaction of its own.
+
 --print-sql prints the SQL of every step in order instead, rendered for
 --schema, for hosts that vendor it into their own migration history; it needs
 no database.`
@@ -42,6 +48,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	addDatabaseFlag(fs, true)
 	schema := addSchemaFlag(fs)
 	printSQL := fs.Bool("print-sql", false, "print the schema's SQL, every step in order, and exit without connecting")
+	timeout := fs.Duration("timeout", defaultMigrateTimeout, "time budget of the migration once connected, lock waits included")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -50,6 +57,9 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	*schema = s
+	if *timeout <= 0 {
+		return fmt.Errorf("%w: --timeout is %s, want more than 0", errUsage, *timeout)
+	}
 	if *printSQL && isSet(fs, databaseFlagName) {
 		// Ignoring the URL would let an operator believe a database was
 		// migrated.
@@ -63,12 +73,19 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		printSchemaSQL(stdout, steps)
 		return nil
 	}
-	db, err := connect(ctx, fs, getenv)
+	db, err := connect(ctx, fs, getenv, *timeout)
 	if err != nil {
 		return err
 	}
 	defer db.close()
-	return db.wrap(migrate(ctx, db.pool, *schema, latest, steps, stdout))
+	// A lock held elsewhere (a LOCK TABLE on one of Runlimit's tables or
+	// its version table, a long transaction, another migration's advisory
+	// lock) fails the migration at the server's lock timeout, set from
+	// --timeout; a server that stops answering, at the deadline.
+	migrateCtx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	err = migrate(migrateCtx, db.pool, *schema, latest, steps, stdout)
+	return db.wrap(db.explainTimeout(err, *schema, *timeout))
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, latest int32, steps []migrations.Step, stdout io.Writer) error {

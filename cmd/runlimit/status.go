@@ -85,7 +85,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	db, err := connect(ctx, fs, getenv)
+	db, err := connect(ctx, fs, getenv, *timeout)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	defer cancel()
 	report, err := readStatus(readCtx, db, store, *schema)
 	if err != nil {
-		return db.wrap(err)
+		return db.wrap(db.explainTimeout(err, *schema, *timeout))
 	}
 	report.LatestSchemaVersion = latest
 	if *asJSON {

@@ -65,6 +65,23 @@ func (e *Error) Unwrap() error { return e.cause }
 // SQLState returns Code, as [pgconn.PgError.SQLState] does.
 func (e *Error) SQLState() string { return e.Code }
 
+// ServerTimeout reports whether the server ended the statement by its
+// statement or lock timeout (SQLSTATE 57014, which a cancel request also
+// raises, or 55P03): the timeouts a caller's deadline sets.
+func (e *Error) ServerTimeout() bool {
+	return e.Code == codeQueryCanceled || e.Code == codeLockNotAvailable
+}
+
+// ByDeadline returns a copy of e that matches context.DeadlineExceeded:
+// for a server timeout that a caller's deadline set, so that the caller
+// finds its deadline in the error as it would had the client ended the
+// wait.
+func (e *Error) ByDeadline() *Error {
+	c := *e
+	c.cause, c.Timeout = context.DeadlineExceeded, true
+	return &c
+}
+
 // SafeToRetry reports whether the failure provably happened before anything
 // was sent to the server, as [pgconn.SafeToRetry] does for the original.
 func (e *Error) SafeToRetry() bool { return e.safeToRetry }
