@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,8 +50,9 @@ var steppedBack = map[brokenstores.Fault]bool{
 // without a fault, the store they all start from passes, so each failure
 // there comes from its fault alone. It passes in every shape the suite
 // judges differently: without any optional capability, with all of them on
-// several partitions, cleaning expired counters on each check, and on a
-// clock that keeps running.
+// several partitions, cleaning expired counters on each check, pausing for
+// longer than a second while it holds its locks, and on a clock that keeps
+// running.
 func TestRunPassesACorrectStore(t *testing.T) {
 	t.Parallel()
 	all := []conformance.Capability{conformance.CheckAdmitter, conformance.Cleaner, conformance.StatsReporter, conformance.Closer}
@@ -80,6 +82,17 @@ func TestRunPassesACorrectStore(t *testing.T) {
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, CleanupPerCheck: 8, Clock: clock.Now})
 			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
 		}},
+		{"pauses_under_its_locks", func(_ testing.TB, opts conformance.Options) conformance.Instance {
+			// A store over a network: one round trip, made while it holds
+			// its locks, takes longer than the suite waits before it calls
+			// racers that stay parked a deadlock. It is slow, not stuck.
+			// Only the stores of the case that sends large batches pause,
+			// in its race, so that the pauses cost one case's time, not
+			// every case's.
+			clock := &pausingClock{pause: opts.MaxBatchSize > 8}
+			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
+			return conformance.Instance{Store: s, Clock: &clock.ManualClock, PartitionOf: s.PartitionOf, Require: all}
+		}},
 		{"running_clock", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			// The suite's inexact path, the one a database store takes:
 			// durations are bounds, and races run free.
@@ -106,4 +119,21 @@ func newRunningClock() *runningClock { return &runningClock{origin: time.Now()} 
 
 func (c *runningClock) Now() time.Duration {
 	return c.ManualClock.Now() + time.Since(c.origin)
+}
+
+// pausingClock is a ManualClock whose third read, made while the store
+// holds the locks of an admission, first waits longer than the suite's
+// deadlock detection takes to decide, as a round trip to a slow server
+// would, when pause is set.
+type pausingClock struct {
+	conformance.ManualClock
+	pause bool
+	reads atomic.Int64
+}
+
+func (c *pausingClock) Now() time.Duration {
+	if c.pause && c.reads.Add(1) == 3 {
+		time.Sleep(1500 * time.Millisecond)
+	}
+	return c.ManualClock.Now()
 }

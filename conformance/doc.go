@@ -398,7 +398,10 @@
 // counts at a time that had passed, reporting more time left than the
 // check before it. So these bugs fail one default run, every run. A deadlock fails its case once
 // every racer has waited inside the store for a second with none holding
-// its clock; a race that makes no progress at all fails after 30 seconds.
+// its clock, each parked on a lock or a channel: a racer asleep or waiting
+// on the network (a store making a round trip while it holds its locks,
+// however long it takes) is slow, not deadlocked. A race that makes no
+// progress at all fails after 30 seconds.
 //
 // The suite holds admissions only inside the clock read, so it sees the
 // order of a store's clock read and its locks only where no other lock of

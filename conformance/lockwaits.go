@@ -255,7 +255,7 @@ func (f *fixture) cancelledWait(t *testing.T, g string, limit int64, holder []do
 func (f *fixture) awaitRuns(g string, s *schedule, held bool, names []string, dones ...<-chan struct{}) {
 	f.t.Helper()
 	deadline := time.Now().Add(callBound)
-	var stuckSince time.Time
+	var watch stuckWatch
 	for _, d := range dones {
 		for waiting := true; waiting; {
 			select {
@@ -270,16 +270,10 @@ func (f *fixture) awaitRuns(g string, s *schedule, held bool, names []string, do
 			if !held {
 				continue
 			}
-			if stuck, ok := s.stuck(); ok {
-				if stuckSince.IsZero() {
-					stuckSince = time.Now()
-				} else if time.Since(stuckSince) >= stuckFor {
-					f.log.add("race: %s wait inside the store with no admission running", strings.Join(stuck, ", "))
-					require.FailNow(f.t, g, "%s stayed blocked inside the store for %v after every admission that could "+
-						"hold a lock had returned: a cancelled admission left a lock taken", strings.Join(stuck, ", "), stuckFor)
-				}
-			} else {
-				stuckSince = time.Time{}
+			if stuck, ok := s.stuck(); watch.saw(ok, time.Now()) {
+				f.log.add("race: %s wait inside the store with no admission running", strings.Join(stuck, ", "))
+				require.FailNow(f.t, g, "%s stayed blocked inside the store for %v after every admission that could "+
+					"hold a lock had returned: a cancelled admission left a lock taken", strings.Join(stuck, ", "), stuckFor)
 			}
 		}
 	}

@@ -203,7 +203,7 @@ func (f *fixture) waitRace(guarantee string, s *schedule, done <-chan struct{}, 
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	last, lastAt := progress.Load(), time.Now()
-	var stuckSince time.Time
+	var watch stuckWatch
 	for {
 		select {
 		case <-done:
@@ -211,24 +211,18 @@ func (f *fixture) waitRace(guarantee string, s *schedule, done <-chan struct{}, 
 		case <-tick.C:
 		}
 		if p := progress.Load(); p != last {
-			last, lastAt, stuckSince = p, time.Now(), time.Time{}
+			last, lastAt, watch = p, time.Now(), stuckWatch{}
 		}
 		// Reading every goroutine's state stops the world: look only once
 		// the race has gone quiet for a while, and only for a store that
 		// reads a ManualClock, whose racers wait only on each other (a
 		// database's may wait on the server for a long time).
 		if s != nil && s.sawClock.Load() && time.Since(lastAt) >= 100*time.Millisecond {
-			if names, ok := s.stuck(); ok {
-				if stuckSince.IsZero() {
-					stuckSince = time.Now()
-				} else if time.Since(stuckSince) >= stuckFor {
-					f.log.add("race: deadlock: %s wait inside the store, each for a lock another holds", strings.Join(names, ", "))
-					require.FailNow(f.t, guarantee, "deadlock: %s stayed blocked inside the store for %v with no admission holding "+
-						"its locks: each waits for a lock another holds. Lock every key of a batch in one global order "+
-						"(the counter keys' byte order, or the order of their partitions)", strings.Join(names, ", "), stuckFor)
-				}
-			} else {
-				stuckSince = time.Time{}
+			if names, ok := s.stuck(); watch.saw(ok, time.Now()) {
+				f.log.add("race: deadlock: %s wait inside the store, each for a lock another holds", strings.Join(names, ", "))
+				require.FailNow(f.t, guarantee, "deadlock: %s stayed blocked inside the store for %v with no admission holding "+
+					"its locks: each waits for a lock another holds. Lock every key of a batch in one global order "+
+					"(the counter keys' byte order, or the order of their partitions)", strings.Join(names, ", "), stuckFor)
 			}
 		}
 		if time.Since(lastAt) >= callBound {

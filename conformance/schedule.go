@@ -364,7 +364,7 @@ func (s *schedule) stuck() (names []string, ok bool) {
 	}
 	states := s.states()
 	for _, id := range ids {
-		if !parked(states[id]) {
+		if !parked(states[id]) || wakesByItself(states[id]) {
 			return nil, false
 		}
 		names = append(names, s.members[id].name)
@@ -478,6 +478,41 @@ func parked(state string) bool {
 		return false
 	}
 	return true
+}
+
+// wakesByItself reports whether a goroutine parked in state waits for
+// time to pass or for the network (time.Sleep, a read from a socket) rather
+// than for another goroutine of the process: a store that pauses on a round
+// trip while it holds its locks, which may take seconds on a loaded machine
+// or a lossy network, is slow, not deadlocked.
+func wakesByItself(state string) bool {
+	return state == "sleep" || state == "IO wait"
+}
+
+// stuckWatch times how long a race has looked stuck, from looks taken at
+// most maxLookGap apart: a process starved of CPU, whose watcher did not
+// run for a while, saw nothing of what its members did meanwhile, so the
+// stillness is timed again from the first look after the gap.
+type stuckWatch struct {
+	since, last time.Time
+}
+
+// maxLookGap is the longest gap between two looks that still counts as
+// watching a race continuously.
+const maxLookGap = 100 * time.Millisecond
+
+// saw records a look taken now that found the race stuck or not, and
+// reports whether it has been seen stuck for stuckFor.
+func (w *stuckWatch) saw(stuck bool, now time.Time) bool {
+	if !stuck {
+		*w = stuckWatch{}
+		return false
+	}
+	if w.since.IsZero() || now.Sub(w.last) > maxLookGap {
+		w.since = now
+	}
+	w.last = now
+	return now.Sub(w.since) >= stuckFor
 }
 
 // goid returns the calling goroutine's id, from the header of its stack.

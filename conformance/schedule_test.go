@@ -125,3 +125,64 @@ func TestHoldWaitsForMembersYetToStart(t *testing.T) {
 		})
 	}
 }
+
+// TestStuckWatchTimesOnlyWhatItSaw: a race looks stuck for stuckFor only
+// when looks no further apart than maxLookGap saw it so all along. A
+// watcher starved of CPU for a second, whose two looks on either side of
+// the gap each found the racers parked (in a store's round trips, say),
+// saw nothing in between, and called a slow store deadlocked.
+func TestStuckWatchTimesOnlyWhatItSaw(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1_700_000_000, 0)
+	var w stuckWatch
+	require.False(t, w.saw(true, t0))
+	require.False(t, w.saw(true, t0.Add(stuckFor+maxLookGap)), "two looks a gap apart are not a second of watching")
+	var at time.Time
+	for at = t0.Add(stuckFor + maxLookGap); at.Before(t0.Add(2*stuckFor + maxLookGap)); at = at.Add(maxLookGap / 2) {
+		require.False(t, w.saw(true, at))
+	}
+	require.True(t, w.saw(true, at), "looks close together that all found the race stuck for stuckFor")
+	require.False(t, w.saw(false, at.Add(time.Millisecond)))
+	require.False(t, w.saw(true, at.Add(2*time.Millisecond)), "a look that found it moving starts the count again")
+}
+
+// TestSleepingMemberIsNotStuck: a member parked in time.Sleep inside the
+// store (a store pausing for a round trip while it holds its locks) waits
+// for time, not for another member, so the race is not deadlocked.
+func TestSleepingMemberIsNotStuck(t *testing.T) {
+	t.Parallel()
+	s := newSchedule()
+	defer s.end()
+	joined := make(chan *member)
+	release := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m := s.join("sleeper")
+		m.enter()
+		joined <- m
+		for {
+			select {
+			case <-release:
+				m.leave()
+				m.finish()
+				return
+			default:
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}()
+	m := <-joined
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.settled(nil, m) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.True(t, s.settled(nil, m), "a sleeping member is parked, as a hold needs")
+	_, stuck := s.stuck()
+	require.False(t, stuck, "a sleeping member will wake by itself")
+	require.True(t, wakesByItself("sleep"))
+	require.True(t, wakesByItself("IO wait"))
+	require.False(t, wakesByItself("sync.Mutex.Lock"))
+	close(release)
+	<-done
+}
