@@ -189,6 +189,9 @@ func scenarios() []scenario {
 		samplingScenario(),
 		lockWaitsScenario(),
 		clampRacesScenario(),
+		keyOrderScenario(),
+		lastMicroScenario(),
+		cleanupClampScenario(),
 	}
 }
 
