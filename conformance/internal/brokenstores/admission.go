@@ -688,6 +688,9 @@ func (a *admission) write(now domain.Instant) error {
 		targets = slices.Clone(a.keys)
 		slices.SortFunc(targets, domain.CounterKey.Compare)
 	}
+	if s.cfg.Fault == WritesThroughInversePermutation {
+		targets = inverseTargets(a.keys) // hunt22.go
+	}
 	for i := range a.n {
 		if i > 0 && s.cfg.Fault == CancelBetweenWrites {
 			if err := a.ctx.Err(); err != nil {
