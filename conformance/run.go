@@ -192,6 +192,7 @@ func scenarios() []scenario {
 		keyOrderScenario(),
 		lastMicroScenario(),
 		cleanupClampScenario(),
+		lockCyclesScenario(),
 	}
 }
 
