@@ -259,6 +259,8 @@ var targets = map[bs.Fault]string{
 	bs.CleanupTakesLastMicrosecond:     "lastmicro/cleanup_keeps_a_counter_in_its_last_microsecond",
 	bs.PerCheckTakesLastMicrosecond:    "lastmicro/a_full_partition_keeps_counters_in_their_last_microsecond",
 	bs.CleanupLeavesClampBelow:         "cleanupclamp/a_cleanup_raises_the_clamp_to_the_time_it_judged",
+	bs.SortsOnlyPairs:                  "lockcycles/batches_of_three_keys_in_rotated_orders_do_not_deadlock",
+	bs.StatsLocksPartitionsDescending:  "lockcycles/stats_racing_a_batch_across_partitions_does_not_deadlock",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,8 +105,8 @@ func testStatsBatchNoDeadlock(t *testing.T, f *fixture) {
 // (with its locks held, on a store that reads a ManualClock), then starts
 // waiters one at a time, each left until it has blocked in the store or
 // finished, then releases the holders one at a time, leaving the waiters
-// to block again between. It fails the case when they have not all
-// finished within callBound of the last release: a deadlock.
+// to block again between. It fails the case, as waitRace does, when every
+// unfinished one stays blocked in the store: a deadlock.
 func (f *fixture) stagedRace(g string, holders, waiters []raceOp) (hr, wr []result) {
 	f.t.Helper()
 	s := newSchedule()
@@ -154,16 +155,19 @@ func (f *fixture) stagedRace(g string, holders, waiters []raceOp) (hr, wr []resu
 	f.log.add("race: %d holders pinned after their clock samples, %d waiters staged behind them, holders released in turn",
 		len(holders), len(waiters))
 	results := make([]result, len(holders)+len(waiters))
-	timeout := time.After(callBound)
-	for range results {
-		select {
-		case d := <-finished:
+	var progress atomic.Int64
+	all := make(chan struct{})
+	go func() {
+		for range results {
+			d := <-finished
 			results[d.i] = d.r
-		case <-timeout:
-			require.FailNow(f.t, g, "the staged admissions did not finish in %v after the last holder was released: "+
-				"the store is deadlocked", callBound)
+			progress.Add(1)
 		}
-	}
+		close(all)
+	}()
+	// A deadlock fails the case once every waiter has stayed parked in the
+	// store for a second with none inside the clock.
+	f.waitRace(g, s, all, &progress)
 	for i, r := range results {
 		f.log.add("race: operation %d of %d → %s", i+1, len(results), describeResult(r))
 	}

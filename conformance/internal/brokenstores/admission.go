@@ -294,6 +294,8 @@ func (a *admission) lock() error {
 		order = order[:1]
 	case LockOrderBySubjectKey:
 		sortBySubjectKey(order)
+	case SortsOnlyPairs:
+		sortPairOnly(order) // hunt22.go
 	default:
 		slices.SortFunc(order, domain.CounterKey.Compare)
 	}

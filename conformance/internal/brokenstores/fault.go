@@ -1049,6 +1049,13 @@ const (
 	// does not raise the clamp to it: after the clock steps back, a key
 	// the cleanup removed is anchored before the cleanup's time.
 	CleanupLeavesClampBelow
+	// SortsOnlyPairs sorts a batch's keys for its locks when it has two,
+	// and takes the locks of a longer batch in caller order: opposite-order
+	// pairs never deadlock, rotations of three keys do.
+	SortsOnlyPairs
+	// StatsLocksPartitionsDescending takes every partition lock for its
+	// report, from the highest down, where admissions take them upwards.
+	StatsLocksPartitionsDescending
 
 	faultCount
 )
@@ -1276,6 +1283,8 @@ var faultNames = [faultCount]string{
 	CleanupTakesLastMicrosecond:     "CleanupTakesLastMicrosecond",
 	PerCheckTakesLastMicrosecond:    "PerCheckTakesLastMicrosecond",
 	CleanupLeavesClampBelow:         "CleanupLeavesClampBelow",
+	SortsOnlyPairs:                  "SortsOnlyPairs",
+	StatsLocksPartitionsDescending:  "StatsLocksPartitionsDescending",
 }
 
 // Faults returns every deliberate defect, None excluded.

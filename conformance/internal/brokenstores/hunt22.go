@@ -47,3 +47,24 @@ func (s *Store) lastMicroExpired(c domain.Counter, now domain.Instant, perCheck 
 func (s *Store) clampedWithoutRaise() domain.Instant {
 	return max(domain.InstantOf(s.cfg.Clock()), domain.Instant(s.last.Load()))
 }
+
+// sortPairOnly is SortsOnlyPairs's lock order: a pair of keys sorted,
+// any other batch left in caller order.
+func sortPairOnly(order []domain.CounterKey) {
+	if len(order) == 2 {
+		slices.SortFunc(order, domain.CounterKey.Compare)
+	}
+}
+
+// lockPartitionsDescending takes every partition lock, highest first, for
+// StatsLocksPartitionsDescending, and returns their release.
+func (s *Store) lockPartitionsDescending() (unlock func()) {
+	for p := len(s.partLocks) - 1; p >= 0; p-- {
+		s.partLocks[p].Lock()
+	}
+	return func() {
+		for p := range s.partLocks {
+			s.partLocks[p].Unlock()
+		}
+	}
+}

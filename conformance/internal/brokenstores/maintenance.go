@@ -459,6 +459,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	if s.cfg.Fault == StatsCountActiveOnly {
 		now = s.now()
 	}
+	if s.cfg.Fault == StatsLocksPartitionsDescending {
+		defer s.lockPartitionsDescending()() // hunt22.go
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	parts := s.cfg.Partitions
