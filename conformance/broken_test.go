@@ -248,13 +248,19 @@ var targets = map[bs.Fault]string{
 	bs.LockOrderBySubjectKey:   "tiers/opposite_order_batches_of_one_subject_under_two_tiers_do_not_deadlock",
 	bs.ClampedClockBeforeLocks: "sampling/a_check_that_counts_after_another_sampled_its_clock_after_that_one_wrote",
 
-	bs.ClampRacyReadModifyWrite:       "clampraces/an_admission_racing_a_later_one_never_lowers_the_clamp",
-	bs.CancelledCheckGoesOn:           "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
-	bs.CancelledWaitKeepsEarlierLocks: "lockwaits/a_batch_cancelled_while_it_waits_for_a_lock_lets_every_lock_go",
-	bs.CancelledWaitDropsLockEntry:    "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
-	bs.CancelledWaitKeepsLocks:        "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
-	bs.CancelledWaitAnswersNothing:    "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
-	bs.CancelledWaitOwnError:          "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
+	bs.ClampRacyReadModifyWrite:        "clampraces/an_admission_racing_a_later_one_never_lowers_the_clamp",
+	bs.CancelledCheckGoesOn:            "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
+	bs.CancelledWaitKeepsEarlierLocks:  "lockwaits/a_batch_cancelled_while_it_waits_for_a_lock_lets_every_lock_go",
+	bs.CancelledWaitDropsLockEntry:     "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
+	bs.CancelledWaitKeepsLocks:         "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
+	bs.CancelledWaitAnswersNothing:     "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
+	bs.CancelledWaitOwnError:           "lockwaits/a_check_cancelled_while_it_waits_for_a_lock_is_answered_truly_and_lets_the_lock_go",
+	bs.WritesThroughInversePermutation: "keyorder/a_batch_in_cyclic_key_order_writes_each_key_its_own_count",
+	bs.CleanupTakesLastMicrosecond:     "lastmicro/cleanup_keeps_a_counter_in_its_last_microsecond",
+	bs.PerCheckTakesLastMicrosecond:    "lastmicro/a_full_partition_keeps_counters_in_their_last_microsecond",
+	bs.CleanupLeavesClampBelow:         "cleanupclamp/a_cleanup_raises_the_clamp_to_the_time_it_judged",
+	bs.SortsOnlyPairs:                  "lockcycles/batches_of_three_keys_in_rotated_orders_do_not_deadlock",
+	bs.StatsLocksPartitionsDescending:  "lockcycles/stats_racing_a_batch_across_partitions_does_not_deadlock",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

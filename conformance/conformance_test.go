@@ -44,6 +44,7 @@ var steppedBack = map[brokenstores.Fault]bool{
 	brokenstores.ClampComparesMilliseconds:  true,
 	brokenstores.CleanupReadsUnclampedClock: true,
 	brokenstores.ClampRacyReadModifyWrite:   true,
+	brokenstores.CleanupLeavesClampBelow:    true,
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:

@@ -321,6 +321,22 @@
 //     lowers the store's clamp: after the clock steps back, a new key of
 //     the other partition is anchored at the latest time that partition
 //     read (Instance.Clock);
+//   - keyorder: a batch whose caller order is a cycle of its three keys'
+//     byte order writes each key its own count (a store that maps its
+//     sorted keys back through the inverse permutation is right for every
+//     pair and every sorted batch, and swaps counts around the cycle);
+//   - lastmicro: a counter in the last microsecond of its window, anchored
+//     on a whole millisecond, is neither removed by cleanup nor evicted
+//     from its full partition for a new key (a bound one microsecond off);
+//   - cleanupclamp: a cleanup raises the clamp to the time it judged
+//     counters ended at, so after the clock steps back a key it removed is
+//     anchored no earlier (Instance.Clock);
+//   - lockcycles: staged behind two checks pinned after their clock
+//     samples and released in turn, batches of three keys in two rotations
+//     of one order, and Stats racing a batch across three partitions,
+//     neither deadlock nor miscount (a store that sorts only a pair of
+//     keys, or whose Stats locks partitions downwards, deadlocks every
+//     run, and fails in about a second);
 //   - sweep: a store that frees the slots of ended counters during
 //     admission frees them for every check of a batch, on that check's
 //     own partition, and takes a window ending exactly now as ended, so
@@ -521,7 +537,11 @@
 // share memory with the store, a Close that drops the counters under an
 // admission, a closed store's error that claims to be the caller's
 // mistake, a context's cause reported instead of its error, a
-// cleanup that lowers the clamp, and counters keyed, or new keys told
+// cleanup that lowers the clamp or leaves it below the time it judged,
+// writes mapped back through the inverse of a sort permutation, cleanup
+// or eviction one microsecond early, locks sorted only for a pair of
+// keys, a Stats call that locks partitions downwards, and counters keyed,
+// or new keys told
 // apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
 // subject key or the fingerprint's first byte, an index whose tombstones fill its table,
 // a probe that stops at a deleted cell, a slot freed twice or handed out

@@ -189,6 +189,10 @@ func scenarios() []scenario {
 		samplingScenario(),
 		lockWaitsScenario(),
 		clampRacesScenario(),
+		keyOrderScenario(),
+		lastMicroScenario(),
+		cleanupClampScenario(),
+		lockCyclesScenario(),
 	}
 }
 

@@ -294,6 +294,8 @@ func (a *admission) lock() error {
 		order = order[:1]
 	case LockOrderBySubjectKey:
 		sortBySubjectKey(order)
+	case SortsOnlyPairs:
+		sortPairOnly(order) // hunt22.go
 	default:
 		slices.SortFunc(order, domain.CounterKey.Compare)
 	}
@@ -687,6 +689,9 @@ func (a *admission) write(now domain.Instant) error {
 	if s.cfg.Fault == WritesInLockOrder {
 		targets = slices.Clone(a.keys)
 		slices.SortFunc(targets, domain.CounterKey.Compare)
+	}
+	if s.cfg.Fault == WritesThroughInversePermutation {
+		targets = inverseTargets(a.keys) // hunt22.go
 	}
 	for i := range a.n {
 		if i > 0 && s.cfg.Fault == CancelBetweenWrites {

@@ -1029,6 +1029,34 @@ const (
 	// host cannot tell a caller that left from a failing backend.
 	CancelledWaitOwnError
 
+	// Faults of a blind adapter author, each a one-line slip (hunt22.go).
+	//
+	// WritesThroughInversePermutation sorts a batch's keys for its writes
+	// and maps each sorted position back through the inverse of the sort
+	// permutation: right for two keys, whose swap is its own inverse, and
+	// for a batch in key order; three keys in a cyclic order get each
+	// other's counts.
+	WritesThroughInversePermutation
+	// CleanupTakesLastMicrosecond removes counters ending at or before the
+	// next microsecond: an active counter in its last microsecond.
+	CleanupTakesLastMicrosecond
+	// PerCheckTakesLastMicrosecond cleans on each check, as the memory
+	// store does, and takes counters ending at or before the next
+	// microsecond: a full partition evicts an active counter in its last
+	// microsecond to admit a new key.
+	PerCheckTakesLastMicrosecond
+	// CleanupLeavesClampBelow reads the clamped time for its cleanup but
+	// does not raise the clamp to it: after the clock steps back, a key
+	// the cleanup removed is anchored before the cleanup's time.
+	CleanupLeavesClampBelow
+	// SortsOnlyPairs sorts a batch's keys for its locks when it has two,
+	// and takes the locks of a longer batch in caller order: opposite-order
+	// pairs never deadlock, rotations of three keys do.
+	SortsOnlyPairs
+	// StatsLocksPartitionsDescending takes every partition lock for its
+	// report, from the highest down, where admissions take them upwards.
+	StatsLocksPartitionsDescending
+
 	faultCount
 )
 
@@ -1250,6 +1278,13 @@ var faultNames = [faultCount]string{
 	CancelledWaitKeepsLocks:        "CancelledWaitKeepsLocks",
 	CancelledWaitAnswersNothing:    "CancelledWaitAnswersNothing",
 	CancelledWaitOwnError:          "CancelledWaitOwnError",
+
+	WritesThroughInversePermutation: "WritesThroughInversePermutation",
+	CleanupTakesLastMicrosecond:     "CleanupTakesLastMicrosecond",
+	PerCheckTakesLastMicrosecond:    "PerCheckTakesLastMicrosecond",
+	CleanupLeavesClampBelow:         "CleanupLeavesClampBelow",
+	SortsOnlyPairs:                  "SortsOnlyPairs",
+	StatsLocksPartitionsDescending:  "StatsLocksPartitionsDescending",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -66,6 +66,9 @@ func (s *Store) cleanupNow() domain.Instant {
 		// The defect: the clock read bypasses the clamp.
 		return domain.InstantOf(s.cfg.Clock())
 	}
+	if s.cfg.Fault == CleanupLeavesClampBelow {
+		return s.clampedWithoutRaise() // hunt22.go
+	}
 	return s.now()
 }
 

@@ -70,7 +70,7 @@ func (e *KeyStringError) MayHaveConsumedQuota() bool { return false }
 func (s *Store) cleansPerCheck() bool {
 	return s.cfg.CleanupPerCheck > 0 || s.cfg.Fault == CleansActivePerCheck || s.cfg.Fault == PerCheckCleanupKeepsSlots ||
 		s.cfg.Fault == BatchRenewalClaimsSlotPerCheck || s.cfg.Fault == StatsEntriesActiveAtLastAdmission ||
-		s.sweepFault()
+		s.cfg.Fault == PerCheckTakesLastMicrosecond || s.sweepFault()
 }
 
 // errNilContextUntyped is the nil-context error under NilContextUntyped:
@@ -307,6 +307,8 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 			expired = c.Expires < now-now%domain.Instant(time.Millisecond/time.Microsecond)+domain.Instant(time.Millisecond/time.Microsecond)
 		case CleanupRemovesActive, CleansActivePerCheck:
 			expired = true
+		case CleanupTakesLastMicrosecond, PerCheckTakesLastMicrosecond:
+			expired = s.lastMicroExpired(c, now, skip != nil) // hunt22.go
 		}
 		if expired && !slices.Contains(skip, k) {
 			cs = append(cs, candidate{k, c.Expires})
@@ -456,6 +458,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	var now domain.Instant
 	if s.cfg.Fault == StatsCountActiveOnly {
 		now = s.now()
+	}
+	if s.cfg.Fault == StatsLocksPartitionsDescending {
+		defer s.lockPartitionsDescending()() // hunt22.go
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
