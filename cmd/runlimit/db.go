@@ -274,17 +274,7 @@ func urlSecrets(rawURL string) redactor {
 		v := rawURL[m[2]:m[3]]
 		r = r.with(v)
 		if !strings.HasPrefix(v, "'") {
-			// A bare value ends at whitespace, and in a URL's query at
-			// "&", so a password holding a space, a tab or an "&", written
-			// unquoted or unencoded, leaves words behind that are not
-			// settings (they hold no "="), which a parser quotes back as
-			// it rejects them: each is masked.
-			for _, word := range strings.FieldsFunc(rawURL[m[1]:], func(c rune) bool { return unicode.IsSpace(c) || c == '&' }) {
-				if strings.Contains(word, "=") {
-					break
-				}
-				r = r.with(word)
-			}
+			r = r.withTail(rawURL[m[1]:])
 		}
 		r = r.with(strings.Trim(v, "'")) // an unterminated quote
 		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
@@ -294,6 +284,48 @@ func urlSecrets(rawURL string) redactor {
 		}
 	}
 	return r
+}
+
+// withTail returns r with the words of rest, the text after a bare
+// password value, masked up to the first setting of the connection itself.
+// A bare value ends at whitespace, and in a URL's query at "&", so a
+// password holding a space, a tab or an "&", written unquoted or
+// unencoded, leaves words behind: words that are not settings (no "="),
+// which a parser quotes back as it rejects them, and words that read as
+// settings ("pa ss=word"), which the server is sent as startup parameters
+// and the flag package quotes back with the whole string when a flag
+// rejects it. Either may be the rest of the password: every word is
+// masked, and so are a setting's name and value, until a word that sets
+// one of pgx's connection keywords (host, port, dbname and the like),
+// which no password's tail is taken to be.
+func (r redactor) withTail(rest string) redactor {
+	words := strings.FieldsFunc(rest, func(c rune) bool { return unicode.IsSpace(c) || c == '&' })
+	for i, word := range words {
+		key, value, isSetting := strings.Cut(word, "=")
+		if !isSetting && i+1 < len(words) && strings.HasPrefix(words[i+1], "=") {
+			isSetting = true // a spaced setting: key = value
+		}
+		if isSetting && connectionKeywords[strings.ToLower(key)] {
+			break
+		}
+		if word == "=" {
+			continue
+		}
+		r = r.with(word).with(key).with(value)
+	}
+	return r
+}
+
+// connectionKeywords are the keywords pgx reads as the connection's own
+// settings rather than startup parameters for the server.
+var connectionKeywords = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "database": true, "dbname": true, "user": true,
+	"password": true, "passfile": true, "connect_timeout": true, "sslmode": true, "sslkey": true,
+	"sslcert": true, "sslcertmode": true, "sslrootcert": true, "sslnegotiation": true,
+	"sslpassword": true, "sslsni": true, "krbspn": true, "krbsrvname": true,
+	"target_session_attrs": true, "service": true, "servicefile": true,
+	"min_protocol_version": true, "max_protocol_version": true, "channel_binding": true,
+	"require_auth": true,
 }
 
 // with returns r with secret and its percent-decoded form added, each also

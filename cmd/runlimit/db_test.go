@@ -178,6 +178,8 @@ func TestRedactorMasksEveryFormOfThePassword(t *testing.T) {
 		{"malformed url", "postgres://u:p/w@x@h:bad/db", "p/w@x"},
 		{"keyword/value", "host=h password = pw-1234 user=u", "pw-1234"},
 		{"quoted keyword/value", `host=h password='p\'w x' user=u`, `p\'w x or p'w x`},
+		{"keyword/value tail read as a setting", "host=h password=pw-1 ab=pw-2 dbname=db", `invalid value "host=h password=pw-1 ab=pw-2 dbname=db"`},
+		{"query tail read as a setting", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
