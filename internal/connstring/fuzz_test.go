@@ -1,6 +1,7 @@
 package connstring_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -55,7 +56,12 @@ func FuzzPasswordStaysInItsField(f *testing.F) {
 		// keyword/value syntax: the password read differs from the one
 		// written, and the printing below is what matters. pgx trims the
 		// spaces around a URL's password.
-		if form%6 < 4 && !strings.Contains(pw, "%") {
+		// A password of digits up to a "/" reads as a port and a path, and
+		// one whose query then holds an "@" is indistinguishable from a
+		// URL with user=name@server in its query, which Misplaced leaves
+		// alone: that the password is not printed is all that is required.
+		portAndPath := regexp.MustCompile(`^ *[0-9]* */`).MatchString(pw)
+		if form%6 < 4 && !strings.Contains(pw, "%") && !portAndPath {
 			require.Equal(t, strings.Trim(pw, " "), cc.Password, "%q", dsn)
 		}
 		if form%6 >= 4 && strings.IndexFunc(pw, func(r rune) bool { return r == '\'' || r == '\\' || unicode.IsSpace(r) }) < 0 {
