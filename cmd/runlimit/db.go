@@ -354,12 +354,41 @@ func (r redactor) with(secret string) redactor {
 	return r
 }
 
-// mask masks every secret in s.
+// mask masks every secret in s. Every occurrence of every secret in s is
+// found first and each run of bytes they cover is masked once: masking one
+// secret before looking for the next would break an occurrence of the next
+// that overlaps it, and leave that secret's tail printed (a password
+// "0@22222" in a URL whose user information, as Go reads it, ends in "0").
 func (r redactor) mask(s string) string {
+	var covered []bool
 	for _, secret := range r {
-		s = strings.ReplaceAll(s, secret, mask)
+		for i := 0; i < len(s); {
+			j := strings.Index(s[i:], secret)
+			if j < 0 {
+				break
+			}
+			if covered == nil {
+				covered = make([]bool, len(s))
+			}
+			for k := i + j; k < i+j+len(secret); k++ {
+				covered[k] = true
+			}
+			i += j + 1
+		}
 	}
-	return s
+	if covered == nil {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case !covered[i]:
+			b.WriteByte(s[i])
+		case i == 0 || !covered[i-1]:
+			b.WriteString(mask)
+		}
+	}
+	return b.String()
 }
 
 // redact masks every secret in s and folds it onto one line.

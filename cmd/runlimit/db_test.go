@@ -192,6 +192,9 @@ func TestRedactorMasksEveryFormOfThePassword(t *testing.T) {
 			require.Contains(t, got, mask)
 		})
 	}
+	// Secrets that overlap in the text are masked together: the longer one
+	// masked first does not leave the tail of the shorter.
+	require.Equal(t, "at h:xxxxx!", redactor{"1/x?password=0", "0@22222"}.mask("at h:1/x?password=0@22222!"))
 	require.Equal(t, "no secret here", urlSecrets("postgres://u@h/db").redact("no secret here"))
 	require.Equal(t, "line one: two; three", redactor(nil).redact("line one:\n\ttwo\n\tthree"))
 }
