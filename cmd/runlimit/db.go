@@ -224,8 +224,10 @@ const mask = "xxxxx"
 type redactor []string
 
 // kvPassword matches a password setting in a keyword/value connection
-// string or a URL's query: password=secret, password = 'se cret'.
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]+)`)
+// string or a URL's query: password=secret, password = 'se cret'. A
+// bare value may be empty: a password that begins with a space or an "&"
+// leaves all of itself to the words after it.
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]*)`)
 
 // urlSecrets finds every form in which rawURL's password could be printed:
 // as written, percent-decoded, and unquoted. It errs on the side of masking

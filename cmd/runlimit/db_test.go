@@ -179,6 +179,7 @@ func TestRedactorMasksEveryFormOfThePassword(t *testing.T) {
 		{"keyword/value", "host=h password = pw-1234 user=u", "pw-1234"},
 		{"quoted keyword/value", `host=h password='p\'w x' user=u`, `p\'w x or p'w x`},
 		{"keyword/value tail read as a setting", "host=h password=pw-1 ab=pw-2 dbname=db", `invalid value "host=h password=pw-1 ab=pw-2 dbname=db"`},
+		{"query password beginning with an ampersand", "postgres://h/db?password=&pw-2", `missing key/value separator "=" in URI query parameter: "pw-2"`},
 		{"query tail read as a setting", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable"},
 	}
 	for _, tt := range tests {

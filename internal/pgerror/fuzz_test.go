@@ -50,12 +50,15 @@ func FuzzSanitize(f *testing.F) {
 		require.Equal(t, severity, e.Severity)
 		require.Equal(t, code, e.SQLState())
 
-		// What a reader may legitimately see: the kept fields, as the
-		// driver spells them, before and after masking.
-		kept := (&pgconn.PgError{Code: code, Severity: severity, Message: message, ConstraintName: constraint}).Error() +
-			"runlimit: admit: " + constraint + " [hex] ?" +
-			// and the names and zero values the printers add.
-			fmt.Sprintf("%#v %+v", &pgerror.Error{}, &pgerror.Error{}) + `{"Code":"","Severity":"","ConstraintName":"","Message":"","Timeout":false}`
+		// What a reader may legitimately see: the same error sanitized
+		// from a server error without the fields Sanitize drops.
+		var neutral error = &pgconn.PgError{Code: code, Severity: severity, SeverityUnlocalized: severity, Message: message, ConstraintName: constraint}
+		if wrap {
+			neutral = fmt.Errorf("runlimit: admit: %w", neutral)
+		}
+		ne := pgerror.Sanitize(neutral)
+		nj, _ := json.Marshal(ne)
+		kept := fmt.Sprintf("%v %+v %#v %s", ne, ne, ne, nj)
 		js, jerr := json.Marshal(e)
 		require.NoError(t, jerr)
 		prints := map[string]string{
