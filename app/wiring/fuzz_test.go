@@ -1,10 +1,12 @@
 package wiring_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -33,6 +35,15 @@ var envReasons = map[string][]string{
 	wiring.EnvCleanupBatch:         {"is not a whole number"},
 	wiring.EnvKeySecret:            {"holds fewer than 32 bytes"},
 }
+
+// noTime drops the time from a log line, which would otherwise differ
+// between two printings.
+var noTime = &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}}
 
 // FuzzConfigFromLookup reads an environment of any values and requires
 // that every error is an [*wiring.EnvError] naming a variable with one of
@@ -109,11 +120,11 @@ func FuzzConfigFromLookup(f *testing.F) {
 			require.True(t, cfg.KeySecret.IsZero())
 		}
 
-		js, jerr := json.Marshal(cfg)
-		printed := []string{fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg), string(js)}
-		if jerr != nil {
-			printed = append(printed, jerr.Error())
-		}
+		// Config holds functions, which encoding/json refuses: fmt and
+		// log/slog are how a host prints it.
+		var logged bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logged, noTime)).Info("config", "cfg", cfg)
+		printed := []string{fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg), logged.String()}
 		if err != nil {
 			printed = append(printed, err.Error(), fmt.Sprintf("%+v", err))
 		}
@@ -121,8 +132,9 @@ func FuzzConfigFromLookup(f *testing.F) {
 		// in the clear. A window of the two that another value or the
 		// printing's own text spells is no leak.
 		others := strings.Join([]string{backend, migrate, maxKeys, shards, gateKeys, gateShards, rows, schema, protocol, interval, batch}, "\x00")
-		blank, _ := json.Marshal(wiring.Config{})
-		others += fmt.Sprintf("%v %+v %#v", wiring.Config{}, wiring.Config{}, wiring.Config{}) + string(blank)
+		var blank bytes.Buffer
+		slog.New(slog.NewJSONHandler(&blank, noTime)).Info("config", "cfg", wiring.Config{})
+		others += fmt.Sprintf("%v %+v %#v", wiring.Config{}, wiring.Config{}, wiring.Config{}) + blank.String()
 		for _, s := range []string{secret, dbURL} {
 			if len(s) < leakcheck.Window {
 				continue
