@@ -279,6 +279,15 @@ func urlSecrets(rawURL string) redactor {
 			r = r.withTail(rawURL[m[1]:])
 		}
 		r = r.with(strings.Trim(v, "'")) // an unterminated quote
+		// A URL's parser, or pgx masking the password it finds in a URL it
+		// cannot parse, may cut a bare value at any of a URL's
+		// separators and print a piece: password=%@rest was printed as
+		// "...:xxxxx@rest".
+		if !strings.HasPrefix(v, "'") {
+			for _, piece := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune("@/:?#&=", c) }) {
+				r = r.with(piece)
+			}
+		}
 		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
 			inner := v[1 : len(v)-1]
 			r = r.with(inner)

@@ -180,6 +180,7 @@ func TestRedactorMasksEveryFormOfThePassword(t *testing.T) {
 		{"quoted keyword/value", `host=h password='p\'w x' user=u`, `p\'w x or p'w x`},
 		{"keyword/value tail read as a setting", "host=h password=pw-1 ab=pw-2 dbname=db", `invalid value "host=h password=pw-1 ab=pw-2 dbname=db"`},
 		{"query password beginning with an ampersand", "postgres://h/db?password=&pw-2", `missing key/value separator "=" in URI query parameter: "pw-2"`},
+		{"query password cut by a URL's parser", "postgres://h:1/db?password=%@pw-2", "cannot parse `postgres://h:xxxxx@pw-2`"},
 		{"query tail read as a setting", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable"},
 	}
 	for _, tt := range tests {
