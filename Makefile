@@ -72,9 +72,13 @@ crash-probe: ## kill, restart, terminate and fill the disk of a throwaway Postgr
 bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./domain/... ./adapters/memory/... ./adapters/httplimit/...
 
+# FUZZPKGS are the main module's packages with a fuzz target, found by
+# their source, so that a new target is run without being listed here.
+FUZZPKGS = $(shell grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e '^./benchmarks/' -e '^./examples/' | xargs -n1 dirname | sort -u)
+
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME
-	@set -e; for pkg in ./domain ./adapters/memory ./adapters/httplimit; do \
+	@set -e; for pkg in $(FUZZPKGS); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$target"; \
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \

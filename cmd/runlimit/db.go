@@ -257,8 +257,10 @@ const mask = "xxxxx"
 type redactor []string
 
 // kvPassword matches a password setting in a keyword/value connection
-// string or a URL's query: password=secret, password = 'se cret'.
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]+)`)
+// string or a URL's query: password=secret, password = 'se cret'. A
+// bare value may be empty: a password that begins with a space or an "&"
+// leaves all of itself to the words after it.
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]*)`)
 
 // urlSecrets finds every form in which rawURL's password could be printed:
 // as written, percent-decoded, and unquoted. It errs on the side of masking
@@ -307,19 +309,18 @@ func urlSecrets(rawURL string) redactor {
 		v := rawURL[m[2]:m[3]]
 		r = r.with(v)
 		if !strings.HasPrefix(v, "'") {
-			// A bare value ends at whitespace, and in a URL's query at
-			// "&", so a password holding a space, a tab or an "&", written
-			// unquoted or unencoded, leaves words behind that are not
-			// settings (they hold no "="), which a parser quotes back as
-			// it rejects them: each is masked.
-			for _, word := range strings.FieldsFunc(rawURL[m[1]:], func(c rune) bool { return unicode.IsSpace(c) || c == '&' }) {
-				if strings.Contains(word, "=") {
-					break
-				}
-				r = r.with(word)
-			}
+			r = r.withTail(rawURL[m[1]:])
 		}
 		r = r.with(strings.Trim(v, "'")) // an unterminated quote
+		// A URL's parser, or pgx masking the password it finds in a URL it
+		// cannot parse, may cut a bare value at any of a URL's
+		// separators and print a piece: password=%@rest was printed as
+		// "...:xxxxx@rest".
+		if !strings.HasPrefix(v, "'") {
+			for _, piece := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune("@/:?#&=", c) }) {
+				r = r.with(piece)
+			}
+		}
 		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
 			inner := v[1 : len(v)-1]
 			r = r.with(inner)
@@ -327,6 +328,48 @@ func urlSecrets(rawURL string) redactor {
 		}
 	}
 	return r
+}
+
+// withTail returns r with the words of rest, the text after a bare
+// password value, masked up to the first setting of the connection itself.
+// A bare value ends at whitespace, and in a URL's query at "&", so a
+// password holding a space, a tab or an "&", written unquoted or
+// unencoded, leaves words behind: words that are not settings (no "="),
+// which a parser quotes back as it rejects them, and words that read as
+// settings ("pa ss=word"), which the server is sent as startup parameters
+// and the flag package quotes back with the whole string when a flag
+// rejects it. Either may be the rest of the password: every word is
+// masked, and so are a setting's name and value, until a word that sets
+// one of pgx's connection keywords (host, port, dbname and the like),
+// which no password's tail is taken to be.
+func (r redactor) withTail(rest string) redactor {
+	words := strings.FieldsFunc(rest, func(c rune) bool { return unicode.IsSpace(c) || c == '&' })
+	for i, word := range words {
+		key, value, isSetting := strings.Cut(word, "=")
+		if !isSetting && i+1 < len(words) && strings.HasPrefix(words[i+1], "=") {
+			isSetting = true // a spaced setting: key = value
+		}
+		if isSetting && connectionKeywords[strings.ToLower(key)] {
+			break
+		}
+		if word == "=" {
+			continue
+		}
+		r = r.with(word).with(key).with(value)
+	}
+	return r
+}
+
+// connectionKeywords are the keywords pgx reads as the connection's own
+// settings rather than startup parameters for the server.
+var connectionKeywords = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "database": true, "dbname": true, "user": true,
+	"password": true, "passfile": true, "connect_timeout": true, "sslmode": true, "sslkey": true,
+	"sslcert": true, "sslcertmode": true, "sslrootcert": true, "sslnegotiation": true,
+	"sslpassword": true, "sslsni": true, "krbspn": true, "krbsrvname": true,
+	"target_session_attrs": true, "service": true, "servicefile": true,
+	"min_protocol_version": true, "max_protocol_version": true, "channel_binding": true,
+	"require_auth": true,
 }
 
 // with returns r with secret and its percent-decoded form added, each also
@@ -355,12 +398,41 @@ func (r redactor) with(secret string) redactor {
 	return r
 }
 
-// mask masks every secret in s.
+// mask masks every secret in s. Every occurrence of every secret in s is
+// found first and each run of bytes they cover is masked once: masking one
+// secret before looking for the next would break an occurrence of the next
+// that overlaps it, and leave that secret's tail printed (a password
+// "0@22222" in a URL whose user information, as Go reads it, ends in "0").
 func (r redactor) mask(s string) string {
+	var covered []bool
 	for _, secret := range r {
-		s = strings.ReplaceAll(s, secret, mask)
+		for i := 0; i < len(s); {
+			j := strings.Index(s[i:], secret)
+			if j < 0 {
+				break
+			}
+			if covered == nil {
+				covered = make([]bool, len(s))
+			}
+			for k := i + j; k < i+j+len(secret); k++ {
+				covered[k] = true
+			}
+			i += j + 1
+		}
 	}
-	return s
+	if covered == nil {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case !covered[i]:
+			b.WriteByte(s[i])
+		case i == 0 || !covered[i-1]:
+			b.WriteString(mask)
+		}
+	}
+	return b.String()
 }
 
 // redact masks every secret in s and folds it onto one line.

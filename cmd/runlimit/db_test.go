@@ -178,6 +178,10 @@ func TestRedactorMasksEveryFormOfThePassword(t *testing.T) {
 		{"malformed url", "postgres://u:p/w@x@h:bad/db", "p/w@x"},
 		{"keyword/value", "host=h password = pw-1234 user=u", "pw-1234"},
 		{"quoted keyword/value", `host=h password='p\'w x' user=u`, `p\'w x or p'w x`},
+		{"keyword/value tail read as a setting", "host=h password=pw-1 ab=pw-2 dbname=db", `invalid value "host=h password=pw-1 ab=pw-2 dbname=db"`},
+		{"query password beginning with an ampersand", "postgres://h/db?password=&pw-2", `missing key/value separator "=" in URI query parameter: "pw-2"`},
+		{"query password cut by a URL's parser", "postgres://h:1/db?password=%@pw-2", "cannot parse `postgres://h:xxxxx@pw-2`"},
+		{"query tail read as a setting", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable", "postgres://h/db?password=pw-1&ab=pw-2&sslmode=disable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,6 +194,9 @@ func TestRedactorMasksEveryFormOfThePassword(t *testing.T) {
 			require.Contains(t, got, mask)
 		})
 	}
+	// Secrets that overlap in the text are masked together: the longer one
+	// masked first does not leave the tail of the shorter.
+	require.Equal(t, "at h:xxxxx!", redactor{"1/x?password=0", "0@22222"}.mask("at h:1/x?password=0@22222!"))
 	require.Equal(t, "no secret here", urlSecrets("postgres://u@h/db").redact("no secret here"))
 	require.Equal(t, "line one: two; three", redactor(nil).redact("line one:\n\ttwo\n\tthree"))
 }

@@ -27,8 +27,11 @@ import (
 // name, which the driver's and the server's connection errors print. An
 // "@" in a parameter's value, as in ?user=name@server, is left alone when
 // a path comes before the query and no "/" follows the "@" in the value.
-// A "#" starts no fragment: pgx parses URLs as libpq does, for which it is
-// an ordinary character of the database name or a parameter.
+// A host list that ends in an empty port, as pgx reads
+// postgres://app:/?x=pa55@db (a password beginning with "/"), is the user
+// name read as a host. A "#" starts no fragment: pgx parses URLs as libpq
+// does, for which it is an ordinary character of the database name or a
+// parameter.
 func Misplaced(dsn string) bool {
 	var rest string
 	for _, scheme := range []string{"postgres://", "postgresql://"} {
@@ -55,6 +58,13 @@ func Misplaced(dsn string) bool {
 		hosts = hosts[:i]
 	}
 	if strings.ContainsAny(hosts, "@&=") {
+		return true
+	}
+	// A host followed by an empty port is what pgx makes of user
+	// information with no "@" before the first "/" or "?": a password
+	// that begins with one (postgres://app:/?x=pa55@db) leaves the user
+	// name as the host and the password in the path or the query.
+	if strings.HasSuffix(hosts, ":") {
 		return true
 	}
 	end := strings.IndexAny(rest, "/?")

@@ -21,6 +21,8 @@ func TestMisplaced(t *testing.T) {
 		"postgres://app:5433/pa55@db/app":         true,
 		"postgres://app:5433?pa55@db/app":         true,
 		"postgres://app@db/app#x@y":               true,
+		"postgres://app:/?x=pa55@db":              true,
+		"postgres://app:/?=0@127.0.0.1:1":         true,
 		// As meant.
 		"postgres://app:pa%40ss@db/app":                     false,
 		"postgres://db:5432/app?user=app@server&password=x": false,
