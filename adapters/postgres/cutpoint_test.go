@@ -274,8 +274,10 @@ func sweepCuts(t *testing.T, f *fixture, sc cutScenario) {
 	app := "cut-" + id
 	cut := &cutter{}
 	// A budget whose timeouts are spelled with as many digits throughout,
-	// so that every admission's exchange has the same layout.
-	store, pool := f.newStore(t, sc.cfg(postgres.Config{OperationTimeout: 30 * time.Second}), func(c *pgxpool.Config) {
+	// so that every admission's exchange has the same layout; every cut
+	// costs a new connection, which a loaded machine can be slow to open.
+	cfg := postgres.Config{OperationTimeout: 30 * time.Second, AcquireTimeout: 30 * time.Second}
+	store, pool := f.newStore(t, sc.cfg(cfg), func(c *pgxpool.Config) {
 		named(app)(c)
 		c.MaxConns = 1
 		// An idle connection is not pinged on acquisition: the cut must
