@@ -48,14 +48,24 @@ func mayHaveCommitted(st stage, err error) bool {
 		// pipeline's Sync, so a statement error reported before COMMIT means
 		// COMMIT never ran. Anything else (a broken connection, a deadline)
 		// leaves a COMMIT that was sent and whose outcome is unknown.
-		return !errors.As(err, &pgErr) && !pgconn.SafeToRetry(err)
+		return !errors.As(err, &pgErr) && !unsent(err)
 	case stageCommit:
 		// An error from COMMIT, even the server's, is never read as "rolled
 		// back": callers must not retry on a guess. Only a request that
 		// provably never left the client is safe.
-		return !pgconn.SafeToRetry(err)
+		return !unsent(err)
 	}
 	return false
+}
+
+// unsent reports whether err proves that the round trip it ended never
+// left the client: the operation's context had ended before the driver
+// sent anything. pgconn's SafeToRetry alone is no such proof: a read that
+// fails as a result begins makes pgconn close the connection and report
+// "conn closed", marked safe to retry, although the request was written
+// in full and the server may have committed it.
+func unsent(err error) bool {
+	return pgconn.SafeToRetry(err) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // lostRace reports whether err, met in an optimistic round trip

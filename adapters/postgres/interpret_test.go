@@ -15,11 +15,20 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// safeErr is an error pgconn would mark safe to retry: nothing was sent.
+// safeErr is an error pgconn marks safe to retry that is no proof that
+// nothing was sent: the "conn closed" it reports when a read fails as a
+// result begins, after the request was written in full.
 type safeErr struct{}
 
-func (safeErr) Error() string     { return "not sent" }
+func (safeErr) Error() string     { return "conn closed" }
 func (safeErr) SafeToRetry() bool { return true }
+
+// unsentErr is the error pgconn reports when the operation's context had
+// ended before it sent anything: safe to retry, and a context's.
+type unsentErr struct{ error }
+
+func (e unsentErr) Unwrap() error   { return e.error }
+func (unsentErr) SafeToRetry() bool { return true }
 
 func TestInterpretError(t *testing.T) {
 	t.Parallel()
@@ -48,7 +57,9 @@ func TestInterpretError(t *testing.T) {
 		{OpCommit, stageBeforeCommit, serverErr, OpWrite, false, false},
 		{OpCommit, stageBeforeCommit, stmtTimeout, OpWrite, false, true},
 		{OpCommit, stageBeforeCommit, idleTimeout, OpWrite, false, true},
-		{OpCommit, stageBeforeCommit, safeErr{}, OpWrite, false, false},
+		{OpCommit, stageBeforeCommit, unsentErr{context.DeadlineExceeded}, OpWrite, false, true},
+		{OpCommit, stageBeforeCommit, unsentErr{context.Canceled}, OpWrite, false, false},
+		{OpCommit, stageBeforeCommit, safeErr{}, OpCommit, true, false},
 		{OpCommit, stageBeforeCommit, io.ErrUnexpectedEOF, OpCommit, true, false},
 		{OpCommit, stageBeforeCommit, context.DeadlineExceeded, OpCommit, true, true},
 		{OpCommit, stageBeforeCommit, errIncomplete, OpCommit, true, false},
@@ -57,7 +68,8 @@ func TestInterpretError(t *testing.T) {
 		{OpCommit, stageCommit, io.ErrUnexpectedEOF, OpCommit, true, false},
 		{OpCommit, stageCommit, context.Canceled, OpCommit, true, false},
 		{OpCommit, stageCommit, ErrCommitOutcome, OpCommit, true, false},
-		{OpCommit, stageCommit, safeErr{}, OpCommit, false, false},
+		{OpCommit, stageCommit, unsentErr{context.DeadlineExceeded}, OpCommit, false, true},
+		{OpCommit, stageCommit, safeErr{}, OpCommit, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%d/%v", tt.op, tt.st, tt.err), func(t *testing.T) {
@@ -104,7 +116,8 @@ func TestInterpretMaintenanceError(t *testing.T) {
 		{stageBeforeCommit, serverErr, false},
 		{stageBeforeCommit, io.ErrUnexpectedEOF, true},
 		{stageCommit, serverErr, true},
-		{stageCommit, safeErr{}, false},
+		{stageCommit, unsentErr{context.Canceled}, false},
+		{stageCommit, safeErr{}, true},
 	}
 	for _, tt := range tests {
 		e := interpretMaintenanceError(opCleanup, tt.st, tt.err)
