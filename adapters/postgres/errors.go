@@ -127,6 +127,14 @@ func (e *AdmissionError) Is(target error) bool { return e.Timeout && target == E
 // MayHaveConsumedQuota reports e.MayHaveConsumed.
 func (e *AdmissionError) MayHaveConsumedQuota() bool { return e.MayHaveConsumed }
 
+// SafeToRetry reports !e.MayHaveConsumed: whether running the admission
+// again cannot count it twice. pgconn.SafeToRetry finds this method before
+// the driver's own mark on the cause, which says only whether the failed
+// round trip left the client: a connection that broke as the answer to a
+// COMMIT began is marked safe by the driver, yet that COMMIT may have
+// been applied.
+func (e *AdmissionError) SafeToRetry() bool { return !e.MayHaveConsumed }
+
 func consumedText(may bool) string {
 	if may {
 		return "quota may have been consumed"
@@ -190,6 +198,11 @@ func (e *MaintenanceError) Is(target error) bool { return e.Timeout && target ==
 
 // MayHaveRemovedRows reports e.MayHaveRemoved.
 func (e *MaintenanceError) MayHaveRemovedRows() bool { return e.MayHaveRemoved }
+
+// SafeToRetry reports !e.MayHaveRemoved, as [AdmissionError.SafeToRetry]
+// does for quota: pgconn.SafeToRetry finds it before the driver's mark on
+// the cause.
+func (e *MaintenanceError) SafeToRetry() bool { return !e.MayHaveRemoved }
 
 // MayHaveConsumedQuota returns false: maintenance never consumes quota.
 func (e *MaintenanceError) MayHaveConsumedQuota() bool { return false }

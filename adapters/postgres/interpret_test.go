@@ -78,6 +78,9 @@ func TestInterpretError(t *testing.T) {
 			require.Equal(t, tt.want, e.Op)
 			require.Equal(t, tt.consumed, e.MayHaveConsumedQuota())
 			require.Equal(t, tt.consumed, ports.MayHaveConsumedQuota(e))
+			// A caller asking pgx whether to retry gets the store's
+			// answer, not the driver's mark on the cause (safeErr's).
+			require.Equal(t, !tt.consumed, pgconn.SafeToRetry(e))
 			require.Equal(t, tt.timeout, e.Timeout)
 			require.Equal(t, tt.timeout, errors.Is(e, ErrTimeout))
 			require.Contains(t, e.Error(), tt.want)
@@ -122,6 +125,7 @@ func TestInterpretMaintenanceError(t *testing.T) {
 	for _, tt := range tests {
 		e := interpretMaintenanceError(opCleanup, tt.st, tt.err)
 		require.Equal(t, tt.removed, e.MayHaveRemovedRows(), "%d %v", tt.st, tt.err)
+		require.Equal(t, !tt.removed, pgconn.SafeToRetry(e), "%d %v", tt.st, tt.err)
 		require.False(t, ports.MayHaveConsumedQuota(e))
 	}
 	require.Contains(t, interpretMaintenanceError(opStats, stageOpen, io.EOF).Error(), "nothing changed")
