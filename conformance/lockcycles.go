@@ -3,7 +3,6 @@ package conformance
 import (
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -136,7 +135,12 @@ func (f *fixture) stagedRace(g string, holders, waiters []raceOp) (hr, wr []resu
 		defer pins[i].free()
 		m := start(i, op, &member{name: "holder", pin: pins[i]})
 		members = append(members, m)
-		f.waitSampledBlockedOrDone(s, m, pins[i])
+		// Wait until the holder has taken its pinned clock sample, or
+		// has finished (a store that reads no ManualClock), or has stayed
+		// parked inside the store for blockedFor: waiting for a lock an
+		// earlier holder took, on a store with one lock for several keys,
+		// which sets the stage as far as the store lets it be.
+		f.waitParkedOrDone(s, m, pins[i].sampled)
 	}
 	for i, op := range waiters {
 		m := start(len(holders)+i, op, &member{name: "waiter", free: true})
@@ -172,34 +176,4 @@ func (f *fixture) stagedRace(g string, holders, waiters []raceOp) (hr, wr []resu
 		f.log.add("race: operation %d of %d → %s", i+1, len(results), describeResult(r))
 	}
 	return results[:len(holders)], results[len(holders):]
-}
-
-// waitSampledBlockedOrDone waits until holder m has taken its pinned clock
-// sample, or has finished (a store that reads no ManualClock), or has
-// stayed parked inside the store for blockedFor: waiting for a lock an
-// earlier holder took, on a store with one lock for several keys, which
-// sets the stage as far as the store lets it be.
-func (f *fixture) waitSampledBlockedOrDone(s *schedule, m *member, p *pin) {
-	start := time.Now()
-	var since time.Time
-	var lk looks
-	for !m.done.Load() {
-		select {
-		case <-p.sampled:
-			return
-		default:
-		}
-		if time.Since(start) >= maxStartWait {
-			return
-		}
-		switch {
-		case !s.parkedInStore(&lk, m):
-			since = time.Time{}
-		case since.IsZero():
-			since = time.Now()
-		case time.Since(since) >= blockedFor:
-			return
-		}
-		time.Sleep(pollEvery)
-	}
 }

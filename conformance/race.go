@@ -482,13 +482,27 @@ func (f *fixture) pinnedRaceReads(guarantee string, first raceOp, meanwhile func
 // the store (maxStartWait before): a store that spins instead of parking
 // only makes the race less pointed.
 func (f *fixture) waitBlockedOrDone(s *schedule, m *member) {
+	f.waitParkedOrDone(s, m, nil)
+}
+
+// waitParkedOrDone is waitBlockedOrDone for a member that may also be
+// pinned after a clock sample, which it signals on sampled (nil for none):
+// such a member waits for as long as the store lets it take its sample,
+// up to maxStartWait, not maxHold.
+func (f *fixture) waitParkedOrDone(s *schedule, m *member, sampled <-chan struct{}) {
 	start := time.Now()
 	var since time.Time
 	var lk looks
 	for !m.done.Load() {
+		select {
+		case <-sampled:
+			return
+		default:
+		}
 		// A member that has not yet called the store is only slow to
 		// start.
-		if waited := time.Since(start); waited >= maxStartWait || waited >= maxHold && m.entered.Load() {
+		waited := time.Since(start)
+		if waited >= maxStartWait || sampled == nil && waited >= maxHold && m.entered.Load() {
 			return
 		}
 		switch {
