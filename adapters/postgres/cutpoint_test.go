@@ -223,11 +223,19 @@ func layout(t *testing.T, c *cutter, optimistic bool) exchange {
 // or read in part. A byte into any other message fails as its end does:
 // the client cannot read, nor the server run, a message of which it has a
 // piece.
+//
+// Under the race detector, which looks for data races rather than wrong
+// answers and makes every new connection slower, the sweep leaves out the
+// points a byte short of a message's end: the other points still reach
+// every step of the store's failure handling.
 func points(ends []int64, first int64) []int64 {
 	total := ends[len(ends)-1]
 	out := []int64{0, first + 1}
 	for _, e := range ends {
-		out = append(out, e-1, e)
+		if !raceEnabled {
+			out = append(out, e-1)
+		}
+		out = append(out, e)
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
