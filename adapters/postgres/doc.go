@@ -200,9 +200,11 @@
 // had been sent (a commit error, a commit timeout, a connection lost during
 // the second round trip, a caller that gave up during it). Ask through
 // [github.com/runlimit/runlimit/ports.MayHaveConsumedQuota], and do not
-// blindly retry such an operation. A denial decided before a rollback that
-// then fails is still a denial, not an error. A [*MaintenanceError] from
-// cleanup says whether rows may have been removed.
+// blindly retry such an operation; pgconn.SafeToRetry on these errors
+// gives the same answer, not the driver's mark on their cause. A denial
+// decided before a rollback that then fails is still a denial, not an
+// error. A [*MaintenanceError] from cleanup says whether rows may have
+// been removed.
 //
 // Invalid input is rejected before anything else, a closed store or a done
 // context included, and matches domain.ErrInvalidInput: a nil batch or one
