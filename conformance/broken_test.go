@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"regexp"
@@ -280,11 +281,22 @@ func TestBrokenStores(t *testing.T) {
 	}
 }
 
+// wholeSuite makes each child process of TestBrokenStoresAreCaught run the
+// whole suite against its broken store, rather than only the case written
+// to catch its fault, and log every case that failed: slower (the whole
+// suite once per fault), for a look at what else a fault breaks.
+var wholeSuite = flag.Bool("brokenstores.whole", false,
+	"run the whole suite against each broken store, not only the case that targets its fault")
+
 // TestBrokenStoresAreCaught proves the suite can fail: each broken store
-// must fail the case written for its fault, in one default run. The suite
-// runs against each in a child `go test` process (this test binary,
-// reading its -test.v output), since a failing suite fails the test that
-// runs it, and a deadlocked store leaves goroutines behind.
+// must fail the case written for its fault, at the suite's default
+// settings. The case runs against each in a child `go test` process (this
+// test binary, reading its -test.v output), since a failing suite fails
+// the test that runs it, and a deadlocked store leaves goroutines behind.
+// Every case runs on a store of its own, so the case fails the same way
+// alone as in a run of the whole suite; running it alone keeps the check
+// of nearly two hundred faults to a minute rather than five
+// (-brokenstores.whole runs the whole suite each time).
 func TestBrokenStoresAreCaught(t *testing.T) {
 	t.Parallel()
 	if os.Getenv(childEnv) != "" {
@@ -305,7 +317,7 @@ func TestBrokenStoresAreCaught(t *testing.T) {
 		t.Run(fault.String(), func(t *testing.T) {
 			t.Parallel()
 			target := targets[fault]
-			cases, out, err := runBrokenStore(t, fault)
+			cases, out, err := runBrokenStore(t, fault, target)
 			var exitErr *exec.ExitError
 			require.ErrorAs(t, err, &exitErr, "the child process must run the suite and fail:\n%s", out)
 			require.NotEmpty(t, cases, "the suite passed a store with fault %s:\n%s", fault, out)
@@ -320,13 +332,20 @@ func TestBrokenStoresAreCaught(t *testing.T) {
 // in -test.v output.
 var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStores/\w+/(\S+/\S+) `)
 
-// runBrokenStore runs the suite against the store with fault in a child
-// process and returns the cases that failed, the process's output and its
-// exit error.
-func runBrokenStore(t *testing.T, fault bs.Fault) (failed []string, out string, err error) {
+// runBrokenStore runs the suite's case target (scenario/case or
+// scenario/case/path), or with -brokenstores.whole the whole suite,
+// against the store with fault in a child process, and returns the cases
+// that failed, the process's output and its exit error.
+func runBrokenStore(t *testing.T, fault bs.Fault, target string) (failed []string, out string, err error) {
 	t.Helper()
+	run := "^TestBrokenStores$/^" + regexp.QuoteMeta(fault.String()) + "$"
+	if !*wholeSuite {
+		for _, part := range strings.Split(target, "/") {
+			run += "/^" + regexp.QuoteMeta(part) + "$"
+		}
+	}
 	cmd := exec.CommandContext(t.Context(), os.Args[0],
-		"-test.run=^TestBrokenStores$/^"+fault.String()+"$", "-test.v", "-test.count=1", "-test.timeout=2m")
+		"-test.run="+run, "-test.v", "-test.count=1", "-test.timeout=2m")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	b, err := cmd.CombinedOutput()
 	for _, m := range failLine.FindAllStringSubmatch(string(b), -1) {
