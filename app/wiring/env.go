@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runlimit/runlimit/adapters/memory"
@@ -93,15 +94,32 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		return v, ok && v != ""
 	}
 	bad := func(name, reason string) { errs = append(errs, &EnvError{Var: name, Reason: reason}) }
-	whole := func(name string, dst *int) {
+	// whole reads a whole number of at least least and at most most (0
+	// for no maximum). A value out of range is the variable's error here,
+	// not a Config field's error when the Runtime is built, which an
+	// operator would have to map back to a variable.
+	whole := func(name string, dst *int, least, most int) {
 		v, ok := get(name)
 		if !ok {
 			return
 		}
 		// strconv's error quotes the value: only its kind is kept.
 		n, err := strconv.Atoi(v)
-		if err != nil {
+		switch {
+		case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(v, "-"), err == nil && n < 0 && least >= 0:
+			bad(name, "is negative, want at least "+strconv.Itoa(max(least, 1))+wholeDefault(least))
+			return
+		case errors.Is(err, strconv.ErrRange):
+			bad(name, "is too large for a whole number")
+			return
+		case err != nil:
 			bad(name, "is not a whole number")
+			return
+		case n < least:
+			bad(name, "is below "+strconv.Itoa(least))
+			return
+		case most > 0 && n > most:
+			bad(name, "is more than "+strconv.Itoa(most))
 			return
 		}
 		*dst = n
@@ -125,16 +143,19 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		}
 		cfg.Migrate = m
 	}
-	whole(EnvMemoryMaxKeys, &cfg.Memory.MaxKeys)
-	whole(EnvMemoryShards, &cfg.Memory.Shards)
+	// 0 keeps a field's default where it has one; MaxKeys has none, and is
+	// judged with the backend when the Runtime is built. The gate's is
+	// required once the gate is asked for.
+	whole(EnvMemoryMaxKeys, &cfg.Memory.MaxKeys, 0, 0)
+	whole(EnvMemoryShards, &cfg.Memory.Shards, 0, memory.MaxShards)
 	if _, ok := get(EnvGateMaxKeys); ok {
 		cfg.Gate = new(memory.Config)
-		whole(EnvGateMaxKeys, &cfg.Gate.MaxKeys)
-		whole(EnvGateShards, &cfg.Gate.Shards)
+		whole(EnvGateMaxKeys, &cfg.Gate.MaxKeys, 1, 0)
+		whole(EnvGateShards, &cfg.Gate.Shards, 0, memory.MaxShards)
 	} else if _, ok := get(EnvGateShards); ok {
 		bad(EnvGateShards, "is set without "+EnvGateMaxKeys)
 	}
-	whole(EnvPostgresRowsPerShard, &cfg.Postgres.RowsPerShard)
+	whole(EnvPostgresRowsPerShard, &cfg.Postgres.RowsPerShard, 0, postgres.MaxRowsPerShard)
 	if v, ok := get(EnvPostgresSchema); ok {
 		// The schema's own error quotes it: a name is not a secret, but the
 		// rule here is that no error holds a value.
@@ -152,12 +173,15 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 	}
 	if v, ok := get(EnvCleanupInterval); ok {
 		d, err := time.ParseDuration(v)
-		if err != nil {
+		switch {
+		case err != nil:
 			bad(EnvCleanupInterval, `is not a duration such as "30s" or "1m"`)
+		case d > 0 && d < MinCleanupInterval:
+			bad(EnvCleanupInterval, "is shorter than "+MinCleanupInterval.String()+" (negative turns the loop off)")
 		}
 		cfg.CleanupInterval = d
 	}
-	whole(EnvCleanupBatch, &cfg.CleanupBatch)
+	whole(EnvCleanupBatch, &cfg.CleanupBatch, 0, 0)
 	// An unset secret is not this helper's to report: the host may supply
 	// it another way, and the Runtime reports a Config without any source.
 	switch v, ok := get(EnvKeySecret); {
@@ -168,4 +192,13 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		cfg.KeySecret = NewSecret(v)
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// wholeDefault says what 0 means for a variable whose least value is
+// least: its field's default when 0 is allowed.
+func wholeDefault(least int) string {
+	if least == 0 {
+		return " (0 keeps the default)"
+	}
+	return ""
 }
