@@ -20,7 +20,7 @@ const (
 	// EnvBackend selects Config.Backend: "memory" or "postgres".
 	EnvBackend = "RUNLIMIT_BACKEND"
 	// EnvDatabaseURL is Config.DatabaseURL, the PostgreSQL connection
-	// string.
+	// string, without whitespace at either end.
 	EnvDatabaseURL = "RUNLIMIT_DATABASE_URL"
 	// EnvMigrate is Config.Migrate: "true" applies the schema at start
 	// (any value strconv.ParseBool reads).
@@ -47,7 +47,8 @@ const (
 	// EnvCleanupBatch is Config.CleanupBatch, a whole number.
 	EnvCleanupBatch = "RUNLIMIT_CLEANUP_BATCH"
 	// EnvKeySecret is Config.KeySecret, the raw key secret, at least 32
-	// bytes. Left unset, the Config names no source of the secret, and the
+	// bytes, without whitespace at either end (a newline left by the file
+	// it was written from is refused, not stripped). Left unset, the Config names no source of the secret, and the
 	// host sets one (KeySecret, KeySecretFunc, or the fx module's graph);
 	// with none set, [Open] and [New] read this variable then and fail if
 	// it is still unset. It is the same variable as [DefaultSecretEnv].
@@ -74,7 +75,10 @@ func (e *EnvError) Unwrap() error { return ErrInvalidConfig }
 // environment; its signature suits fx.Provide. Set fields the environment
 // cannot hold, such as a Pool, a Store, an Observer or a Logger, on the
 // result. Every unusable variable is reported, as [*EnvError] values joined
-// with errors.Join; no error holds a value. The result is checked again,
+// with errors.Join; no error holds a value. Unusable are a value that does
+// not parse, a whole number that is negative or above its field's maximum
+// (0 keeps a default), a cleanup interval below [MinCleanupInterval], and
+// a key secret or database URL with whitespace at either end. The result is checked again,
 // as a whole, when the Runtime is built.
 func ConfigFromEnv() (Config, error) { return ConfigFromLookup(os.LookupEnv) }
 
@@ -134,6 +138,9 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		}
 	}
 	if v, ok := get(EnvDatabaseURL); ok {
+		if spaced(v) {
+			bad(EnvDatabaseURL, spacedReason)
+		}
 		cfg.DatabaseURL = NewSecret(v)
 	}
 	if v, ok := get(EnvMigrate); ok {
@@ -186,12 +193,28 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 	// it another way, and the Runtime reports a Config without any source.
 	switch v, ok := get(EnvKeySecret); {
 	case !ok:
+	case spaced(v):
+		bad(EnvKeySecret, spacedReason)
 	case len(v) < domain.MinSecretLength:
 		bad(EnvKeySecret, "holds fewer than "+strconv.Itoa(domain.MinSecretLength)+" bytes")
 	default:
 		cfg.KeySecret = NewSecret(v)
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// spacedReason is the reason of a secret read from the environment with
+// whitespace at either end.
+const spacedReason = "begins or ends with whitespace (a newline left by the file it came from?): remove it, " +
+	"as a secret read with it on one replica and without it on another would give them different keys or databases"
+
+// spaced reports whether v, a secret read from the environment, begins or
+// ends with ASCII whitespace: most often the newline at the end of the
+// file a secret was written from, which one replica's tooling keeps and
+// another's strips. Whitespace within the value is its own.
+func spaced(v string) bool {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+	return v != "" && (isSpace(v[0]) || isSpace(v[len(v)-1]))
 }
 
 // wholeDefault says what 0 means for a variable whose least value is

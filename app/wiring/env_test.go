@@ -202,3 +202,48 @@ func TestConfigFromEnvRejectsValuesOutOfRange(t *testing.T) {
 	require.NoError(t, err)
 	require.Negative(t, cfg.CleanupInterval, "a negative interval turns the loop off")
 }
+
+// TestSecretsWithSurroundingWhitespaceAreRefused: a key secret or database
+// URL read from the environment with whitespace at either end, as a file
+// ending in a newline leaves it, is refused naming the variable: a secret
+// kept with its newline on one replica and without it on another gives
+// them different keys, and counters of their own in a shared store,
+// silently. Neither the value nor the secret is repeated.
+func TestSecretsWithSurroundingWhitespaceAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ label, name, value string }{
+		{"secret/newline_after", "RUNLIMIT_KEY_SECRET", testSecret + "\n"},
+		{"secret/space_before", "RUNLIMIT_KEY_SECRET", " " + testSecret},
+		{"secret/crlf_after", "RUNLIMIT_KEY_SECRET", testSecret + "\r\n"},
+		{"secret/tab_before", "RUNLIMIT_KEY_SECRET", "\t" + testSecret},
+		{"url/newline_after", "RUNLIMIT_DATABASE_URL", "postgres://u:hunter2-pw@db.internal/app\n"},
+		{"url/space_before", "RUNLIMIT_DATABASE_URL", " postgres://u:hunter2-pw@db.internal/app"},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			t.Parallel()
+			_, err := wiring.ConfigFromLookup(lookupOf(map[string]string{tc.name: tc.value}))
+			var ee *wiring.EnvError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, tc.name, ee.Var)
+			require.Contains(t, ee.Reason, "whitespace")
+			require.NotContains(t, err.Error(), strings.TrimSpace(tc.value))
+			require.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+
+	// Config.SecretEnv, read by the Runtime itself, is held to the same
+	// rule.
+	for _, v := range []string{testSecret + "\n", " " + testSecret} {
+		_, err := wiring.New(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: setEnv(t, v)})
+		var ce *wiring.ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, "SecretEnv", ce.Field)
+		require.Contains(t, ce.Reason, "whitespace")
+		require.NotContains(t, err.Error(), testSecret)
+	}
+	// Whitespace inside is the secret's own.
+	inner := "app test secret with spaces inside it"
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_KEY_SECRET": inner}))
+	require.NoError(t, err)
+	require.Equal(t, inner, cfg.KeySecret.Reveal())
+}
