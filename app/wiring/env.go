@@ -99,10 +99,11 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 	}
 	bad := func(name, reason string) { errs = append(errs, &EnvError{Var: name, Reason: reason}) }
 	// whole reads a whole number of at least least and at most most (0
-	// for no maximum). A value out of range is the variable's error here,
-	// not a Config field's error when the Runtime is built, which an
-	// operator would have to map back to a variable.
-	whole := func(name string, dst *int, least, most int) {
+	// for no maximum); zero says what 0 means, when it keeps a default. A
+	// value out of range is the variable's error here, not a Config
+	// field's error when the Runtime is built, which an operator would
+	// have to map back to a variable.
+	whole := func(name string, dst *int, least, most int, zero string) {
 		v, ok := get(name)
 		if !ok {
 			return
@@ -110,23 +111,19 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		// strconv's error quotes the value: only its kind is kept.
 		n, err := strconv.Atoi(v)
 		switch {
-		case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(v, "-"), err == nil && n < 0 && least >= 0:
-			bad(name, "is negative, want at least "+strconv.Itoa(max(least, 1))+wholeDefault(least))
-			return
+		case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(v, "-"), err == nil && n < 0:
+			bad(name, "is negative, want at least "+strconv.Itoa(max(least, 1))+zero)
 		case errors.Is(err, strconv.ErrRange):
 			bad(name, "is too large for a whole number")
-			return
 		case err != nil:
 			bad(name, "is not a whole number")
-			return
 		case n < least:
 			bad(name, "is below "+strconv.Itoa(least))
-			return
 		case most > 0 && n > most:
 			bad(name, "is more than "+strconv.Itoa(most))
-			return
+		default:
+			*dst = n
 		}
-		*dst = n
 	}
 
 	if v, ok := get(EnvBackend); ok {
@@ -153,16 +150,16 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 	// 0 keeps a field's default where it has one; MaxKeys has none, and is
 	// judged with the backend when the Runtime is built. The gate's is
 	// required once the gate is asked for.
-	whole(EnvMemoryMaxKeys, &cfg.Memory.MaxKeys, 0, 0)
-	whole(EnvMemoryShards, &cfg.Memory.Shards, 0, memory.MaxShards)
+	whole(EnvMemoryMaxKeys, &cfg.Memory.MaxKeys, 0, 0, "")
+	whole(EnvMemoryShards, &cfg.Memory.Shards, 0, memory.MaxShards, keepsDefault)
 	if _, ok := get(EnvGateMaxKeys); ok {
 		cfg.Gate = new(memory.Config)
-		whole(EnvGateMaxKeys, &cfg.Gate.MaxKeys, 1, 0)
-		whole(EnvGateShards, &cfg.Gate.Shards, 0, memory.MaxShards)
+		whole(EnvGateMaxKeys, &cfg.Gate.MaxKeys, 1, 0, "")
+		whole(EnvGateShards, &cfg.Gate.Shards, 0, memory.MaxShards, keepsDefault)
 	} else if _, ok := get(EnvGateShards); ok {
 		bad(EnvGateShards, "is set without "+EnvGateMaxKeys)
 	}
-	whole(EnvPostgresRowsPerShard, &cfg.Postgres.RowsPerShard, 0, postgres.MaxRowsPerShard)
+	whole(EnvPostgresRowsPerShard, &cfg.Postgres.RowsPerShard, 0, postgres.MaxRowsPerShard, keepsDefault)
 	if v, ok := get(EnvPostgresSchema); ok {
 		// The schema's own error quotes it: a name is not a secret, but the
 		// rule here is that no error holds a value.
@@ -188,7 +185,7 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 		}
 		cfg.CleanupInterval = d
 	}
-	whole(EnvCleanupBatch, &cfg.CleanupBatch, 0, 0)
+	whole(EnvCleanupBatch, &cfg.CleanupBatch, 0, 0, keepsDefault)
 	// An unset secret is not this helper's to report: the host may supply
 	// it another way, and the Runtime reports a Config without any source.
 	switch v, ok := get(EnvKeySecret); {
@@ -217,11 +214,6 @@ func spaced(v string) bool {
 	return v != "" && (isSpace(v[0]) || isSpace(v[len(v)-1]))
 }
 
-// wholeDefault says what 0 means for a variable whose least value is
-// least: its field's default when 0 is allowed.
-func wholeDefault(least int) string {
-	if least == 0 {
-		return " (0 keeps the default)"
-	}
-	return ""
-}
+// keepsDefault is what 0 means for a whole number whose field has a
+// default.
+const keepsDefault = " (0 keeps the default)"
