@@ -134,7 +134,8 @@ type Config struct {
 	KeySecretFunc func(context.Context) ([]byte, error)
 	// SecretEnv names the environment variable holding the key secret, read
 	// when neither KeySecret nor KeySecretFunc is set. The config holds the
-	// variable's name, never the secret. Default "RUNLIMIT_KEY_SECRET"
+	// variable's name, never the secret. A value with whitespace at either
+	// end, as a file's last newline leaves it, is a config error. Default "RUNLIMIT_KEY_SECRET"
 	// ([DefaultSecretEnv]).
 	SecretEnv string
 

@@ -30,7 +30,9 @@
 // checks that every store is ready and starts the cleanup loop; until
 // then, checks on a store whose pool is not open yet fail closed with an
 // error matching [ErrNotStarted], consuming nothing. A Start that fails
-// closes the Runtime.
+// closes the Runtime: a store that does not answer is a
+// [*NotReadyError], a schema Config.Migrate could not apply a
+// [*MigrateError].
 //
 // [Runtime.Close] cancels a Start in progress (which then fails with
 // [ErrClosed]), stops the cleanup loop, cancelling a pass in progress,

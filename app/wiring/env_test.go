@@ -3,6 +3,7 @@ package wiring_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +155,95 @@ func TestConfigFromEnvReadsTheProcessEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 7, cfg.Memory.MaxKeys)
 	require.Equal(t, testSecret, cfg.KeySecret.Reveal())
+}
+
+// TestConfigFromEnvRejectsValuesOutOfRange: a whole number that no field
+// takes (negative, too large for an int, above a store's maximum) or a
+// cleanup interval below the shortest is the variable's error, naming it,
+// not a field's error at start that an operator must map back to a
+// variable; no error repeats the value.
+func TestConfigFromEnvRejectsValuesOutOfRange(t *testing.T) {
+	t.Parallel()
+	huge := "92233720368547758079"
+	for _, tc := range []struct{ name, value, reason string }{
+		{"RUNLIMIT_MEMORY_MAX_KEYS", "-5", "is negative"},
+		{"RUNLIMIT_MEMORY_MAX_KEYS", huge, "is too large"},
+		{"RUNLIMIT_MEMORY_SHARDS", "-17", "is negative"},
+		{"RUNLIMIT_MEMORY_SHARDS", "1000000000", "is more than"},
+		{"RUNLIMIT_GATE_MAX_KEYS", "0", "is below 1"},
+		{"RUNLIMIT_GATE_MAX_KEYS", "-3", "is negative"},
+		{"RUNLIMIT_POSTGRES_ROWS_PER_SHARD", "-4096", "is negative"},
+		{"RUNLIMIT_POSTGRES_ROWS_PER_SHARD", "65537", "is more than 65536"},
+		{"RUNLIMIT_CLEANUP_BATCH", "-29", "is negative"},
+		{"RUNLIMIT_CLEANUP_BATCH", "-" + huge, "is negative"},
+		{"RUNLIMIT_CLEANUP_INTERVAL", "1ns", "is shorter than 1ms"},
+		{"RUNLIMIT_CLEANUP_INTERVAL", "999us", "is shorter than 1ms"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			t.Parallel()
+			_, err := wiring.ConfigFromLookup(lookupOf(map[string]string{tc.name: tc.value}))
+			var ee *wiring.EnvError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, tc.name, ee.Var)
+			require.Contains(t, ee.Reason, tc.reason)
+			require.ErrorIs(t, err, wiring.ErrInvalidConfig)
+			require.NotContains(t, err.Error(), strings.TrimPrefix(tc.value, "-"))
+		})
+	}
+	// The edges of each range are taken.
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{
+		"RUNLIMIT_MEMORY_MAX_KEYS": "1", "RUNLIMIT_MEMORY_SHARDS": "0", "RUNLIMIT_GATE_MAX_KEYS": "1",
+		"RUNLIMIT_POSTGRES_ROWS_PER_SHARD": "65536", "RUNLIMIT_CLEANUP_BATCH": "0", "RUNLIMIT_CLEANUP_INTERVAL": "1ms",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 65536, cfg.Postgres.RowsPerShard)
+	require.Equal(t, time.Millisecond, cfg.CleanupInterval)
+	cfg, err = wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_CLEANUP_INTERVAL": "-1ns"}))
+	require.NoError(t, err)
+	require.Negative(t, cfg.CleanupInterval, "a negative interval turns the loop off")
+}
+
+// TestSecretsWithSurroundingWhitespaceAreRefused: a key secret or database
+// URL read from the environment with whitespace at either end, as a file
+// ending in a newline leaves it, is refused naming the variable: a secret
+// kept with its newline on one replica and without it on another gives
+// them different keys, and counters of their own in a shared store,
+// silently. Neither the value nor the secret is repeated.
+func TestSecretsWithSurroundingWhitespaceAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ label, name, value string }{
+		{"secret/newline_after", "RUNLIMIT_KEY_SECRET", testSecret + "\n"},
+		{"secret/space_before", "RUNLIMIT_KEY_SECRET", " " + testSecret},
+		{"secret/crlf_after", "RUNLIMIT_KEY_SECRET", testSecret + "\r\n"},
+		{"secret/tab_before", "RUNLIMIT_KEY_SECRET", "\t" + testSecret},
+		{"url/newline_after", "RUNLIMIT_DATABASE_URL", "postgres://u:hunter2-pw@db.internal/app\n"},
+		{"url/space_before", "RUNLIMIT_DATABASE_URL", " postgres://u:hunter2-pw@db.internal/app"},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			t.Parallel()
+			_, err := wiring.ConfigFromLookup(lookupOf(map[string]string{tc.name: tc.value}))
+			var ee *wiring.EnvError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, tc.name, ee.Var)
+			require.Contains(t, ee.Reason, "whitespace")
+			require.NotContains(t, err.Error(), strings.TrimSpace(tc.value))
+			require.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+
+	// Config.SecretEnv, read by the Runtime itself, is held to the same
+	// rule.
+	for _, v := range []string{testSecret + "\n", " " + testSecret} {
+		_, err := wiring.New(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 1}, SecretEnv: setEnv(t, v)})
+		var ce *wiring.ConfigError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, "SecretEnv", ce.Field)
+		require.Contains(t, ce.Reason, "whitespace")
+		require.NotContains(t, err.Error(), testSecret)
+	}
+	// Whitespace inside is the secret's own.
+	inner := "app test secret with spaces inside it"
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{"RUNLIMIT_KEY_SECRET": inner}))
+	require.NoError(t, err)
+	require.Equal(t, inner, cfg.KeySecret.Reveal())
 }

@@ -23,18 +23,27 @@ import (
 // reason never quotes the value it was given.
 var envReasons = map[string][]string{
 	wiring.EnvBackend:              {`is not "memory" or "postgres"`},
+	wiring.EnvDatabaseURL:          {spacedReason},
 	wiring.EnvMigrate:              {"is not true or false"},
-	wiring.EnvMemoryMaxKeys:        {"is not a whole number"},
-	wiring.EnvMemoryShards:         {"is not a whole number"},
-	wiring.EnvGateMaxKeys:          {"is not a whole number"},
-	wiring.EnvGateShards:           {"is not a whole number", "is set without " + wiring.EnvGateMaxKeys},
-	wiring.EnvPostgresRowsPerShard: {"is not a whole number"},
+	wiring.EnvMemoryMaxKeys:        {"is not a whole number", tooLarge, "is negative, want at least 1"},
+	wiring.EnvMemoryShards:         {"is not a whole number", tooLarge, negativeOrDefault, "is more than 65536"},
+	wiring.EnvGateMaxKeys:          {"is not a whole number", tooLarge, "is negative, want at least 1", "is below 1"},
+	wiring.EnvGateShards:           {"is not a whole number", tooLarge, negativeOrDefault, "is more than 65536", "is set without " + wiring.EnvGateMaxKeys},
+	wiring.EnvPostgresRowsPerShard: {"is not a whole number", tooLarge, negativeOrDefault, "is more than 65536"},
 	wiring.EnvPostgresSchema:       {"is not a schema name Runlimit can use: 1 to 63 ASCII letters, digits and underscores, not starting with a digit or pg_"},
 	wiring.EnvPostgresProtocol:     {`is not "locked" or "optimistic"`},
-	wiring.EnvCleanupInterval:      {`is not a duration such as "30s" or "1m"`},
-	wiring.EnvCleanupBatch:         {"is not a whole number"},
-	wiring.EnvKeySecret:            {"holds fewer than 32 bytes"},
+	wiring.EnvCleanupInterval:      {`is not a duration such as "30s" or "1m"`, "is shorter than 1ms (negative turns the loop off)"},
+	wiring.EnvCleanupBatch:         {"is not a whole number", tooLarge, negativeOrDefault},
+	wiring.EnvKeySecret:            {"holds fewer than 32 bytes", spacedReason},
 }
+
+// Reasons that several variables share.
+const (
+	tooLarge          = "is too large for a whole number"
+	negativeOrDefault = "is negative, want at least 1 (0 keeps the default)"
+	spacedReason      = "begins or ends with whitespace (a newline left by the file it came from?): remove it, " +
+		"as a secret read with it on one replica and without it on another would give them different keys or databases"
+)
 
 // noTime drops the time from a log line, which would otherwise differ
 // between two printings.
@@ -114,7 +123,7 @@ func FuzzConfigFromLookup(f *testing.F) {
 			require.Equal(t, d, cfg.CleanupInterval)
 		}
 		require.Equal(t, dbURL, cfg.DatabaseURL.Reveal())
-		if len(secret) >= 32 {
+		if len(secret) >= 32 && !bad[wiring.EnvKeySecret] {
 			require.Equal(t, secret, cfg.KeySecret.Reveal())
 		} else {
 			require.True(t, cfg.KeySecret.IsZero())

@@ -49,6 +49,9 @@ func secretHasher(env string) (domain.KeyHasher, error) {
 		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, "is not set") +
 			" (set it to a secret of at least " + strconv.Itoa(domain.MinSecretLength) + " bytes, or give Config.KeySecret or KeySecretFunc)"}
 	}
+	if spaced(secret) {
+		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, spacedReason)}
+	}
 	hasher, err := domain.NewKeyHasher([]byte(secret))
 	if err != nil {
 		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv",

@@ -389,7 +389,7 @@ func (r *runtimeState) startLocked(ctx context.Context) error {
 	if r.pg != nil && r.cfg.Migrate {
 		began := time.Now()
 		if err := r.migrate(ctx); err != nil {
-			return fmt.Errorf("runlimit: migrate: %w", err)
+			return &MigrateError{Schema: r.pg.Config().Schema, Err: err}
 		}
 		r.logger().LogAttrs(ctx, slog.LevelInfo, "runlimit: schema migrated",
 			slog.String("backend", string(r.cfg.Backend)), slog.Duration("duration", time.Since(began)))
