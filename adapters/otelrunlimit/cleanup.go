@@ -49,7 +49,7 @@ func (t *Telemetry) EndCleanup(ctx context.Context, store string, removed int, e
 		span = trace.SpanFromContext(ctx)
 		defer span.End()
 	}
-	if m := st.metrics; m != nil {
+	if m := st.metrics; m != nil && m.recording() {
 		set := metric.WithAttributes(AttrStore.String(store))
 		if removed > 0 {
 			m.cleanupRemoved.Add(ctx, int64(removed), set)

@@ -172,9 +172,12 @@ func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.
 // admission counts of t leave the collection with it; the next
 // collection's sum is a counter reset for a backend that reads it.
 //
-// Its observer records on into nothing, and WatchStore does nothing. Spans
-// go on: the tracer provider is the host's to shut down. Closing twice, or
-// a nil Telemetry, does nothing.
+// Its observer records on into nothing (no count, latency or error of an
+// admission that ends after Close), its EndCleanup counts no pass, and
+// WatchStore does nothing: a host's next Telemetry on the same provider
+// shares the instruments by name, and must not have them count a
+// closed one's limiters. Spans go on: the tracer provider is the host's
+// to shut down. Closing twice, or a nil Telemetry, does nothing.
 func (t *Telemetry) Close() {
 	if m := t.instruments(); m != nil {
 		m.unregister()
