@@ -67,6 +67,12 @@ func (m *instruments) watch(store string, stats func(context.Context) (ports.Sta
 			// stale one, and the other stores' collection goes on.
 			return nil
 		}
+		if len(st.Headroom) == 0 {
+			// A store that reports no capacity partitions (a host's store
+			// without a bound) has no headroom to report: a zero would
+			// read as a full store, and page whoever alerts on it.
+			return nil
+		}
 		var total int64
 		for _, h := range st.Headroom {
 			total += h

@@ -140,8 +140,9 @@ func (t *Telemetry) Observer() app.Observer {
 // method (a [ports.StatsReporter]'s, or one of wiring.Runtime.StatsFuncs);
 // it is called on the exporter's collections, at most once per
 // Config.StatsInterval, and a collection in between reports its last
-// answer. A collection whose Stats fails reports no headroom for that
-// store, and the others' as usual. A collection waits for a reading no
+// answer. A collection whose Stats fails, or reports no partitions
+// (ports.Stats.Headroom is empty: a store without a bound), reports no
+// headroom for that store, and the others' as usual. A collection waits for a reading no
 // longer than Config.StatsTimeout (1 s by default) or its context allows,
 // then reports no headroom for that store; the reading goes on in the
 // background, one at a time, and serves the collections after it. stop (or [Telemetry.Close]) ends a
