@@ -142,10 +142,11 @@ func (t *Telemetry) Observer() app.Observer {
 // Config.StatsInterval, and a collection in between reports its last
 // answer. A collection whose Stats fails, or reports no partitions
 // (ports.Stats.Headroom is empty: a store without a bound), reports no
-// headroom for that store, and the others' as usual. A collection waits for a reading no
-// longer than Config.StatsTimeout (1 s by default) or its context allows,
-// then reports no headroom for that store; the reading goes on in the
-// background, one at a time, and serves the collections after it. stop (or [Telemetry.Close]) ends a
+// headroom for that store, and the others' as usual. Collections wait
+// for a reading no longer than Config.StatsTimeout (1 s by default) from
+// its start, or than their context allows, then report no headroom for
+// that store; the reading goes on in the background, one at a time, and
+// serves the collections after it. stop (or [Telemetry.Close]) ends a
 // reading in progress, whose collection would otherwise hold up the
 // provider's Unregister, and the host's shutdown, for as long as a store
 // held up by its database takes. Without metrics WatchStore does
