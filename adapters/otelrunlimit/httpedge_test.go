@@ -92,7 +92,7 @@ func TestHTTPEdgeTelemetryNamesNoClient(t *testing.T) {
 	for _, s := range f.spans.Ended() {
 		texts = append(texts, s.Name(), s.Status().Description)
 		for _, kv := range s.Attributes() {
-			texts = append(texts, string(kv.Key), kv.Value.Emit())
+			texts = append(texts, string(kv.Key), kv.Value.String())
 			if kv.Key == otelrunlimit.AttrOutcome {
 				outcomes[kv.Value.AsString()] = true
 			}
@@ -100,7 +100,7 @@ func TestHTTPEdgeTelemetryNamesNoClient(t *testing.T) {
 		for _, ev := range s.Events() {
 			texts = append(texts, ev.Name)
 			for _, kv := range ev.Attributes {
-				texts = append(texts, string(kv.Key), kv.Value.Emit())
+				texts = append(texts, string(kv.Key), kv.Value.String())
 			}
 		}
 	}
