@@ -41,7 +41,15 @@ func (t *Telemetry) EndCleanup(ctx context.Context, store string, removed int, e
 		ctx = context.Background()
 	}
 	stopping := err != nil && errors.Is(err, context.Canceled)
-	if m := st.metrics; m != nil {
+	var span trace.Span
+	if st.tracer != nil {
+		// Ended on every path: a panic of the host's meter provider
+		// below, which the Runtime's loop recovers, must not leave the
+		// pass's span open.
+		span = trace.SpanFromContext(ctx)
+		defer span.End()
+	}
+	if m := st.metrics; m != nil && m.recording() {
 		set := metric.WithAttributes(AttrStore.String(store))
 		if removed > 0 {
 			m.cleanupRemoved.Add(ctx, int64(removed), set)
@@ -53,14 +61,12 @@ func (t *Telemetry) EndCleanup(ctx context.Context, store string, removed int, e
 			}
 		}
 	}
-	if st.tracer == nil {
+	if span == nil {
 		return
 	}
-	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(AttrCleanupRemoved.Int(removed))
 	if err != nil && !stopping {
 		span.SetAttributes(AttrErrorType.String(fmt.Sprintf("%T", err)))
 		span.SetStatus(codes.Error, err.Error())
 	}
-	span.End()
 }

@@ -93,3 +93,39 @@ func TestCloseRacesCollectionsAndWatches(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	require.Empty(t, f.collect(t).gauges[otelrunlimit.MetricHeadroom])
 }
+
+// TestNothingIsRecordedAfterClose: a limiter used after its Telemetry is
+// closed (a host's application stopped while a request drains) records
+// nothing more, in any instrument: its latency and errors, like its
+// counts, would otherwise go on into the instruments a host's next
+// Telemetry on the same provider shares by name. Nor does a cleanup pass
+// that ends after Close count.
+func TestNothingIsRecordedAfterClose(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	store, err := memory.New(memory.Config{MaxKeys: 10})
+	require.NoError(t, err)
+	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
+	require.NoError(t, err)
+	p := domain.MustPolicy("auth.login", "identity", 5, time.Minute)
+	check := domain.NewCheck(p, f.hasher.KeyString(p, "alice"))
+	ctx := context.Background()
+	_, err = limiter.Check(ctx, check)
+	require.NoError(t, err)
+	before := f.collect(t)
+	require.Equal(t, map[string]uint64{admissionAttrs("edge", "allowed"): 1}, before.histograms[otelrunlimit.MetricAdmissionLatency])
+
+	f.tel.Close()
+	_, err = limiter.Check(ctx, check)
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+	_, err = limiter.Check(ctx, check)
+	require.ErrorIs(t, err, ports.ErrClosed)
+	passCtx := f.tel.StartCleanup(ctx, "memory")
+	n, err := store.CleanupExpired(passCtx, 10)
+	f.tel.EndCleanup(passCtx, "memory", n+3, err)
+
+	after := f.collect(t)
+	require.Equal(t, before.histograms, after.histograms, "no latency after Close")
+	require.Empty(t, after.sums, "no count, error or cleanup pass after Close")
+}

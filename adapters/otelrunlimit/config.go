@@ -39,12 +39,13 @@ type Config struct {
 	// however often the exporter collects. At least 0. Default 10 seconds
 	// ([DefaultStatsInterval]).
 	StatsInterval time.Duration
-	// StatsTimeout is the most a collection waits for a watched store's
-	// reading: one that takes longer (a PostgreSQL ledger locked by
-	// another session waits up to the store's budget) reports no headroom
-	// for that store, and the reading goes on in the background, one at a
-	// time, for the collections after it. At least 0. Default 1 second
-	// ([DefaultStatsTimeout]).
+	// StatsTimeout is the most collections wait for a watched store's
+	// reading, from its start: one that takes longer (a PostgreSQL ledger
+	// locked by another session waits up to the store's budget) reports
+	// no headroom for that store, and the reading goes on in the
+	// background, one at a time, for the collections after it; those
+	// that come while it is still held up do not wait for it again. At
+	// least 0. Default 1 second ([DefaultStatsTimeout]).
 	StatsTimeout time.Duration
 }
 

@@ -82,15 +82,18 @@
 // The headroom gauges report a store's free counter slots: all
 // partitions together, and the fullest partition's, the first to deny
 // new keys with capacity_denied (for PostgreSQL, the capacity ledger's
-// fullest shard). A memory shard poisoned by a panic has none. The store
+// fullest shard). A memory shard poisoned by a panic has none. A store
+// whose Stats reports no partitions (a host's store without a bound)
+// reports no headroom. The store
 // is read on collection at most once per Config.StatsInterval (10 s by
 // default) whatever the exporter's period; a failed read reports no
-// headroom for that store until the next one. A collection waits for a
-// read at most Config.StatsTimeout (1 s by default): a scrape, whose
-// context often has no deadline, is not held for the store's whole
-// budget by a ledger that another session keeps locked. It reports no
-// headroom for that store, and the read goes on in the background, one
-// at a time, for the collections after it.
+// headroom for that store until the next one. Collections wait for a
+// read at most Config.StatsTimeout (1 s by default) from its start: a
+// scrape, whose context often has no deadline, is not held for the
+// store's whole budget by a ledger that another session keeps locked. It
+// reports no headroom for that store, and the read goes on in the
+// background, one at a time, for the collections after it, which do not
+// wait for it again while it is held up.
 //
 // # Spans
 //

@@ -47,8 +47,12 @@ type storeWatch struct {
 // share: done is closed once st and err are set.
 type reading struct {
 	done chan struct{}
-	st   ports.Stats
-	err  error
+	// deadline is when collections stop waiting for the reading: its
+	// start plus the watch's timeout, for every collection that shares
+	// it.
+	deadline time.Time
+	st       ports.Stats
+	err      error
 }
 
 // errStatsTimeout is a collection's answer when the store's reading did
@@ -65,6 +69,12 @@ func (m *instruments) watch(store string, stats func(context.Context) (ports.Sta
 		if err != nil {
 			// The store did not answer: no headroom is better than a
 			// stale one, and the other stores' collection goes on.
+			return nil
+		}
+		if len(st.Headroom) == 0 {
+			// A store that reports no capacity partitions (a host's store
+			// without a bound) has no headroom to report: a zero would
+			// read as a full store, and page whoever alerts on it.
 			return nil
 		}
 		var total int64
@@ -130,11 +140,13 @@ func (w *watchRegistration) unregister() {
 // or a new one. A failed reading is kept as long.
 //
 // The reading runs on a goroutine of its own, under the watch's context,
-// and the collection waits for it no longer than the watch's timeout, or
-// than ctx, the collection's, allows: a store held up by its database (a
-// locked ledger) then reports nothing, rather than holding the scrape for
-// its whole budget, and its reading, when it comes, serves the
-// collections after it. Only one reading is in flight at a time.
+// and collections wait for it no longer than the watch's timeout from
+// the reading's start, or than ctx, the collection's, allows: a store
+// held up by its database (a locked ledger) then reports nothing, rather
+// than holding the scrape for its whole budget, and its reading, when it
+// comes, serves the collections after it. Only one reading is in flight
+// at a time, so a store whose reading never ends delays the scrapes
+// once, by the timeout, and not every one of them.
 func (w *storeWatch) sample(ctx context.Context) (ports.Stats, error) {
 	w.mu.Lock()
 	if err := w.stopped.Err(); err != nil {
@@ -147,13 +159,25 @@ func (w *storeWatch) sample(ctx context.Context) (ports.Stats, error) {
 	}
 	f := w.flight
 	if f == nil {
-		f = &reading{done: make(chan struct{})}
+		f = &reading{done: make(chan struct{}), deadline: w.now().Add(w.timeout)}
 		w.flight = f
 		w.readings.Add(1)
 		go w.take(f)
 	}
+	wait := f.deadline.Sub(w.now())
 	w.mu.Unlock()
-	timer := time.NewTimer(w.timeout)
+	if wait <= 0 {
+		// The reading has kept collections waiting for the whole timeout
+		// already: one held up for good (a host's Stats that ignores its
+		// context) costs the scrapes its timeout once, not at every one.
+		select {
+		case <-f.done:
+			return f.st, f.err
+		default:
+			return ports.Stats{}, errStatsTimeout
+		}
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-f.done:

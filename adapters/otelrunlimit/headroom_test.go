@@ -125,3 +125,23 @@ func TestNegativeStatsIntervalIsRejected(t *testing.T) {
 	require.ErrorIs(t, err, app.ErrInvalidConfig)
 	require.EqualError(t, err, "runlimit: invalid config: otelrunlimit StatsInterval -1s is negative")
 }
+
+// TestHeadroomOfAStoreWithoutPartitionsIsNotReported: a host's store whose
+// Stats reports no capacity partitions (it has no bound, and counts only
+// its entries) reports no headroom, rather than a zero that reads as a
+// full store; a store watched beside it reports as usual.
+func TestHeadroomOfAStoreWithoutPartitionsIsNotReported(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	unbounded := &countingStats{st: ports.Stats{Entries: 12}}
+	gate := &countingStats{st: ports.Stats{Capacity: 8, Shards: 2, Headroom: []int64{3, 5}}}
+	for name, s := range map[string]*countingStats{"store": unbounded, "gate": gate} {
+		stop, err := f.tel.WatchStore(name, s.Stats)
+		require.NoError(t, err)
+		t.Cleanup(stop)
+	}
+	s := f.collect(t)
+	require.Equal(t, 1, unbounded.count(), "the store was read")
+	require.Equal(t, map[string]int64{"runlimit.store=gate": 8}, s.gauges[otelrunlimit.MetricHeadroom])
+	require.Equal(t, map[string]int64{"runlimit.store=gate": 3}, s.gauges[otelrunlimit.MetricFullestHeadroom])
+}

@@ -62,6 +62,12 @@ type instruments struct {
 	// will be (Close came first).
 	counted metric.Registration
 	settled atomic.Bool
+	// stopped is set by Close: nothing is recorded from then on. The
+	// synchronous instruments stay with the provider, which a host's next
+	// Telemetry on it shares by name, and would otherwise go on counting
+	// this one's admissions beside a runlimit.admissions that no longer
+	// does.
+	stopped atomic.Bool
 
 	mu      sync.Mutex
 	watches map[*watchRegistration]struct{} // the stores watched
@@ -133,6 +139,7 @@ func (m *instruments) unregister() {
 	m.mu.Lock()
 	counted, watches := m.counted, m.watches
 	m.counted, m.watches, m.closed = nil, nil, true
+	m.stopped.Store(true)
 	m.mu.Unlock()
 	if counted != nil {
 		_ = counted.Unregister()
@@ -148,6 +155,9 @@ func (m *instruments) unregister() {
 // check of a denial or shadow denial (the others consumed nothing and
 // decided nothing), so that "denied by which policy" is a sum by policy.
 func (m *instruments) record(ctx context.Context, e *app.Event) {
+	if !m.recording() {
+		return
+	}
 	out := outcomeOf(e)
 	if p, ok := e.Policy(e.Index); ok && e.Err == nil {
 		m.count(e.Limiter, p, out)
@@ -162,6 +172,9 @@ func (m *instruments) record(ctx context.Context, e *app.Event) {
 		m.errors.Add(ctx, 1, m.attrs.get(attrKey{limiter: e.Limiter, consumed: e.MayHaveConsumedQuota()}).add...)
 	}
 }
+
+// recording reports whether m records: Close has not been called.
+func (m *instruments) recording() bool { return !m.stopped.Load() }
 
 // count adds a check of policy p to runlimit.admissions. The zero policy
 // of an event a host made up, rather than a limiter, counts nothing.

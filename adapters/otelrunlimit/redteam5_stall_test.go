@@ -201,3 +201,43 @@ func TestAScrapeDoesNotWaitForAStuckStatsPastStatsTimeout(t *testing.T) {
 	require.Equal(t, []int64{4}, scrape())
 	require.Empty(t, store.entered, "the store was read again within the interval")
 }
+
+// TestAReadingHeldUpForGoodDelaysOneScrapeOnly: a store whose Stats never
+// answers (a host's that ignores its context, or a connection stalled
+// past its budget) keeps scrapes waiting StatsTimeout from the reading's
+// start, in all: once that has passed, a scrape reports no headroom for
+// it at once, rather than holding every scrape, and the other
+// instruments with it, for StatsTimeout again.
+func TestAReadingHeldUpForGoodDelaysOneScrapeOnly(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: f.mp, StatsTimeout: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(tel.Close)
+	otelrunlimit.SetNow(tel, f.clock.Now)
+	store := newStuckStats()
+	t.Cleanup(func() { close(store.release) })
+	stop, err := tel.WatchStore("postgres", store.Stats)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+
+	// The first scrape waits for the reading until its own context ends
+	// (its StatsTimeout would take an hour).
+	ctx, cancel := context.WithCancel(context.Background())
+	first := collectAsync(ctx, f.reader)
+	testkit.Receive(t, store.entered, failSafe, "the first scrape's reading")
+	cancel()
+	testkit.Receive(t, first, failSafe, "the first scrape's end")
+
+	// An hour on, the reading is still held up.
+	f.clock.Advance(time.Hour)
+	second := collectAsync(context.Background(), f.reader)
+	select {
+	case err := <-second:
+		require.NoError(t, err)
+	case <-time.After(failSafe):
+		t.Fatal("a scrape waited again for a reading held up past StatsTimeout")
+	}
+	require.Empty(t, f.collect(t).gauges[otelrunlimit.MetricHeadroom], "a store that has not answered reports no headroom")
+	require.Empty(t, store.entered, "no second reading started while one was in flight")
+}

@@ -140,11 +140,13 @@ func (t *Telemetry) Observer() app.Observer {
 // method (a [ports.StatsReporter]'s, or one of wiring.Runtime.StatsFuncs);
 // it is called on the exporter's collections, at most once per
 // Config.StatsInterval, and a collection in between reports its last
-// answer. A collection whose Stats fails reports no headroom for that
-// store, and the others' as usual. A collection waits for a reading no
-// longer than Config.StatsTimeout (1 s by default) or its context allows,
-// then reports no headroom for that store; the reading goes on in the
-// background, one at a time, and serves the collections after it. stop (or [Telemetry.Close]) ends a
+// answer. A collection whose Stats fails, or reports no partitions
+// (ports.Stats.Headroom is empty: a store without a bound), reports no
+// headroom for that store, and the others' as usual. Collections wait
+// for a reading no longer than Config.StatsTimeout (1 s by default) from
+// its start, or than their context allows, then report no headroom for
+// that store; the reading goes on in the background, one at a time, and
+// serves the collections after it. stop (or [Telemetry.Close]) ends a
 // reading in progress, whose collection would otherwise hold up the
 // provider's Unregister, and the host's shutdown, for as long as a store
 // held up by its database takes. Without metrics WatchStore does
@@ -172,9 +174,12 @@ func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.
 // admission counts of t leave the collection with it; the next
 // collection's sum is a counter reset for a backend that reads it.
 //
-// Its observer records on into nothing, and WatchStore does nothing. Spans
-// go on: the tracer provider is the host's to shut down. Closing twice, or
-// a nil Telemetry, does nothing.
+// Its observer records on into nothing (no count, latency or error of an
+// admission that ends after Close), its EndCleanup counts no pass, and
+// WatchStore does nothing: a host's next Telemetry on the same provider
+// shares the instruments by name, and must not have them count a
+// closed one's limiters. Spans go on: the tracer provider is the host's
+// to shut down. Closing twice, or a nil Telemetry, does nothing.
 func (t *Telemetry) Close() {
 	if m := t.instruments(); m != nil {
 		m.unregister()

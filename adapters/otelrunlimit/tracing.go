@@ -48,6 +48,15 @@ func (o *tracingObserver) StartAdmission(ctx context.Context, e app.Event) conte
 		name = SpanCheckAll
 	}
 	ctx, span := o.state().tracer.Start(ctx, name, internalSpan...)
+	// A host's span that panics as its attributes are set (the limiter
+	// recovers the panic and never calls EndAdmission) is ended here, so
+	// that no span the admission started stays open.
+	started := false
+	defer func() {
+		if !started {
+			span.End()
+		}
+	}()
 	if span.IsRecording() {
 		policies := make([]string, e.Size)
 		for i := range policies {
@@ -56,6 +65,7 @@ func (o *tracingObserver) StartAdmission(ctx context.Context, e app.Event) conte
 		}
 		span.SetAttributes(AttrLimiter.String(e.Limiter), AttrBatchSize.Int(e.Size), AttrPolicies.StringSlice(policies))
 	}
+	started = true
 	return ctx
 }
 
@@ -64,6 +74,10 @@ func (o *tracingObserver) StartAdmission(ctx context.Context, e app.Event) conte
 // metrics with ctx, so that an exemplar can point at the span.
 func (o *tracingObserver) EndAdmission(ctx context.Context, e app.Event) {
 	span := trace.SpanFromContext(ctx)
+	// The span is ended on every path: a panic of the host's meter
+	// provider below, or of its span as the outcome is set, which the
+	// limiter recovers, must not leave it open.
+	defer span.End()
 	// The metrics come first: ending the span runs the host's span
 	// processors, whose panic (an exporter's, under a simple processor)
 	// the limiter recovers, and which must not lose the admission's count.
@@ -83,7 +97,6 @@ func (o *tracingObserver) EndAdmission(ctx context.Context, e app.Event) {
 		}
 		span.SetAttributes(attrs...)
 	}
-	span.End()
 }
 
 // ObserveAdmission records the metrics of an event that reached the
