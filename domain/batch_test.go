@@ -73,6 +73,13 @@ func TestBatchRejects(t *testing.T) {
 	}
 	costly, err := domain.NewCheckCost(f.policy, f.key("subject-0"), 3)
 	require.NoError(t, err)
+	// A policy built again with the same identity is another value with
+	// the same fingerprint: its checks share counters with f.policy's.
+	twin := newPolicy(t, f.policy.ID().String(), f.policy.Scope().String(), f.policy.Limit(), f.policy.Window())
+	require.Equal(t, f.policy.Fingerprint(), twin.Fingerprint())
+	// Batches above 64 checks find duplicates by hashing rather than by
+	// comparing each check with every earlier one; these cases hold both.
+	const large = 500
 
 	cases := []struct {
 		name    string
@@ -112,6 +119,33 @@ func TestBatchRejects(t *testing.T) {
 			name: "duplicate key names both indexes", checks: with(4, map[int]domain.Check{3: f.check("subject-1")}),
 			want: domain.BatchError{Problem: domain.BatchDuplicateKey, Size: 4, Index: 3, First: 1},
 			text: "runlimit: invalid batch: checks 1 and 3 share a counter key",
+		},
+		{
+			name: "duplicate key under an equal policy", checks: with(3, map[int]domain.Check{2: domain.NewCheck(twin, f.key("subject-0"))}),
+			want: domain.BatchError{Problem: domain.BatchDuplicateKey, Size: 3, Index: 2, First: 0},
+		},
+		{
+			name: "large batch: duplicate key names both indexes", checks: with(large, map[int]domain.Check{large - 1: f.check("subject-7")}), maxSize: large,
+			want: domain.BatchError{Problem: domain.BatchDuplicateKey, Size: large, Index: large - 1, First: 7},
+		},
+		{
+			name: "large batch: duplicate key under an equal policy", checks: with(large, map[int]domain.Check{300: domain.NewCheck(twin, f.key("subject-299"))}), maxSize: large,
+			want: domain.BatchError{Problem: domain.BatchDuplicateKey, Size: large, Index: 300, First: 299},
+		},
+		{
+			name: "large batch: the first of several duplicates", checks: with(large, map[int]domain.Check{
+				200: f.check("subject-3"), 100: f.check("subject-2"), 400: costly}), maxSize: large,
+			want: domain.BatchError{Problem: domain.BatchDuplicateKey, Size: large, Index: 100, First: 2},
+		},
+		{
+			name: "large batch: same subject under another policy is no duplicate, a mode mismatch after it is found", checks: with(large, map[int]domain.Check{
+				450: domain.NewCheck(shadow, f.key("x"))}), maxSize: large,
+			want: domain.BatchError{Problem: domain.BatchMixedModes, Size: large, Index: 450, First: 0},
+		},
+		{
+			name: "large batch: duplicate before an invalid check", checks: with(large, map[int]domain.Check{
+				65: f.check("subject-64"), 66: zeroKey}), maxSize: large,
+			want: domain.BatchError{Problem: domain.BatchDuplicateKey, Size: large, Index: 65, First: 64},
 		},
 		{
 			name: "duplicate key with another cost", checks: with(2, map[int]domain.Check{1: costly}),
@@ -254,6 +288,20 @@ func BenchmarkBatchReset(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
+			}
+		})
+	}
+	// Large batches, for hosts that allow them: one request's validation
+	// must grow with its size, not with its square.
+	for _, n := range []int{64, 65, 1024, 16384} {
+		checks := f.distinctChecks(n)
+		b.Run(fmt.Sprintf("checks=%d", n), func(b *testing.B) {
+			batch := new(domain.Batch)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := batch.Reset(checks, n); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
