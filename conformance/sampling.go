@@ -124,11 +124,11 @@ func testCleanupWaitsForPinnedCheck(t *testing.T, f *fixture) {
 	}
 	// The key's window, whoever anchored it, began at or after the
 	// cleanup's time, which is now: a whole window is left.
-	want := limit - int64(1)
+	want, why := limit-int64(1), " (the denied check consumed nothing, and the key's window has ended)"
 	if r1.outcome == domain.Allowed {
-		want = limit - 2
+		want, why = limit-2, " (the allowed check counted in the window it anchored)"
 	}
-	a := f.allow(c, want, g+" (the check, allowed, counted in a window of its own)")
+	a := f.allow(c, want, g+why)
 	f.requireDuration(window, a.ResetAfter, g+" (the window the key has now began when the cleanup ran or later: a "+
 		"check that waited for the cleanup and anchored its window at the sample it took before the cleanup's, half a "+
 		"window earlier, counted in the window it should have been denied in)")
