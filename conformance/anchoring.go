@@ -19,6 +19,7 @@ import (
 func anchoringScenario() scenario {
 	return scenario{name: "anchoring", cases: []testCase{
 		{name: "a_batch_anchors_new_windows_at_the_time_it_decided_at", run: testBatchAnchorsAtItsSample},
+		{name: "a_batch_renewing_active_windows_keeps_where_they_end", run: testBatchRenewalKeepsWindowEnd},
 	}}
 }
 
@@ -65,4 +66,30 @@ func testBatchAnchorsAtItsSample(t *testing.T, f *fixture) {
 	f.advance(soon + window - late)
 	f.allow(f.check(p, b), 1, g+" (the batch counted the first key in a window that ended "+soon.String()+
 		" after the batch began, so the new key's window, anchored at the same time, has ended a window later)")
+}
+
+// testBatchRenewalKeepsWindowEnd counts a batch of two keys, counts it
+// again half a window later, and checks the keys a window after the
+// first: both windows have ended, and each key anchors a new one. A store
+// whose batch path sets a counted key's expiry from the time of the write
+// (a port of a key-value design whose batch script calls PEXPIRE on every
+// key it counts, where its single-key script calls PEXPIREAT only on
+// creation) slides an active window forward each time a batch counts it.
+func testBatchRenewalKeepsWindowEnd(t *testing.T, f *fixture) {
+	const g = "anchoring: a batch that counts in active windows keeps the ends they were anchored with (a fixed " +
+		"window does not slide when counted)"
+	const half = window / 2
+	p := f.policy(5, window)
+	a, b := f.key(), f.key()
+	if q := f.otherPart(p, f.partOf(p, a)); q >= 0 {
+		b = f.keyIn(p, q)
+	}
+	batch := []domain.Check{f.check(p, a), f.check(p, b)}
+	require.Equal(t, []int64{4, 4}, f.admitAllowed(batch, g), "%s: new keys", g)
+	f.advance(half)
+	require.Equal(t, []int64{3, 3}, f.admitAllowed(batch, g), "%s: counted in the windows the first batch anchored", g)
+	f.advance(half)
+	require.Equal(t, []int64{4, 4}, f.admitAllowed(batch, g),
+		"%s: a window after the first batch both windows have ended, so each key anchors a new one (a count below 4 "+
+			"was counted in a window the second batch moved on)", g)
 }

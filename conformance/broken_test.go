@@ -262,6 +262,8 @@ var targets = map[bs.Fault]string{
 	bs.CleanupLeavesClampBelow:         "cleanupclamp/a_cleanup_raises_the_clamp_to_the_time_it_judged",
 	bs.SortsOnlyPairs:                  "lockcycles/batches_of_three_keys_in_rotated_orders_do_not_deadlock",
 	bs.StatsLocksPartitionsDescending:  "lockcycles/stats_racing_a_batch_across_partitions_does_not_deadlock",
+	bs.BatchRenewalSlides:              "anchoring/a_batch_renewing_active_windows_keeps_where_they_end",
+	bs.ClockMutexBeforeLocks:           "sampling/a_cleanup_that_waits_for_a_check_removes_only_what_ended_before_that_check_decided",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -209,7 +209,9 @@
 //     after its sample while time moves past the end of one of its
 //     windows, a batch that still counted in that window anchors its new
 //     key's window no later (a store that stamps new windows with a second
-//     clock read for the write does not);
+//     clock read for the write does not); and a batch that counts in
+//     active windows leaves their ends where they were anchored (a batch
+//     script that calls PEXPIRE on every key it counts slides them);
 //   - expiry: a counter removed by cleanup is gone for every later read,
 //     also when its last check only read it (a denial); an expired key of
 //     a batch renews in its own slot, which the batch's new key cannot
@@ -307,7 +309,15 @@
 //     ran while the first was pinned just after its clock sample, read
 //     the clock again before it decided, so a store that samples (and
 //     clamps) its time before its locks, as a transaction's start time,
-//     is caught even when its clamp hides the stale sample's value;
+//     is caught even when its clamp hides the stale sample's value; and
+//     a check of an exhausted key pinned after its sample, half a window
+//     before the window ends, while time moves to that end and a cleanup
+//     runs, leaves the key a window that began no earlier than the
+//     cleanup: a store that samples its clock under a store-wide mutex
+//     before its locks, and whose cleanup takes a partition's lock before
+//     reading the clock through that mutex, lets the cleanup remove the
+//     counter first, and the check then anchors a new window at its
+//     earlier sample, in the window it should have been denied in;
 //   - lockwaits: a check, or a batch, whose context is cancelled while it
 //     waits for a lock an admission pinned in its clock read holds
 //     answers the decision it made, or an error matching the context's
@@ -424,7 +434,13 @@
 // the store surrounds that read. A store that reads its clock under a
 // store-wide mutex of its own (one that clamps the clock, say) and only
 // then takes its key locks keeps the pinned admission's rival waiting on
-// that mutex, not on a key lock, and passes the pinned case; a gap of the
+// that mutex, not on a key lock, and passes the pinned case. The sampling
+// case whose rival is a cleanup catches it when the cleanup takes its
+// lock before it reads the clock through the mutex (as the protocol asks
+// of a cleanup): the cleanup then holds the lock the released admission
+// needs, and runs first. A store whose cleanup, too, reads the clock
+// before its locks runs whichever of the two reaches the lock first, as
+// the scheduler decides: review where the clock is read. A gap of the
 // same kind lets a cleanup that collects a partition's expired keys under
 // its lock and deletes them after taking the same lock again, without
 // looking again (or looking again, but freeing the slot whatever it
@@ -458,7 +474,14 @@
 // before its decision is read), or that stores its latest time after it
 // unlocks, is wrong only when the scheduler interleaves two admissions
 // there: review what an admission shares outside its locks, and run with
-// -race. Review
+// -race. Likewise a store that adds a check's cost first and, when the
+// check is denied, takes it back in a step of its own after it let its
+// lock go (a Redis rate limiter's INCRBY, then DECRBY when over the
+// limit, two commands apart): a racing check of the key is denied for
+// units nothing consumed only when it takes the lock between the two
+// steps, which the scheduler decides and seldom does (the unlocking
+// goroutine usually takes the lock again before the waiter it woke
+// runs), and -race sees no unsynchronised access in it. Review
 // also where a store creates a key: the creation race lets a waiter in before a creator that dropped its lock
 // only when that lock hands itself to the first waiter, as a lock shared
 // by a partition's keys does once the race has queued on it, and a mutex
@@ -540,7 +563,9 @@
 // cleanup that lowers the clamp or leaves it below the time it judged,
 // writes mapped back through the inverse of a sort permutation, cleanup
 // or eviction one microsecond early, locks sorted only for a pair of
-// keys, a Stats call that locks partitions downwards, and counters keyed,
+// keys, a Stats call that locks partitions downwards, a batch that slides
+// the active windows it counts, a clock read under a store-wide mutex
+// before the locks, and counters keyed,
 // or new keys told
 // apart, by a 64-bit hash, a suffix, an XOR fold, the fingerprint XOR the
 // subject key or the fingerprint's first byte, an index whose tombstones fill its table,

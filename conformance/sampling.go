@@ -31,6 +31,8 @@ func samplingScenario() scenario {
 	return scenario{name: "sampling", cases: []testCase{
 		{name: "a_check_that_counts_after_another_sampled_its_clock_after_that_one_wrote", single: true,
 			run: testSampleAfterObservedWrite},
+		{name: "a_cleanup_that_waits_for_a_check_removes_only_what_ended_before_that_check_decided", single: true,
+			run: testCleanupWaitsForPinnedCheck},
 	}}
 }
 
@@ -70,4 +72,64 @@ func testSampleAfterObservedWrite(t *testing.T, f *fixture) {
 			"the read)", g, r1.remaining[0], r2.remaining[0])
 	}
 	f.allow(f.checkCost(p, k, limit-3), 0, g+" (every unit was counted once)")
+}
+
+// testCleanupWaitsForPinnedCheck pins a check of an exhausted key just
+// after its clock sample, half a window before the key's window ends,
+// moves time past that end and runs a cleanup. A store that samples the
+// clock with the key's locks held keeps the cleanup waiting until the
+// check has been denied; an optimistic store lets the cleanup remove the
+// counter, and the check, finding it changed, starts again at the later
+// time and anchors a new window then. Either way the window the key has
+// afterwards began no earlier than the cleanup's time, and a check now
+// reports a whole window to reset.
+//
+// A store that reads its clock under a store-wide mutex of its own (one
+// that clamps the clock, say) before it takes its key locks, and whose
+// cleanup takes its locks and then reads the clock through the same
+// mutex, lets the cleanup take the lock the pinned check needs while the
+// check still holds the mutex: once released, the check waits for the
+// cleanup, finds the key removed and anchors a new window at its pinned
+// sample, in the middle of the window it should have been denied in. The
+// admission-against-admission pinned case cannot see this order: its
+// rival waits on the mutex, not on a key lock. The key is in the first
+// partition, the one a cleanup going partition by partition in ascending
+// order, each under its lock, takes first.
+func testCleanupWaitsForPinnedCheck(t *testing.T, f *fixture) {
+	const g = "sampling: a check that counts after a cleanup removed its key's ended window decided after that cleanup " +
+		"(sample the clock with every lock held, not under a store-wide mutex taken before the locks)"
+	if _, ok := f.cleaner(); !ok {
+		t.Skip("sampling: the store does not implement ports.Cleaner")
+	}
+	const limit, half = 2, window / 2
+	p := f.policy(limit, window)
+	// The first partition, which a cleanup that goes partition by
+	// partition in ascending order locks first.
+	c := f.check(p, f.keyIn(p, 0))
+	f.allow(c, limit-1, g)
+	f.allow(c, 0, g)
+	f.advance(half)
+	r1, r2, held := f.pinnedRace(g, f.checkOp(c, f.path), func() { f.advance(half) }, f.cleanupOp(limit))
+	how := "a store that reads no ManualClock ran the check to its end"
+	if held {
+		how = "the check pinned just after its clock sample"
+	}
+	f.log.add("race: check %s via %s of an exhausted key, %s, while time moved %v on to the window's end and a "+
+		"cleanup ran → check %s; cleanup %s", f.log.check(c), f.path, how, half, describeResult(r1), describeResult(r2))
+	require.NoError(t, r1.err, "%s: the store failed a valid check", g)
+	require.NoError(t, r2.err, "%s: the store failed a valid cleanup", g)
+	if r1.outcome != domain.Allowed {
+		require.Equal(t, domain.Denied.String()+" ("+domain.QuotaExhausted.String()+")", r1.outcome.String()+" ("+r1.reason.String()+")",
+			"%s: a check of an exhausted key decided before its window ended is denied for quota", g)
+	}
+	// The key's window, whoever anchored it, began at or after the
+	// cleanup's time, which is now: a whole window is left.
+	want, why := limit-int64(1), " (the denied check consumed nothing, and the key's window has ended)"
+	if r1.outcome == domain.Allowed {
+		want, why = limit-2, " (the allowed check counted in the window it anchored)"
+	}
+	a := f.allow(c, want, g+why)
+	f.requireDuration(window, a.ResetAfter, g+" (the window the key has now began when the cleanup ran or later: a "+
+		"check that waited for the cleanup and anchored its window at the sample it took before the cleanup's, half a "+
+		"window earlier, counted in the window it should have been denied in)")
 }

@@ -250,7 +250,7 @@ func (a *admission) runOptimistic() error {
 // SingleCheckReusesLastTime on AdmitCheck the latest time any admission
 // read.
 func (a *admission) clock() domain.Instant {
-	if a.s.cfg.Fault == ClampedClockBeforeLocks {
+	if a.s.cfg.Fault == ClampedClockBeforeLocks || a.s.cfg.Fault == ClockMutexBeforeLocks {
 		return a.sampled // hunt20.go
 	}
 	if now, ok := a.clampFault(); ok {
@@ -700,7 +700,7 @@ func (a *admission) write(now domain.Instant) error {
 				return err
 			}
 		}
-		s.put(a, i, targets[i], s.encode(a.next(i), a.before[i], a.present[i], now))
+		s.put(a, i, targets[i], a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now))
 	}
 	return nil
 }

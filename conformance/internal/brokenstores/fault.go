@@ -1057,6 +1057,22 @@ const (
 	// report, from the highest down, where admissions take them upwards.
 	StatsLocksPartitionsDescending
 
+	// Faults of the twenty-third blind hunt (hunt23.go).
+
+	// BatchRenewalSlides moves the end of an active window that a batch of
+	// two or more checks counts to a window after the batch's time, as a
+	// batch script that calls PEXPIRE on every key does; single checks
+	// keep the end the window was anchored with.
+	BatchRenewalSlides
+	// ClockMutexBeforeLocks reads and clamps its clock under a store-wide
+	// mutex before it takes an admission's locks (the key locks, then the
+	// partition locks of every key), and decides at that time; its cleanup
+	// takes each partition's lock and then reads the clock through the same
+	// mutex. A cleanup that takes a partition's lock while an admission
+	// holds the mutex in its clock read runs first, and the admission then
+	// decides, at its earlier time, on what the cleanup left.
+	ClockMutexBeforeLocks
+
 	faultCount
 )
 
@@ -1285,6 +1301,9 @@ var faultNames = [faultCount]string{
 	CleanupLeavesClampBelow:         "CleanupLeavesClampBelow",
 	SortsOnlyPairs:                  "SortsOnlyPairs",
 	StatsLocksPartitionsDescending:  "StatsLocksPartitionsDescending",
+
+	BatchRenewalSlides:    "BatchRenewalSlides",
+	ClockMutexBeforeLocks: "ClockMutexBeforeLocks",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -99,7 +99,8 @@ func (a *admission) judgedStored(i int) bool {
 // locks of all its keys, stored or new (NewKeysJudgedBeforePartitionLocks),
 // so that a cleanup holding partition locks alone excludes it.
 func (s *Store) locksKeyPartitions() bool {
-	return s.cfg.Fault == NewKeysJudgedBeforePartitionLocks || s.cfg.Fault == CleanupChunksWithoutRecheck
+	return s.cfg.Fault == NewKeysJudgedBeforePartitionLocks || s.cfg.Fault == CleanupChunksWithoutRecheck ||
+		s.cfg.Fault == ClockMutexBeforeLocks
 }
 
 // cleanupUnderPartitionLocks is CleanupExpired for

@@ -23,7 +23,7 @@ func sortBySubjectKey(order []domain.CounterKey) {
 // clamped time, taken before any lock, which admission.clock then hands
 // back in place of a read with the locks held.
 func (a *admission) sampleBeforeLocks() {
-	if a.s.cfg.Fault == ClampedClockBeforeLocks {
+	if a.s.cfg.Fault == ClampedClockBeforeLocks || a.s.cfg.Fault == ClockMutexBeforeLocks {
 		// The defect: the time is taken before the locks, and kept.
 		a.sampled = a.s.now()
 	}

@@ -295,10 +295,10 @@ func (s *Store) reducedKey(k domain.CounterKey) domain.CounterKey {
 }
 
 // now reads the clock, clamped so that it never goes backwards, unless the
-// fault is ClockBackwards. With CleanupHoldsClockLock it reads it under
-// the store-wide clock lock.
+// fault is ClockBackwards. With CleanupHoldsClockLock and
+// ClockMutexBeforeLocks it reads it under the store-wide clock lock.
 func (s *Store) now() domain.Instant {
-	if s.cfg.Fault == CleanupHoldsClockLock {
+	if s.clockUnderStoreMutex() {
 		s.clockMu.Lock()
 		defer s.clockMu.Unlock()
 	}
