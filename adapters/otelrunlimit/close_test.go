@@ -8,9 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
-	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/ports"
 )
@@ -24,12 +22,9 @@ import (
 func TestCloseUnregistersTheCallbacks(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false)
-	store, err := memory.New(memory.Config{MaxKeys: 10})
-	require.NoError(t, err)
-	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
-	require.NoError(t, err)
+	store, limiter := f.edgeLimiter(t, 10)
 	p := domain.MustPolicy("auth.login", "identity", 5, time.Minute)
-	_, err = limiter.Check(context.Background(), domain.NewCheck(p, f.hasher.KeyString(p, "alice")))
+	_, err := limiter.Check(context.Background(), domain.NewCheck(p, f.hasher.KeyString(p, "alice")))
 	require.NoError(t, err)
 	_, err = f.tel.WatchStore("edge", store.Stats)
 	require.NoError(t, err)
@@ -103,14 +98,11 @@ func TestCloseRacesCollectionsAndWatches(t *testing.T) {
 func TestNothingIsRecordedAfterClose(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false)
-	store, err := memory.New(memory.Config{MaxKeys: 10})
-	require.NoError(t, err)
-	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
-	require.NoError(t, err)
+	store, limiter := f.edgeLimiter(t, 10)
 	p := domain.MustPolicy("auth.login", "identity", 5, time.Minute)
 	check := domain.NewCheck(p, f.hasher.KeyString(p, "alice"))
 	ctx := context.Background()
-	_, err = limiter.Check(ctx, check)
+	_, err := limiter.Check(ctx, check)
 	require.NoError(t, err)
 	before := f.collect(t)
 	require.Equal(t, map[string]uint64{admissionAttrs("edge", "allowed"): 1}, before.histograms[otelrunlimit.MetricAdmissionLatency])

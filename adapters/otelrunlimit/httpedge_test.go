@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runlimit/runlimit/adapters/httplimit"
-	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
-	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/leakcheck"
 )
@@ -27,10 +25,7 @@ import (
 func TestHTTPEdgeTelemetryNamesNoClient(t *testing.T) {
 	t.Parallel()
 	f := setup(t, true)
-	store, err := memory.New(memory.Config{MaxKeys: 100})
-	require.NoError(t, err)
-	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
-	require.NoError(t, err)
+	store, limiter := f.edgeLimiter(t, 100)
 	client := domain.MustPolicy("auth.login", "client", 1, time.Minute)
 	identity := domain.MustPolicy("auth.login", "identity", 1, time.Minute)
 	m, err := httplimit.NewMiddleware(httplimit.Config{Limiter: limiter, Hasher: f.hasher,

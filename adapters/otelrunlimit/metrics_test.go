@@ -274,10 +274,7 @@ func TestAttributeSetsPastTheCacheOverflow(t *testing.T) {
 	tel, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: mp})
 	require.NoError(t, err)
 	f.tel = tel
-	store, err := memory.New(memory.Config{MaxKeys: 2 * otelrunlimit.MaxCachedAttributes})
-	require.NoError(t, err)
-	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
-	require.NoError(t, err)
+	store, limiter := f.edgeLimiter(t, 2*otelrunlimit.MaxCachedAttributes)
 	ctx := context.Background()
 	// Each admission takes a check's set; the latency's set is bounded
 	// apart.

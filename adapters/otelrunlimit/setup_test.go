@@ -16,7 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/runlimit/runlimit/adapters/memory"
 	"github.com/runlimit/runlimit/adapters/otelrunlimit"
+	"github.com/runlimit/runlimit/app"
 	"github.com/runlimit/runlimit/domain"
 )
 
@@ -32,6 +34,17 @@ type fixture struct {
 	tel    *otelrunlimit.Telemetry
 	clock  *fakeNow
 	hasher domain.KeyHasher
+}
+
+// edgeLimiter returns a memory store of maxKeys counters and a limiter
+// named "edge" over it, observed by f's Telemetry.
+func (f *fixture) edgeLimiter(t *testing.T, maxKeys int) (*memory.Store, *app.Limiter) {
+	t.Helper()
+	store, err := memory.New(memory.Config{MaxKeys: maxKeys})
+	require.NoError(t, err)
+	limiter, err := app.NewLimiter(store, app.LimiterConfig{Name: "edge", Observer: f.tel.Observer()})
+	require.NoError(t, err)
+	return store, limiter
 }
 
 // setup returns a fixture recording metrics, and spans too when traced.
