@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -43,9 +44,12 @@ type cutter struct {
 	fired     bool
 }
 
-func (c *cutter) install(cfg *pgxpool.Config) {
-	dial := cfg.ConnConfig.DialFunc
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+func (c *cutter) install(cfg *pgxpool.Config) { c.installConn(cfg.ConnConfig) }
+
+// installConn stands c between the connections of cfg and the server.
+func (c *cutter) installConn(cfg *pgx.ConnConfig) {
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -221,7 +225,19 @@ func recordedTrace(t *testing.T, c *cutter) trace {
 	defer c.mu.Unlock()
 	var tr trace
 	for dir, last := range [2]string{toServer: "SQ", fromServer: "Z"} {
-		tr.ends[dir], tr.types[dir] = messageEnds(t, c.stream[dir])
+		stream := c.stream[dir]
+		// A new connection's startup message has no type byte: it
+		// starts with its length, whose first byte is 0.
+		var startup int64
+		if dir == toServer && len(stream) >= 4 && stream[0] == 0 {
+			startup = int64(binary.BigEndian.Uint32(stream[:4]))
+			tr.ends[dir], tr.types[dir] = []int64{startup}, []byte{0}
+		}
+		ends, types := messageEnds(t, stream[startup:])
+		for _, e := range ends {
+			tr.ends[dir] = append(tr.ends[dir], startup+e)
+		}
+		tr.types[dir] = append(tr.types[dir], types...)
 		for i, typ := range tr.types[dir] {
 			if strings.IndexByte(last, typ) >= 0 {
 				tr.trips[dir] = append(tr.trips[dir], tr.ends[dir][i])
