@@ -40,7 +40,6 @@ type cutter struct {
 	at        int64
 	count     [2]int64
 	stream    [2][]byte
-	writes    []int64 // the size of every write, in order, while recording
 	fired     bool
 }
 
@@ -75,7 +74,6 @@ func (c *cutter) record() {
 	c.armed, c.recording = false, true
 	c.count = [2]int64{}
 	c.stream = [2][]byte{}
-	c.writes = nil
 }
 
 // stop disarms the cutter and reports whether it cut a connection.
@@ -104,16 +102,13 @@ func (c *cutter) allow(dir int, n int) (int, bool) {
 	return int(left), true
 }
 
-func (c *cutter) passed(dir int, b []byte, write bool) {
+func (c *cutter) passed(dir int, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.recording {
 		return
 	}
 	c.stream[dir] = append(c.stream[dir], b...)
-	if write {
-		c.writes = append(c.writes, int64(len(b)))
-	}
 }
 
 type cutConn struct {
@@ -124,7 +119,7 @@ type cutConn struct {
 func (cc *cutConn) Write(p []byte) (int, error) {
 	n, cut := cc.c.allow(toServer, len(p))
 	written, err := cc.Conn.Write(p[:n])
-	cc.c.passed(toServer, p[:written], true)
+	cc.c.passed(toServer, p[:written])
 	if !cut || err != nil {
 		return written, err
 	}
@@ -144,7 +139,7 @@ func (cc *cutConn) Read(p []byte) (int, error) {
 		return cc.Conn.Read(p)
 	}
 	got, err := cc.Conn.Read(p[:n])
-	cc.c.passed(fromServer, p[:got], false)
+	cc.c.passed(fromServer, p[:got])
 	if cut && got < n && err == nil {
 		// Fewer bytes came than the cut lets through: the cut is still
 		// ahead, at the same place in the stream.
