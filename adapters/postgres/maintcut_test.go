@@ -21,8 +21,8 @@ import (
 // return a [*postgres.MaintenanceError] or an answer that is true: a
 // cleanup's MayHaveRemoved must be false when its deletion could not have
 // committed and true once COMMIT may have run, and the table must agree
-// with it; Stats and Ready never report success from a read they did not
-// finish. After every cut, the cut connection's server session is gone,
+// with it; Stats, TableStats and Ready never report success from a read
+// they did not finish. After every cut, the cut connection's server session is gone,
 // the ledger counts the rows that remain, no counter that had not expired
 // is removed, and the same store admits on a new connection and answers
 // correctly, and a later call of the same kind finishes the job.
@@ -33,7 +33,8 @@ func TestMaintenanceSurvivesACutConnectionAtEveryPoint(t *testing.T) {
 		run  func(t *testing.T)
 	}{
 		{"cleanup", sweepCleanupCuts},
-		{"stats", sweepStatsCuts},
+		{"stats", func(t *testing.T) { sweepStatsCuts(t, false) }},
+		{"table stats", func(t *testing.T) { sweepStatsCuts(t, true) }},
 		{"ready", sweepReadyCuts},
 	} {
 		t.Run(sweep.name, func(t *testing.T) {
@@ -238,54 +239,80 @@ func sweepCleanupCuts(t *testing.T) {
 	t.Logf("%d cut points", tried)
 }
 
-// sweepStatsCuts cuts Stats, which reads the capacity ledger in a
-// read-only transaction: round trip 1 begins it and sets its timeouts,
-// round trip 2 reads the ledger, and the session's end rolls it back.
-func sweepStatsCuts(t *testing.T) {
-	m := newMaintenanceSweep(t, "stats")
+// sweepStatsCuts cuts Stats, or with table TableStats (what the runlimit
+// status command reads), which read the capacity ledger in a read-only
+// transaction: round trip 1 begins it and sets its timeouts, round trip 2
+// reads the ledger, TableStats' round trip 3 the table's sizes, and the
+// session's end rolls the transaction back.
+func sweepStatsCuts(t *testing.T, table bool) {
+	name := "stats"
+	if table {
+		name = "tablestats"
+	}
+	m := newMaintenanceSweep(t, name)
 	ctx := context.Background()
 	for i := range 3 {
 		requireAllowed(t, admit(t, m.store, m.f.check(m.p, fmt.Sprintf("s%d", i))))
 	}
 	var st ports.Stats
+	var ts postgres.TableStats
 	stats := func() error {
 		var err error
-		st, err = m.store.Stats(ctx)
+		if table {
+			ts, err = m.store.TableStats(ctx)
+		} else {
+			st, err = m.store.Stats(ctx)
+		}
 		return err
 	}
 	// requireTrue requires the stats to be the table's.
 	requireTrue := func(where string) {
 		t.Helper()
-		require.Equal(t, m.f.rowCount(t), st.Entries, "%s: stats reported a count that is not the table's", where)
+		rows := m.f.rowCount(t)
+		if table {
+			require.Equal(t, rows, ts.Rows, "%s: stats reported a count that is not the table's", where)
+			require.Len(t, ts.Fullest, postgres.FullestShardCount, "%s", where)
+			require.Positive(t, ts.TableBytes, "%s", where)
+			return
+		}
+		require.Equal(t, rows, st.Entries, "%s: stats reported a count that is not the table's", where)
 		require.Equal(t, postgres.ShardCount, st.Shards, "%s", where)
 		require.Len(t, st.Headroom, postgres.ShardCount, "%s", where)
-		var headroom int64
-		for _, h := range st.Headroom {
-			headroom += h
-		}
-		require.Equal(t, st.Capacity-st.Entries, headroom, "%s: headroom that is not the ledger's", where)
+		require.Equal(t, st.Capacity-st.Entries, sum(st.Headroom), "%s: headroom that is not the ledger's", where)
 	}
 	require.NoError(t, stats())
 	tr := m.trace(t, stats)
-	require.Len(t, tr.trips[fromServer], 3, "stats read three answers: the transaction's start, the ledger, the rollback")
-	ledgerRead := tr.trips[fromServer][1]
+	// The last round trip rolls back; the one before reads the last of
+	// the numbers.
+	trips := len(tr.trips[fromServer])
+	wantTrips := 3
+	if table {
+		wantTrips = 4
+	}
+	require.Equal(t, wantTrips, trips, "the round trips of a stats read")
+	read := [2]int64{toServer: tr.trips[toServer][trips-2], fromServer: tr.trips[fromServer][trips-2]}
 
+	// TableStats reads the ledger as Stats does: its sweep cuts once per
+	// round trip and direction (see tripPoints).
+	points := tr.boundaries
+	if table {
+		points = tr.tripPoints
+	}
 	tried := 0
 	for _, dir := range []int{toServer, fromServer} {
-		for _, at := range tr.boundaries(dir) {
+		for _, at := range points(dir) {
 			tried++
 			where := describeCut(dir, at)
-			st = ports.Stats{}
+			st, ts = ports.Stats{}, postgres.TableStats{}
 			err := m.cutCall(t, where, dir, at, stats)
 			if err == nil {
-				require.True(t, dir == fromServer && at >= ledgerRead || dir == toServer && at >= tr.trips[toServer][1],
-					"%s: stats answered before the ledger was read in full", where)
+				require.GreaterOrEqual(t, at, read[dir], "%s: stats answered before they were read in full", where)
 				requireTrue(where)
 			} else {
 				me := requireFailedClosed(t, err, "stats", where)
 				require.False(t, me.MayHaveRemoved, "%s", where)
-				require.Zero(t, st.Entries, "%s: a failed stats read returned numbers", where)
-				require.Nil(t, st.Headroom, "%s: a failed stats read returned numbers", where)
+				require.Zero(t, st, "%s: a failed stats read returned numbers", where)
+				require.Zero(t, ts, "%s: a failed stats read returned numbers", where)
 			}
 			m.recoverAdmission(t, where)
 			require.NoError(t, stats(), "%s: the stats after the cut", where)
