@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -38,13 +40,15 @@ type cutter struct {
 	at        int64
 	count     [2]int64
 	stream    [2][]byte
-	writes    []int64 // the size of every write, in order, while recording
 	fired     bool
 }
 
-func (c *cutter) install(cfg *pgxpool.Config) {
-	dial := cfg.ConnConfig.DialFunc
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+func (c *cutter) install(cfg *pgxpool.Config) { c.installConn(cfg.ConnConfig) }
+
+// installConn stands c between the connections of cfg and the server.
+func (c *cutter) installConn(cfg *pgx.ConnConfig) {
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -70,7 +74,6 @@ func (c *cutter) record() {
 	c.armed, c.recording = false, true
 	c.count = [2]int64{}
 	c.stream = [2][]byte{}
-	c.writes = nil
 }
 
 // stop disarms the cutter and reports whether it cut a connection.
@@ -99,16 +102,13 @@ func (c *cutter) allow(dir int, n int) (int, bool) {
 	return int(left), true
 }
 
-func (c *cutter) passed(dir int, b []byte, write bool) {
+func (c *cutter) passed(dir int, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.recording {
 		return
 	}
 	c.stream[dir] = append(c.stream[dir], b...)
-	if write {
-		c.writes = append(c.writes, int64(len(b)))
-	}
 }
 
 type cutConn struct {
@@ -119,7 +119,7 @@ type cutConn struct {
 func (cc *cutConn) Write(p []byte) (int, error) {
 	n, cut := cc.c.allow(toServer, len(p))
 	written, err := cc.Conn.Write(p[:n])
-	cc.c.passed(toServer, p[:written], true)
+	cc.c.passed(toServer, p[:written])
 	if !cut || err != nil {
 		return written, err
 	}
@@ -139,7 +139,7 @@ func (cc *cutConn) Read(p []byte) (int, error) {
 		return cc.Conn.Read(p)
 	}
 	got, err := cc.Conn.Read(p[:n])
-	cc.c.passed(fromServer, p[:got], false)
+	cc.c.passed(fromServer, p[:got])
 	if cut && got < n && err == nil {
 		// Fewer bytes came than the cut lets through: the cut is still
 		// ahead, at the same place in the stream.
@@ -187,24 +187,12 @@ func messageEnds(t *testing.T, stream []byte) (ends []int64, types []byte) {
 
 func layout(t *testing.T, c *cutter, optimistic bool) exchange {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	require.Len(t, c.writes, 2, "a warm allowed admission writes two round trips")
-	var x exchange
-	x.firstSent = c.writes[0]
-	var sentTypes, receivedTypes []byte
-	x.sent, sentTypes = messageEnds(t, c.stream[toServer])
-	x.received, receivedTypes = messageEnds(t, c.stream[fromServer])
-	readies := 0
-	for i, typ := range receivedTypes {
-		if typ == 'Z' {
-			readies++
-			if readies == 1 {
-				x.firstReceived = x.received[i]
-			}
-		}
-	}
-	require.Equal(t, 2, readies, "a warm allowed admission reads two answers")
+	tr := recordedTrace(t, c)
+	require.Len(t, tr.trips[toServer], 2, "a warm allowed admission writes two round trips")
+	require.Len(t, tr.trips[fromServer], 2, "a warm allowed admission reads two answers")
+	x := exchange{sent: tr.ends[toServer], received: tr.ends[fromServer],
+		firstSent: tr.trips[toServer][0], firstReceived: tr.trips[fromServer][0]}
+	sentTypes := tr.types[toServer]
 	x.commitSent = x.sent[len(x.sent)-1] // the Sync
 	if !optimistic {
 		// The last Execute before the Sync is COMMIT's.
@@ -215,24 +203,100 @@ func layout(t *testing.T, c *cutter, optimistic bool) exchange {
 	return x
 }
 
-// points returns the cut points of one direction of an exchange whose
-// messages end at ends and whose first round trip ends at first: nothing
-// passed; a byte short of every message's end, which leaves the message
-// unread; every message's end, which leaves it whole and the next one
-// unsent or unread; and a byte into the second round trip, which was sent
-// or read in part. A byte into any other message fails as its end does:
-// the client cannot read, nor the server run, a message of which it has a
-// piece.
+// trace is the recorded byte layout of one operation's exchange, in both
+// directions (toServer, fromServer): the offsets at which its protocol
+// messages end, their types, and the offsets at which its round trips end:
+// a Sync or a simple Query sent, a ReadyForQuery received.
+type trace struct {
+	ends  [2][]int64
+	types [2][]byte
+	trips [2][]int64
+}
+
+// recordedTrace splits what the cutter recorded into a trace.
+func recordedTrace(t *testing.T, c *cutter) trace {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var tr trace
+	for dir, last := range [2]string{toServer: "SQ", fromServer: "Z"} {
+		stream := c.stream[dir]
+		// A new connection's startup message has no type byte: it
+		// starts with its length, whose first byte is 0.
+		var startup int64
+		if dir == toServer && len(stream) >= 4 && stream[0] == 0 {
+			startup = int64(binary.BigEndian.Uint32(stream[:4]))
+			tr.ends[dir], tr.types[dir] = []int64{startup}, []byte{0}
+		}
+		ends, types := messageEnds(t, stream[startup:])
+		for _, e := range ends {
+			tr.ends[dir] = append(tr.ends[dir], startup+e)
+		}
+		tr.types[dir] = append(tr.types[dir], types...)
+		for i, typ := range tr.types[dir] {
+			if strings.IndexByte(last, typ) >= 0 {
+				tr.trips[dir] = append(tr.trips[dir], tr.ends[dir][i])
+			}
+		}
+	}
+	return tr
+}
+
+// points returns the cut points of direction dir of tr (see cutPoints).
+func (tr trace) points(dir int) []int64 {
+	return cutPoints(tr.ends[dir], tr.types[dir], tr.trips[dir], raceEnabled)
+}
+
+// boundaries returns the cut points of direction dir of tr at message
+// boundaries alone: those of points but the ones a byte short of a
+// message's end, which fail as the end of the message before does.
+func (tr trace) boundaries(dir int) []int64 {
+	return cutPoints(tr.ends[dir], tr.types[dir], tr.trips[dir], true)
+}
+
+// tripPoints returns the cut points of direction dir of tr for an exchange
+// of many round trips whose messages fail alike: toward the server, the
+// end of every round trip's request, which the server then runs while its
+// answer is lost; from the server, a byte into every round trip's answer,
+// which the client then reads in part.
+func (tr trace) tripPoints(dir int) []int64 {
+	trips := tr.trips[dir]
+	if dir == toServer {
+		return trips[:len(trips)-1]
+	}
+	out := []int64{1}
+	for _, e := range trips[:len(trips)-1] {
+		out = append(out, e+1)
+	}
+	return out
+}
+
+// cutPoints returns the cut points of one direction of an exchange whose
+// messages end at ends, have types types, and whose round trips end at
+// trips: nothing passed; a byte short of every message's end, which leaves
+// the message unread; every message's end, which leaves it whole and the
+// next one unsent or unread; and a byte into every round trip after the
+// first, which was sent or read in part. A byte into any other message
+// fails as its end does: the client cannot read, nor the server run, a
+// message of which it has a piece. Of a run of more than two data rows
+// (a read of many rows), only the first and the last are cut: the rows
+// between are read alike.
 //
-// Under the race detector, which looks for data races rather than wrong
-// answers and makes every new connection slower, the sweep leaves out the
-// points a byte short of a message's end: the other points still reach
-// every step of the store's failure handling.
-func points(ends []int64, first int64) []int64 {
+// With boundariesOnly, as under the race detector, which looks for data
+// races rather than wrong answers and makes every new connection slower,
+// the points a byte short of a message's end are left out: the other
+// points still reach every step of the store's failure handling.
+func cutPoints(ends []int64, types []byte, trips []int64, boundariesOnly bool) []int64 {
 	total := ends[len(ends)-1]
-	out := []int64{0, first + 1}
-	for _, e := range ends {
-		if !raceEnabled {
+	out := []int64{0}
+	for _, e := range trips[:len(trips)-1] {
+		out = append(out, e+1)
+	}
+	for i, e := range ends {
+		if types[i] == 'D' && i > 0 && types[i-1] == 'D' && i+1 < len(ends) && types[i+1] == 'D' {
+			continue
+		}
+		if !boundariesOnly {
 			out = append(out, e-1)
 		}
 		out = append(out, e)
@@ -281,18 +345,7 @@ func sweepCuts(t *testing.T, f *fixture, sc cutScenario) {
 	id := fmt.Sprintf("cut.%t.%t.%d", sc.batch, sc.existing, sc.protocol)
 	app := "cut-" + id
 	cut := &cutter{}
-	// A budget whose timeouts are spelled with as many digits throughout,
-	// so that every admission's exchange has the same layout; every cut
-	// costs a new connection, which a loaded machine can be slow to open.
-	cfg := postgres.Config{OperationTimeout: 30 * time.Second, AcquireTimeout: 30 * time.Second}
-	store, pool := f.newStore(t, sc.cfg(cfg), func(c *pgxpool.Config) {
-		named(app)(c)
-		c.MaxConns = 1
-		// An idle connection is not pinged on acquisition: the cut must
-		// fall in the admission's own exchange.
-		c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
-		cut.install(c)
-	})
+	store, pool := cutStore(t, f, sc.cfg(postgres.Config{}), app, cut)
 	p := policy(t, id, 1_000_000, time.Hour)
 	subject := 0
 	next := func() []domain.Check {
@@ -311,19 +364,34 @@ func sweepCuts(t *testing.T, f *fixture, sc cutScenario) {
 	sc.allow(t, store, checks)
 	require.False(t, cut.stop())
 	x := layout(t, cut, sc.optimistic())
+	tr := recordedTrace(t, cut)
 
 	tried := 0
 	for _, dir := range []int{toServer, fromServer} {
-		ends, first := x.sent, x.firstSent
-		if dir == fromServer {
-			ends, first = x.received, x.firstReceived
-		}
-		for _, at := range points(ends, first) {
+		for _, at := range tr.points(dir) {
 			tried++
 			cutAt(t, f, store, pool, app, cut, sc, x, next(), dir, at)
 		}
 	}
 	t.Logf("%d cut points, %d bytes sent and %d received per admission", tried, x.sent[len(x.sent)-1], x.received[len(x.received)-1])
+}
+
+// cutStore opens a store on f's database through a pool of one connection
+// that cut stands in front of, whose sessions are application app's. Its
+// budget's timeouts are spelled with as many digits throughout, so that
+// every operation's exchange has the same layout; every cut costs a new
+// connection, which a loaded machine can be slow to open.
+func cutStore(t *testing.T, f *fixture, cfg postgres.Config, app string, cut *cutter) (*postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	cfg.OperationTimeout, cfg.AcquireTimeout = 30*time.Second, 30*time.Second
+	return f.newStore(t, cfg, func(c *pgxpool.Config) {
+		named(app)(c)
+		c.MaxConns = 1
+		// An idle connection is not pinged on acquisition: the cut must
+		// fall in the operation's own exchange.
+		c.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+		cut.install(c)
+	})
 }
 
 // cutAt runs one admission of checks with the connection cut after at bytes
