@@ -35,7 +35,10 @@ func NewGuard(cfg Config) (*Guard, error) {
 // Admit checks the guard's limits, subjects[i] for limit i, as one batch.
 // When it returns true the request may proceed: the rate-limit fields on w
 // now cover the middleware's limits and the guard's. When it returns false
-// the rejection has been written and the handler must return.
+// the rejection has been written and the handler must return. Call it
+// before anything is written to w: once a final status has been sent, the
+// fields and the refusal's status can no longer be, and a refusal would
+// reach the client as the status already sent.
 //
 // Subjects are normalized bytes, such as [AppendIdentity] and
 // [ClientNetwork.AppendSubject] produce. A different number of subjects

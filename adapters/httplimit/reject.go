@@ -51,6 +51,13 @@ func (r Reason) String() string {
 // A RejectFunc must not echo the subject: it does not have it, and neither
 // rej nor its error holds it, but the request does.
 //
+// The check runs under the request's context, which net/http cancels when
+// the client closes its connection. A check cancelled that way fails with
+// an Err that matches context.Canceled while r.Context().Err() is set: the
+// client went away, the response goes to nobody, and nothing in the
+// service failed. Log or count it apart from a failing limiter, which any
+// client could otherwise raise once per request.
+//
 // A refusal never answers 1xx, 2xx or 304 Not Modified (which has a
 // client show a cached success). The ResponseWriter a RejectFunc gets
 // sends [Rejection.Status] in place of such a status passed to
