@@ -25,7 +25,7 @@ import (
 // shard, stops the sweep; the count so far comes back with its error.
 //
 // However large maxEntries is, a shard's lock is held for at most
-// [cleanupChunk] removals at a time: a large backlog is removed in chunks,
+// 64 removals at a time: a large backlog is removed in chunks,
 // and the lock is released between them, so admissions on the shard wait
 // for one chunk, not for the whole backlog.
 func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error) {
@@ -75,6 +75,8 @@ func (s *Store) CleanupExpired(ctx context.Context, maxEntries int) (int, error)
 // deletion, about a microsecond on a large shard, so a chunk keeps the
 // lock for tens of microseconds where a backlog of a million entries in one
 // hold would keep every check of the shard waiting for most of a second.
+// CleanupExpired and the package documentation give its value: keep them in
+// step.
 const cleanupChunk = 64
 
 // cleanShard removes up to limit entries of sh expired at sample, in

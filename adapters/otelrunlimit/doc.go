@@ -43,7 +43,15 @@
 //
 //	observer, err := otelrunlimit.NewObserver(meterProvider)
 //	limiter, err := app.NewLimiter(store, app.LimiterConfig{Observer: observer, Name: "edge"})
-//	stop, err := telemetry.WatchStore("edge", store.Stats) // with New, for headroom
+//
+// For the store's headroom as well, build a [Telemetry] with [New] and use its
+// observer (the New example):
+//
+//	telemetry, err := otelrunlimit.New(otelrunlimit.Config{MeterProvider: meterProvider})
+//	defer telemetry.Close()
+//	limiter, err := app.NewLimiter(store, app.LimiterConfig{Observer: telemetry.Observer(), Name: "edge"})
+//	stop, err := telemetry.WatchStore("edge", store.Stats)
+//	defer stop()
 //
 // # Metrics
 //

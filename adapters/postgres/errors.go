@@ -146,7 +146,7 @@ func consumedText(may bool) string {
 // text when the server said that a table, function or schema they use does
 // not exist: the schema was never applied, or applied into another schema
 // than [Config.Schema] names.
-const missingSchemaHint = "; Runlimit's schema is missing: apply it first (migrations.MigratePool, `runlimit migrate`, or app/wiring's Config.Migrate), or point Config.Schema at the schema that holds it"
+const missingSchemaHint = "; Runlimit's schema is missing: apply it first (migrations.MigratePool, `runlimit migrate`, or app/wiring's Config.Migrate, RUNLIMIT_MIGRATE=true in its environment), or point Config.Schema (RUNLIMIT_POSTGRES_SCHEMA) at the schema that holds it"
 
 // schemaHint returns missingSchemaHint when err is a server error saying that
 // an object does not exist, and "" otherwise.

@@ -15,7 +15,8 @@ import (
 
 // A newcomer who opens a store before applying the schema meets its
 // errors first, on Ready or on the first check: each says what to do,
-// naming the ways to apply the schema, and stays the typed error it was.
+// naming the ways to apply the schema (the wiring's variable too, for a
+// host configured by its environment), and stays the typed error it was.
 func TestMissingSchemaErrorsSayToMigrate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -34,7 +35,9 @@ func TestMissingSchemaErrorsSayToMigrate(t *testing.T) {
 			err = store.Ready(ctx)
 			var me *postgres.MaintenanceError
 			require.ErrorAs(t, err, &me)
-			require.Contains(t, err.Error(), "schema is missing: apply it first (migrations.MigratePool, `runlimit migrate`, or app/wiring's Config.Migrate)")
+			require.Contains(t, err.Error(), "schema is missing: apply it first (migrations.MigratePool, `runlimit migrate`, or app/wiring's Config.Migrate, RUNLIMIT_MIGRATE=true in its environment)")
+			require.Contains(t, err.Error(), "or point Config.Schema (RUNLIMIT_POSTGRES_SCHEMA) at the schema that holds it",
+				"a host configured by wiring.ConfigFromEnv reads the variable it can set")
 
 			hasher, err := domain.NewKeyHasher([]byte("runlimit postgres store tests, 32+ bytes of secret"))
 			require.NoError(t, err)

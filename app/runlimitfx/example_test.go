@@ -30,7 +30,7 @@ func ExampleModule() {
 		hasher  domain.KeyHasher
 	)
 	fxApp := fx.New(
-		fx.NopLogger, // quiet for the example
+		fx.NopLogger, // quiet for the example; in a service it would hide why Run exits
 		runlimitfx.Module,
 		fx.Supply(wiring.Config{
 			Backend: wiring.BackendMemory,
@@ -74,7 +74,7 @@ func Example_customStore() {
 		hasher  domain.KeyHasher
 	)
 	fxApp := fx.New(
-		fx.NopLogger, // quiet for the example
+		fx.NopLogger, // quiet for the example; in a service it would hide why Run exits
 		runlimitfx.Module,
 		fx.Supply(wiring.Config{
 			NewStoreFunc: func(context.Context) (ports.Store, error) {
@@ -111,7 +111,7 @@ func Example_customStore() {
 func ExampleReadyFunc() {
 	var mux *http.ServeMux
 	fxApp := fx.New(
-		fx.NopLogger, // quiet for the example
+		fx.NopLogger, // quiet for the example; in a service it would hide why Run exits
 		runlimitfx.Module,
 		fx.Supply(wiring.Config{
 			Memory:    memory.Config{MaxKeys: 50_000},

@@ -65,4 +65,25 @@ func TestGraphStoreBesideAnotherBackend(t *testing.T) {
 			require.Equal(t, tc.graphStore, stats.Entries == 1, "the check went to the graph's store")
 		})
 	}
+
+	// A host configured by its environment selects the graph's store the
+	// same way, as the ambiguity's error tells it to: RUNLIMIT_BACKEND=store.
+	t.Run("backend store from the environment, memory sized", func(t *testing.T) {
+		t.Parallel()
+		env := map[string]string{
+			wiring.EnvBackend: "store", wiring.EnvMemoryMaxKeys: "5", wiring.DefaultSecretEnv: testSecret,
+		}
+		cfg, err := wiring.ConfigFromLookup(func(name string) (string, bool) { v, ok := env[name]; return v, ok })
+		require.NoError(t, err)
+		require.Equal(t, wiring.BackendStore, cfg.Backend)
+		store := newHostStore(t)
+		var got provided
+		fxApp := fxtest.New(t, runlimitfx.Module, fx.Supply(cfg),
+			fx.Supply(fx.Annotate(store, fx.As(new(ports.Store)))), fx.Populate(&got)).RequireStart()
+		defer fxApp.RequireStop()
+		require.True(t, check(t, got.Limiter, got.Hasher, loginPolicy(t, "auth.login"), "user").PermitsRequest())
+		stats, err := store.Stats(context.Background())
+		require.NoError(t, err)
+		require.EqualValues(t, 1, stats.Entries, "the check went to the graph's store")
+	})
 }

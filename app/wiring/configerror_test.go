@@ -48,8 +48,10 @@ func TestConfigErrorsNeverConsumedQuota(t *testing.T) {
 // TestUnsizedChosenMemorySaysHowItWasChosen: a config that names no
 // backend and sets no other backend's fields gets the memory backend;
 // refused for having no size, it says so, because the host may have meant
-// the postgres backend and left its database URL out. A config
-// that names the memory backend hears only what is wrong.
+// the postgres backend and left its database URL out, and it names the
+// variables that would fix it for a host configured by ConfigFromEnv,
+// the first run of which sets only the secret. A config that names the
+// memory backend hears what is wrong and the variable that sizes it.
 func TestUnsizedChosenMemorySaysHowItWasChosen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -58,8 +60,15 @@ func TestUnsizedChosenMemorySaysHowItWasChosen(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "Memory.MaxKeys", ce.Field)
 	require.EqualError(t, err, "runlimit: invalid config: Memory.MaxKeys is 0, want at least 1"+
-		" (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen)")
+		" (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen;"+
+		" from the environment, size it with RUNLIMIT_MEMORY_MAX_KEYS, which has no default, or set RUNLIMIT_DATABASE_URL for PostgreSQL)")
+
+	cfg, err := wiring.ConfigFromLookup(lookupOf(map[string]string{wiring.DefaultSecretEnv: testSecret}))
+	require.NoError(t, err)
+	_, fromEnv := wiring.New(ctx, cfg)
+	require.EqualError(t, fromEnv, ce.Error(), "a host configured by the environment alone hears the same")
 
 	_, err = wiring.New(ctx, wiring.Config{Backend: wiring.BackendMemory, KeySecret: wiring.NewSecret(testSecret)})
-	require.EqualError(t, err, "runlimit: invalid config: Memory.MaxKeys is 0, want at least 1")
+	require.EqualError(t, err, "runlimit: invalid config: Memory.MaxKeys is 0, want at least 1"+
+		" (from the environment: RUNLIMIT_MEMORY_MAX_KEYS, which has no default)")
 }

@@ -17,7 +17,10 @@ import (
 // The environment variables [ConfigFromEnv] reads. Each one left unset, or
 // set to the empty string, keeps the Config field's default.
 const (
-	// EnvBackend selects Config.Backend: "memory" or "postgres".
+	// EnvBackend selects Config.Backend: "memory", "postgres" or "store".
+	// "store" is the host's store, which no variable can hold: set
+	// Config.Store or Config.NewStoreFunc on the result, or provide a
+	// ports.Store in the fx graph.
 	EnvBackend = "RUNLIMIT_BACKEND"
 	// EnvDatabaseURL is Config.DatabaseURL, the PostgreSQL connection
 	// string, without whitespace at either end.
@@ -128,10 +131,10 @@ func ConfigFromLookup(lookup func(name string) (string, bool)) (Config, error) {
 
 	if v, ok := get(EnvBackend); ok {
 		switch b := Backend(v); b {
-		case BackendMemory, BackendPostgres:
+		case BackendMemory, BackendPostgres, BackendStore:
 			cfg.Backend = b
 		default:
-			bad(EnvBackend, fmt.Sprintf("is not %q or %q", BackendMemory, BackendPostgres))
+			bad(EnvBackend, fmt.Sprintf("is not %q, %q or %q", BackendMemory, BackendPostgres, BackendStore))
 		}
 	}
 	if v, ok := get(EnvDatabaseURL); ok {

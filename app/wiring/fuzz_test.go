@@ -22,7 +22,7 @@ import (
 // envReasons are the only reasons ConfigFromLookup gives, by variable: a
 // reason never quotes the value it was given.
 var envReasons = map[string][]string{
-	wiring.EnvBackend:              {`is not "memory" or "postgres"`},
+	wiring.EnvBackend:              {`is not "memory", "postgres" or "store"`},
 	wiring.EnvDatabaseURL:          {spacedReason},
 	wiring.EnvMigrate:              {"is not true or false"},
 	wiring.EnvMemoryMaxKeys:        {"is not a whole number", tooLarge, "is negative, want at least 1"},

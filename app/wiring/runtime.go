@@ -312,17 +312,25 @@ func (r *runtimeState) build(ctx context.Context) error {
 	return err
 }
 
-// explainChosenMemory adds to err, a [*ConfigError] about the size of a
-// memory store the config did not name, how that backend was chosen: a
-// config with Backend empty and no other backend's fields set gets the
+// explainChosenMemory adds to err, a [*ConfigError] about the size of an
+// unsized memory store, the variable that sizes it (a host configured by
+// [ConfigFromEnv] sets the secret and, on its first run, often nothing
+// else) and, when the config did not name that backend, how it was chosen:
+// a config with Backend empty and no other backend's fields set gets the
 // memory backend, and a host that meant another (whose database URL came
 // from an unset variable, say) would otherwise read only that
 // Memory.MaxKeys is 0.
 func explainChosenMemory(err error, chosen bool, cfg Config) {
 	var ce *ConfigError
-	if chosen && cfg.Backend == BackendMemory && cfg.Memory.MaxKeys == 0 && errors.As(err, &ce) && ce.Field == "Memory.MaxKeys" {
-		ce.Reason += " (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen)"
+	if cfg.Backend != BackendMemory || cfg.Memory.MaxKeys != 0 || !errors.As(err, &ce) || ce.Field != "Memory.MaxKeys" {
+		return
 	}
+	if chosen {
+		ce.Reason += " (Backend is empty and none of DatabaseURL, Pool, Store and NewStoreFunc is set, so the memory backend was chosen;" +
+			" from the environment, size it with " + EnvMemoryMaxKeys + ", which has no default, or set " + EnvDatabaseURL + " for PostgreSQL)"
+		return
+	}
+	ce.Reason += " (from the environment: " + EnvMemoryMaxKeys + ", which has no default)"
 }
 
 // storeConfigError names the Config field of a store's config error, such

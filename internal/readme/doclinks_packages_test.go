@@ -27,7 +27,7 @@ var modules = map[string]string{
 func TestDocLinksToOtherPackagesResolve(t *testing.T) {
 	t.Parallel()
 	pkgs := map[string]*doc.Package{} // by import path
-	err := eachDocPackage(importPath, func(_ string, dp *doc.Package) { pkgs[dp.ImportPath] = dp })
+	err := eachDocPackage(importPath, func(_ string, dp *doc.Package, _ map[string]bool) { pkgs[dp.ImportPath] = dp })
 	require.NoError(t, err)
 	require.Contains(t, pkgs, "github.com/runlimit/runlimit/adapters/memory")
 

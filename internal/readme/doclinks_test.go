@@ -22,19 +22,32 @@ import (
 // with their brackets instead of linking.
 var linkLike = regexp.MustCompile(`\[\*?(?:[A-Z]\w*(?:\.\w+)?|[a-z][\w.]*(?:/[\w.-]+)*\.[A-Z]\w*(?:\.\w+)?)\]`)
 
+// unexportedLike matches a doc link to a name of the package's own that
+// starts in lower case ([name], [*name], [name.Member]); it is broken when
+// the package declares that unexported name.
+var unexportedLike = regexp.MustCompile(`\[\*?([a-z_]\w*)(?:\.\w+)?\]`)
+
 // TestDocLinksResolve: every doc link in the documentation of an exported
 // name, in every package of the repository (the example modules' too),
 // names something that exists, as go doc resolves it: the package's own
 // names, or a package the file imports. A link to an unexported name, or
-// to a package the file does not import, shows as bracketed text.
+// to a package the file does not import, shows as bracketed text: a
+// reader of go doc or pkg.go.dev sees [cleanupChunk] and cannot follow it.
 func TestDocLinksResolve(t *testing.T) {
 	t.Parallel()
 	var broken []string
-	err := eachDocPackage(func(path string) string { return "example.test/" + filepath.ToSlash(path) }, func(path string, dp *doc.Package) {
+	err := eachDocPackage(func(path string) string { return "example.test/" + filepath.ToSlash(path) }, func(path string, dp *doc.Package, unexported map[string]bool) {
 		for where, text := range exportedDocs(dp) {
 			for _, s := range plainText(dp.Parser().Parse(text)) {
 				for _, m := range linkLike.FindAllString(s, -1) {
 					broken = append(broken, strings.TrimPrefix(filepath.ToSlash(path), "../../")+": "+where+": "+m)
+				}
+				for _, m := range unexportedLike.FindAllStringSubmatch(s, -1) {
+					// "[redacted]" is the text redacting printers write, and
+					// its constant's name: not a link.
+					if unexported[m[1]] && m[0] != "[redacted]" {
+						broken = append(broken, strings.TrimPrefix(filepath.ToSlash(path), "../../")+": "+where+": "+m[0]+" (unexported)")
+					}
 				}
 			}
 		}
@@ -45,8 +58,9 @@ func TestDocLinksResolve(t *testing.T) {
 
 // eachDocPackage calls visit with the go/doc package of every package of
 // the repository (the example modules' too), its test files left out,
-// named by the import path importPath gives its directory.
-func eachDocPackage(importPath func(dir string) string, visit func(dir string, dp *doc.Package)) error {
+// named by the import path importPath gives its directory, and the
+// unexported names the package declares at top level.
+func eachDocPackage(importPath func(dir string) string, visit func(dir string, dp *doc.Package, unexported map[string]bool)) error {
 	return filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -60,14 +74,48 @@ func eachDocPackage(importPath func(dir string) string, visit func(dir string, d
 			return err
 		}
 		for _, files := range pkgs {
+			unexported := unexportedNames(files) // before go/doc drops them
 			dp, err := doc.NewFromFiles(fset, files, importPath(path))
 			if err != nil {
 				return err
 			}
-			visit(path, dp)
+			visit(path, dp, unexported)
 		}
 		return nil
 	})
+}
+
+// unexportedNames returns the unexported names files declare at top level:
+// functions, types, constants and variables.
+func unexportedNames(files []*ast.File) map[string]bool {
+	names := map[string]bool{}
+	add := func(id *ast.Ident) {
+		if id != nil && !id.IsExported() && id.Name != "_" {
+			names[id.Name] = true
+		}
+	}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					add(d.Name)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch sp := spec.(type) {
+					case *ast.TypeSpec:
+						add(sp.Name)
+					case *ast.ValueSpec:
+						for _, id := range sp.Names {
+							add(id)
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
 }
 
 // parsePackages parses the Go files of dir but its tests, with their
