@@ -45,8 +45,15 @@ func secretHasher(env string) (domain.KeyHasher, error) {
 	secret, ok := os.LookupEnv(env)
 	if !ok || secret == "" {
 		// SecretEnv may be the default, which the host never set: say
-		// what else provides a secret.
-		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, "is not set") +
+		// what else provides a secret. A variable set but empty (an
+		// unfilled template, a secret manager that returned nothing) is
+		// said as such: "not set" would send the operator to the wrong
+		// place.
+		problem := "is not set"
+		if ok {
+			problem = "is set but empty"
+		}
+		return domain.KeyHasher{}, &ConfigError{Field: "SecretEnv", Reason: envReason(env, problem) +
 			" (set it to a secret of at least " + strconv.Itoa(domain.MinSecretLength) + " bytes, or give Config.KeySecret or KeySecretFunc)"}
 	}
 	if spaced(secret) {
