@@ -533,6 +533,12 @@ func appCases(t *testing.T, f fixture) []leakcheck.Case {
 		return "", false
 	})
 	notReady := &wiring.NotReadyError{Store: "postgres", Err: ports.ErrClosed}
+	// A start that cannot migrate, because nothing listens behind a URL
+	// with a password: the migrator's connect error holds its config.
+	unmigrated, err := wiring.New(ctx, wiring.Config{Migrate: true, KeySecret: wiring.NewSecret(keySecret),
+		DatabaseURL: wiring.NewSecret("postgres://runlimit:" + password + "@127.0.0.1:1/x?sslmode=disable&connect_timeout=5")})
+	require.NoError(t, err)
+	migrateErr := unmigrated.Start(ctx)
 	cleanupErr := &wiring.CleanupError{Store: "postgres", Err: ports.ErrClosed}
 	closed, err := wiring.Open(ctx, wiring.Config{Memory: memory.Config{MaxKeys: 1}, KeySecret: wiring.NewSecret(keySecret)})
 	require.NoError(t, err)
@@ -587,6 +593,7 @@ func appCases(t *testing.T, f fixture) []leakcheck.Case {
 		leakcheck.Value("wiring.ConfigError", typed[*wiring.ConfigError](t, urlErr)),
 		leakcheck.Value("wiring.EnvError", typed[*wiring.EnvError](t, envErr)),
 		leakcheck.Value("wiring.NotReadyError", notReady),
+		leakcheck.Value("wiring.MigrateError", typed[*wiring.MigrateError](t, migrateErr)),
 		leakcheck.Value("wiring.CleanupError", cleanupErr),
 		leakcheck.Value("wiring.ErrInvalidConfig", envErr),
 		leakcheck.Value("wiring.ErrNotStarted", notStarted.Ready(ctx)),
