@@ -268,7 +268,7 @@ var targets = map[bs.Fault]string{
 	bs.ReplicaCountsOwnSlots:  "replicas/two_replicas_share_the_capacity_bound",
 	bs.ReplicaLocksInProcess:  "replicas/overlapping_checks_on_two_replicas_lose_no_update",
 	bs.ReplicaCachesOwnWrites: "replicas/interleaved_checks_and_batches_on_two_replicas_share_one_count",
-	bs.ReplicaClampsOwnClock:  "replicas/a_clock_step_back_seen_by_one_replica_moves_no_window_the_other_anchored",
+	bs.ReplicaClampsOwnClock:  "replicas/a_replica_whose_clock_is_behind_lengthens_no_retry_time_the_other_reported",
 	bs.ReplicaCleansOwnKeys:   "replicas/a_counter_one_replica_cleans_up_is_gone_for_the_other",
 }
 

@@ -31,7 +31,8 @@ import (
 //     count of its own) leaves what another replica created in place, or
 //     frees it only on one side.
 //   - A clock floor kept per replica lets a replica whose clock is behind
-//     move a window another replica anchored back.
+//     another's report a key's retry time longer than the other reported
+//     before it.
 //   - Stats computed from per-replica state disagree between replicas.
 func replicasScenario() scenario {
 	return scenario{name: "replicas", cases: []testCase{
@@ -40,7 +41,7 @@ func replicasScenario() scenario {
 		{name: "overlapping_checks_on_two_replicas_lose_no_update", replica: true, single: true, run: testReplicasOverlap},
 		{name: "a_counter_one_replica_cleans_up_is_gone_for_the_other", replica: true, opts: capacityOptions, run: testReplicasShareCleanup},
 		{name: "a_window_ends_at_the_same_time_on_both_replicas", replica: true, single: true, run: testReplicasShareWindowEnd},
-		{name: "a_clock_step_back_seen_by_one_replica_moves_no_window_the_other_anchored", replica: true, single: true, run: testReplicasShareClamp},
+		{name: "a_replica_whose_clock_is_behind_lengthens_no_retry_time_the_other_reported", replica: true, single: true, run: testReplicasShareClamp},
 		{name: "stats_agree_across_replicas", replica: true, opts: capacityOptions, run: testReplicasAgreeOnStats},
 	}}
 }
@@ -216,24 +217,25 @@ func testReplicasShareWindowEnd(t *testing.T, f *fixture) {
 	f.requireDuration(window-step, a.ResetAfter, g+" (A reports the end of B's window)")
 }
 
+// testReplicasShareClamp steps the clock back once replica A has read a
+// time, and asks B, which has read none as late. A denial writes nothing,
+// so the key's window does not hold the time A read: only a floor under
+// the clock that every replica shares does.
 func testReplicasShareClamp(t *testing.T, f *fixture) {
-	const g = "replicas: a replica whose clock is behind another's moves no window that one anchored back (time never " +
-		"goes backwards for a key, whichever replica reads it)"
+	const g = "replicas: a replica whose clock is behind another's reports no longer retry time for a key than the " +
+		"other reported before (time never goes backwards for a key, whichever replica reads it)"
 	f.requireSteppableClock()
 	b := f.replica()
-	const limit = 5
-	p, k := f.policy(limit, window), f.key()
+	p, k := f.policy(1, window), f.key()
 	c := f.check(p, k)
+	f.allow(c, 0, g)
 	f.advance(clampStep)
-	f.allow(c, limit-1, g)
-	// B has not read the clock since it opened: it knows no time as late
-	// as the one A anchored the window at.
+	f.requireRetry(f.deny(c, domain.QuotaExhausted, g), window-clampStep, g+" (A's denial)")
 	f.stepBack(clampStep / 2)
-	a := b.allow(c, limit-2, g+" (B counts into A's window)")
-	b.requireDuration(window, a.ResetAfter, g+" (B's time for the key is no earlier than the time A anchored its window at)")
+	b.requireRetry(b.deny(c, domain.QuotaExhausted, g+" (B, its clock behind)"), window-clampStep,
+		g+" (B's denial after the clock stepped back: no longer than A's before it)")
 	f.advance(clampStep / 2)
-	a = f.allow(c, limit-3, g+" (A counts after the clock caught up)")
-	f.requireDuration(window, a.ResetAfter, g+" (the window kept its end)")
+	f.requireRetry(f.deny(c, domain.QuotaExhausted, g+" (A, after the clock caught up)"), window-clampStep, g+" (A's denial)")
 }
 
 func testReplicasAgreeOnStats(t *testing.T, f *fixture) {
