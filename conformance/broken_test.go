@@ -264,6 +264,12 @@ var targets = map[bs.Fault]string{
 	bs.StatsLocksPartitionsDescending:  "lockcycles/stats_racing_a_batch_across_partitions_does_not_deadlock",
 	bs.BatchRenewalSlides:              "anchoring/a_batch_renewing_active_windows_keeps_where_they_end",
 	bs.ClockMutexBeforeLocks:           "sampling/a_cleanup_that_waits_for_a_check_removes_only_what_ended_before_that_check_decided",
+
+	bs.ReplicaCountsOwnSlots:  "replicas/two_replicas_share_the_capacity_bound",
+	bs.ReplicaLocksInProcess:  "replicas/overlapping_checks_on_two_replicas_lose_no_update",
+	bs.ReplicaCachesOwnWrites: "replicas/interleaved_checks_and_batches_on_two_replicas_share_one_count",
+	bs.ReplicaClampsOwnClock:  "replicas/a_replica_whose_clock_is_behind_lengthens_no_retry_time_the_other_reported",
+	bs.ReplicaCleansOwnKeys:   "replicas/a_counter_one_replica_cleans_up_is_gone_for_the_other",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -36,6 +36,9 @@ type capabilities struct {
 	parts int
 	clock bool
 	exact bool
+	// replicas: the harness can open a second replica over a store's data
+	// (Instance.OpenReplica).
+	replicas bool
 }
 
 func capabilitiesOf(s ports.Store) map[Capability]bool {
@@ -83,7 +86,10 @@ func probe(t *testing.T, newStore NewStoreFunc) capabilities {
 	t.Helper()
 	inst := newStore(t, defaultOptions)
 	checkInstance(t, inst)
-	caps := capabilities{has: capabilitiesOf(inst.Store), parts: 1, clock: inst.Clock != nil, exact: inst.ExactTime || inst.Clock != nil}
+	caps := capabilities{
+		has: capabilitiesOf(inst.Store), parts: 1, clock: inst.Clock != nil, exact: inst.ExactTime || inst.Clock != nil,
+		replicas: inst.OpenReplica != nil,
+	}
 	for _, c := range inst.Require {
 		require.True(t, caps.has[c], "harness: Instance.Require lists %s, but the store (%T) does not implement it; "+
 			"a wrapper around the store may be hiding it", c, inst.Store)
@@ -108,13 +114,23 @@ func probe(t *testing.T, newStore NewStoreFunc) capabilities {
 		"harness: the store has %d capacity partitions; set Instance.PartitionOf so that the suite can aim keys at one "+
 			"partition and check its bound exactly", caps.parts)
 
+	if inst.OpenReplica != nil {
+		replica := inst.OpenReplica(t)
+		require.NotNil(t, replica, "harness: Instance.OpenReplica returned no store")
+		require.Equal(t, caps.has, capabilitiesOf(replica),
+			"harness: the replica Instance.OpenReplica opened (%T) offers other optional capabilities than Store (%T)", replica, inst.Store)
+	}
 	if c, ok := inst.Store.(ports.Closer); ok {
 		returned, err := boundedGuard(c.Close)
 		require.True(t, returned, "harness: %s: Close on a fresh store has not returned after %v", blockedRule, callBound)
 		require.NoError(t, err, "harness: Close on a fresh store")
 	}
-	t.Logf("conformance: the store (%T) has %d capacity partition(s), %s clock, and offers %s",
-		inst.Store, caps.parts, clockKind(caps), caps.list(true))
+	replicas := "no second replica (Instance.OpenReplica is nil)"
+	if caps.replicas {
+		replicas = "a second replica over its data (Instance.OpenReplica)"
+	}
+	t.Logf("conformance: the store (%T) has %d capacity partition(s), %s clock, %s, and offers %s",
+		inst.Store, caps.parts, clockKind(caps), replicas, caps.list(true))
 	return caps
 }
 
@@ -163,13 +179,17 @@ type report struct {
 	skipped atomic.Int64
 	calls   map[Capability]*atomic.Int64
 	admits  atomic.Int64
+	// replicas counts the replicas the cases opened; replicaCases counts
+	// the cases that need one.
+	replicas     atomic.Int64
+	replicaCases int64
 	// blocked is set once a call into the store has blocked past
 	// callBound.
 	blocked atomic.Bool
 }
 
 func newReport(caps capabilities) *report {
-	r := &report{caps: caps, total: caseCount(caps), calls: make(map[Capability]*atomic.Int64)}
+	r := &report{caps: caps, total: caseCount(caps), replicaCases: replicaCaseCount(caps), calls: make(map[Capability]*atomic.Int64)}
 	for _, c := range allCapabilities {
 		r.calls[c] = new(atomic.Int64)
 	}
@@ -192,6 +212,9 @@ func (r *report) summarize(t *testing.T) {
 			t.Errorf("conformance: the store offers %s but no case called it: the suite did not exercise it", c)
 		}
 	}
+	if r.caps.replicas && r.replicas.Load() == 0 {
+		t.Errorf("conformance: the harness offers Instance.OpenReplica but no case opened a replica: the suite did not exercise it")
+	}
 }
 
 // summary says how many cases ran, how many of them were skipped, and how
@@ -211,8 +234,17 @@ func (r *report) summary() string {
 			fmt.Fprintf(&b, ", %s %d times", c, r.calls[c].Load())
 		}
 	}
+	if r.caps.replicas {
+		fmt.Fprintf(&b, ", Instance.OpenReplica %d times", r.replicas.Load())
+	}
 	if missing := r.caps.list(false); missing != "none of the optional capabilities" {
 		fmt.Fprintf(&b, "; the store does not offer %s, whose cases were skipped", missing)
+	}
+	if !r.caps.replicas {
+		// As with a skipped case: a passing run proves nothing about a
+		// store that several replicas share.
+		fmt.Fprintf(&b, "; Instance.OpenReplica is nil, so the %d replica cases were skipped and did not exercise "+
+			"two replicas over one backend (shared counts, capacity bound, locks, cleanup, clock)", r.replicaCases)
 	}
 	return b.String()
 }

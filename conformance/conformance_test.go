@@ -7,6 +7,7 @@ import (
 
 	"github.com/runlimit/runlimit/conformance"
 	"github.com/runlimit/runlimit/conformance/internal/brokenstores"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // partitions is the partition count of the broken stores: several, so that
@@ -21,7 +22,7 @@ func harness(fault brokenstores.Fault) conformance.NewStoreFunc {
 	return func(_ testing.TB, opts conformance.Options) conformance.Instance {
 		clock := new(conformance.ManualClock)
 		s := brokenstores.New(brokenstores.Config{Fault: fault, Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
-		inst := conformance.Instance{Store: s, Advance: clock.Advance, ExactTime: true, PartitionOf: s.PartitionOf}
+		inst := conformance.Instance{Store: s, Advance: clock.Advance, ExactTime: true, PartitionOf: s.PartitionOf, OpenReplica: replicaOf(s)}
 		if steppedBack[fault] {
 			// Only a clock handed over as Instance.Clock can be stepped
 			// back, which these faults need to show.
@@ -45,6 +46,7 @@ var steppedBack = map[brokenstores.Fault]bool{
 	brokenstores.CleanupReadsUnclampedClock: true,
 	brokenstores.ClampRacyReadModifyWrite:   true,
 	brokenstores.CleanupLeavesClampBelow:    true,
+	brokenstores.ReplicaClampsOwnClock:      true,
 }
 
 // TestRunPassesACorrectStore is the control for TestBrokenStoresAreCaught:
@@ -69,19 +71,19 @@ func TestRunPassesACorrectStore(t *testing.T) {
 		{"every_capability_three_partitions", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			clock := new(conformance.ManualClock)
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
-			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
+			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all, OpenReplica: replicaOf(s)}
 		}},
 		{"optimistic_single_checks", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			clock := new(conformance.ManualClock)
 			s := brokenstores.New(brokenstores.Config{
 				Capacity: opts.Capacity, Partitions: partitions, OptimisticSingleChecks: true, Clock: clock.Now,
 			})
-			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
+			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all, OpenReplica: replicaOf(s)}
 		}},
 		{"cleans_per_check", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			clock := new(conformance.ManualClock)
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, CleanupPerCheck: 8, Clock: clock.Now})
-			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all}
+			return conformance.Instance{Store: s, Clock: clock, PartitionOf: s.PartitionOf, Require: all, OpenReplica: replicaOf(s)}
 		}},
 		{"pauses_under_its_locks", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			// A store over a network: one round trip, made while it holds
@@ -92,14 +94,14 @@ func TestRunPassesACorrectStore(t *testing.T) {
 			// every case's.
 			clock := &pausingClock{pause: opts.MaxBatchSize > 8}
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
-			return conformance.Instance{Store: s, Clock: &clock.ManualClock, PartitionOf: s.PartitionOf, Require: all}
+			return conformance.Instance{Store: s, Clock: &clock.ManualClock, PartitionOf: s.PartitionOf, Require: all, OpenReplica: replicaOf(s)}
 		}},
 		{"running_clock", func(_ testing.TB, opts conformance.Options) conformance.Instance {
 			// The suite's inexact path, the one a database store takes:
 			// durations are bounds, and races run free.
 			clock := newRunningClock()
 			s := brokenstores.New(brokenstores.Config{Capacity: opts.Capacity, Partitions: partitions, Clock: clock.Now})
-			return conformance.Instance{Store: s, Advance: clock.Advance, PartitionOf: s.PartitionOf, Require: all}
+			return conformance.Instance{Store: s, Advance: clock.Advance, PartitionOf: s.PartitionOf, Require: all, OpenReplica: replicaOf(s)}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +109,11 @@ func TestRunPassesACorrectStore(t *testing.T) {
 			conformance.Run(t, tc.new)
 		})
 	}
+}
+
+// replicaOf opens a second replica over s's data.
+func replicaOf(s *brokenstores.Store) conformance.ReplicaFunc {
+	return func(testing.TB) ports.Store { return s.Replica() }
 }
 
 // runningClock stands in for a database clock: besides Advance, it runs

@@ -37,11 +37,36 @@
 //   - Require: the optional capabilities the store must show. A wrapper
 //     that hides one (a metrics decorator without AdmitCheck) fails the
 //     run instead of quietly skipping the cases written for it.
+//   - OpenReplica: a store over a shared backend opens a second store
+//     value over the same data, as another replica of the service would
+//     (its own pool, caches and clock floor; the same rows). See Replicas
+//     below.
 //
 // A first subtest, harness, builds one store to check the Instance and
 // learn the store's capabilities; Run logs what it found, and at the end
 // how often it called each capability, failing if it never called one the
 // store offers.
+//
+// # Replicas
+//
+// Several replicas of a service share one backend, and each opens its own
+// store value over it. What a store keeps per value is right as long as
+// it is the only writer, and wrong as soon as there are two: a capacity
+// count of its own lets each replica fill a partition to the bound; a
+// lock in its own process (a mutex per key, a lock manager per pool) lets
+// two replicas both "hold" one key and lose an update; a cache of the
+// counts it wrote hides the other replica's units; a floor under the clock
+// kept per value lets a replica whose clock is behind lengthen a retry
+// time; cleanup bookkeeping of its own leaves the other replica's expired
+// counters in place. With [Instance.OpenReplica] set, the cases of the
+// replicas scenario open a second store over the case's data and check
+// that the two share their counts exactly (interleaved checks and
+// batches), the capacity bound, their locks (overlapping checks on both
+// lose no update), cleanup, window ends, the clock's floor and Stats. The
+// replica must read the same clock as Store: the same [ManualClock], or
+// the same server's. A store whose data lives in its own process leaves
+// OpenReplica nil; the replica cases are then skipped, and Run's summary
+// says that nothing checked two replicas over one backend.
 //
 // # A store with a real backend
 //

@@ -63,6 +63,10 @@ type fixture struct {
 	// goid is the case's own goroutine, whose calls into the store guard
 	// bounds with callBound.
 	goid int64
+
+	// on names the replica in the operation log ("A: ", "B: ") once the
+	// case has opened a second one (see replica), and is empty before.
+	on string
 }
 
 // callBound is how long the suite waits for one call into the store, made
@@ -247,9 +251,9 @@ func (f *fixture) applyWith(ctx context.Context, ctxName string, c domain.Check,
 		with = " with " + ctxName
 	}
 	if err != nil {
-		f.log.add("check %s via %s%s → error: %v", f.log.check(c), p, with, err)
+		f.log.add("%scheck %s via %s%s → error: %v", f.on, f.log.check(c), p, with, err)
 	} else {
-		f.log.add("check %s via %s%s → %s", f.log.check(c), p, with, describe(d))
+		f.log.add("%scheck %s via %s%s → %s", f.on, f.log.check(c), p, with, describe(d))
 	}
 	return d, err
 }
@@ -318,9 +322,9 @@ func (f *fixture) admit(checks []domain.Check, guarantee string) domain.BatchDec
 		return err
 	})
 	if err != nil {
-		f.log.add("batch %s via Admit → error: %v", f.log.batch(checks), err)
+		f.log.add("%sbatch %s via Admit → error: %v", f.on, f.log.batch(checks), err)
 	} else {
-		f.log.add("batch %s via Admit → %s", f.log.batch(checks), describeBatch(bd))
+		f.log.add("%sbatch %s via Admit → %s", f.on, f.log.batch(checks), describeBatch(bd))
 	}
 	require.NoError(f.t, err, "%s: the store failed a valid batch", guarantee)
 	return bd
@@ -404,9 +408,9 @@ func (f *fixture) stats() (ports.Stats, bool) {
 		return err
 	})
 	if err != nil {
-		f.log.add("Stats → error: %v", err)
+		f.log.add("%sStats → error: %v", f.on, err)
 	} else {
-		f.log.add("Stats → %s", describeStats(s, f.opts.Capacity))
+		f.log.add("%sStats → %s", f.on, describeStats(s, f.opts.Capacity))
 	}
 	require.NoError(f.t, err, "stats: Stats failed")
 	return s, true
@@ -436,9 +440,9 @@ func (f *fixture) cleanupWith(ctx context.Context, ctxName string, max int) (int
 		args = ctxName + ", " + args
 	}
 	if err != nil {
-		f.log.add("CleanupExpired(%s) → %d, error: %v", args, n, err)
+		f.log.add("%sCleanupExpired(%s) → %d, error: %v", f.on, args, n, err)
 	} else {
-		f.log.add("CleanupExpired(%s) → %d", args, n)
+		f.log.add("%sCleanupExpired(%s) → %d", f.on, args, n)
 	}
 	return n, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	bs "github.com/runlimit/runlimit/conformance/internal/brokenstores"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // A store over a server's clock (Redis TIME, a database's now) reads no
@@ -81,4 +82,54 @@ func TestSummaryCountsSkippedCases(t *testing.T) {
 	rep.started.Store(2)
 	require.Equal(t, int64(1), rep.skipped.Load())
 	require.Contains(t, rep.summary(), "2 of "+fmt.Sprint(rep.total)+" cases ran, 1 of them skipped as not applicable")
+}
+
+// A harness without Instance.OpenReplica has every replica case skipped,
+// and Run's summary says that nothing checked two replicas over one
+// backend; one with it has the cases open replicas, and the summary
+// counts them.
+func TestSummarySaysWhetherReplicasWereExercised(t *testing.T) {
+	t.Parallel()
+	harness := func(replicas bool) NewStoreFunc {
+		return func(_ testing.TB, opts Options) Instance {
+			clock := new(ManualClock)
+			s := bs.New(bs.Config{Capacity: opts.Capacity, Clock: clock.Now})
+			inst := Instance{Store: s, Clock: clock}
+			if replicas {
+				inst.OpenReplica = func(testing.TB) ports.Store { return s.Replica() }
+			}
+			return inst
+		}
+	}
+	for _, replicas := range []bool{false, true} {
+		newStore := harness(replicas)
+		caps := probe(t, newStore)
+		rep := newReport(caps)
+		require.Equal(t, int64(len(replicasScenario().cases)+countSingle(replicasScenario())), rep.replicaCases,
+			"every replica case, once per single-check path when it makes single checks")
+		t.Run(fmt.Sprint("replicas=", replicas), func(t *testing.T) {
+			testReplicasShareCounts(t, setup(t, newStore, defaultOptions, viaBatchOfOne, caps, rep))
+		})
+		if !replicas {
+			require.Equal(t, int64(1), rep.skipped.Load(), "the replica case skips without Instance.OpenReplica")
+			require.Contains(t, rep.summary(), fmt.Sprintf("Instance.OpenReplica is nil, so the %d replica cases were skipped", rep.replicaCases))
+			continue
+		}
+		require.Zero(t, rep.skipped.Load(), "the replica case runs with Instance.OpenReplica")
+		require.Equal(t, int64(1), rep.replicas.Load(), "the case opened one replica")
+		require.Contains(t, rep.summary(), "Instance.OpenReplica 1 times")
+		require.NotContains(t, rep.summary(), "Instance.OpenReplica is nil")
+	}
+}
+
+// countSingle counts the cases of sc that make single checks: each runs
+// once more, on the single-check path, for a store that offers it.
+func countSingle(sc scenario) int {
+	n := 0
+	for _, tc := range sc.cases {
+		if tc.single {
+			n++
+		}
+	}
+	return n
 }

@@ -28,6 +28,12 @@ type AdvanceFunc func(t testing.TB, d time.Duration)
 // reports that partition's free slots under.
 type PartitionFunc func(k domain.CounterKey) int
 
+// ReplicaFunc opens another store value over the backing data of
+// [Instance.Store], as a second replica of the service would open it: its
+// own connections, caches and clock clamps, the same data. It may register
+// t.Cleanup to close what it opened; the suite does not close the replica.
+type ReplicaFunc func(t testing.TB) ports.Store
+
 // Instance is a fresh store and the way to move its time.
 type Instance struct {
 	// Store is the store under test. Required.
@@ -59,6 +65,17 @@ type Instance struct {
 	// partition's headroom in [ports.Stats] against the keys it put there.
 	// Default nil (one partition).
 	PartitionOf PartitionFunc
+	// OpenReplica opens a second store over Store's backing data, as
+	// another replica of the service would: its own pool, caches and clamps
+	// over the same rows (a second Store on the same database and schema).
+	// It must read the same clock as Store (the same ManualClock, or the
+	// same database's) and offer the same optional capabilities. The
+	// replicas scenario uses it to check that the two share their counts,
+	// the capacity bound, their locks, cleanup, reset times and Stats. A
+	// store whose data lives in its own process (the memory store) leaves
+	// it nil: the replica cases are then skipped, and the run's summary
+	// says they were not exercised. Default nil.
+	OpenReplica ReplicaFunc
 	// Require lists the optional capabilities the harness knows the store
 	// offers. The suite fails when Store lacks one, so that a wrapper which
 	// hides an optional interface (a decorator for metrics or logging) cannot
@@ -133,6 +150,9 @@ type scenario struct {
 // testCase is one guarantee, checked on a fresh store.
 type testCase struct {
 	name string
+	// replica marks a case that needs [Instance.OpenReplica]: it is skipped,
+	// and reported as not exercised, when the harness leaves it nil.
+	replica bool
 	// single marks a case that makes single checks: it runs once per
 	// single-check path the store offers.
 	single bool
@@ -193,15 +213,28 @@ func scenarios() []scenario {
 		lastMicroScenario(),
 		cleanupClampScenario(),
 		lockCyclesScenario(),
+		replicasScenario(),
 	}
 }
 
 // caseCount returns how many subtests Run starts for a store with caps: the
 // report checks its counts only when every one of them ran.
 func caseCount(caps capabilities) int64 {
+	return countCases(caps, func(testCase) bool { return true })
+}
+
+// replicaCaseCount returns how many of those subtests need a replica.
+func replicaCaseCount(caps capabilities) int64 {
+	return countCases(caps, func(tc testCase) bool { return tc.replica })
+}
+
+func countCases(caps capabilities, counted func(testCase) bool) int64 {
 	n := 0
 	for _, sc := range scenarios() {
 		for _, tc := range sc.cases {
+			if !counted(tc) {
+				continue
+			}
 			if tc.single {
 				n += len(caps.paths())
 			} else {

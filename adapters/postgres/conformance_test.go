@@ -11,6 +11,7 @@ import (
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/conformance"
 	"github.com/runlimit/runlimit/internal/pgtest"
+	"github.com/runlimit/runlimit/ports"
 )
 
 // TestConformance runs the shared suite with a fresh store per case, each
@@ -34,12 +35,21 @@ func runConformance(t *testing.T, protocol postgres.Protocol) {
 	dbs := newDatabases(t)
 	conformance.Run(t, func(t testing.TB, opts conformance.Options) conformance.Instance {
 		db := dbs.lend(t)
-		store, err := postgres.New(db.Pool, postgres.Config{RowsPerShard: opts.Capacity, MaxBatchSize: opts.MaxBatchSize, Protocol: protocol})
+		cfg := postgres.Config{RowsPerShard: opts.Capacity, MaxBatchSize: opts.MaxBatchSize, Protocol: protocol}
+		store, err := postgres.New(db.Pool, cfg)
 		require.NoError(t, err)
 		return conformance.Instance{
 			Store:       store,
 			Advance:     func(t testing.TB, d time.Duration) { shift(t, db.Pool, d) },
 			PartitionOf: postgres.ShardOf,
+			// A second replica of a service: a Store of its own, with a pool
+			// of its own, on the same database and schema.
+			OpenReplica: func(t testing.TB) ports.Store {
+				replica, err := postgres.New(db.NewPool(t, nil), cfg)
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, replica.Close()) })
+				return replica
+			},
 			Require: []conformance.Capability{
 				conformance.CheckAdmitter, conformance.Cleaner, conformance.StatsReporter, conformance.Closer,
 			},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/runlimit/runlimit/conformance"
 	"github.com/runlimit/runlimit/examples/casstore"
+	"github.com/runlimit/runlimit/ports"
 )
 
 func TestConformance(t *testing.T) {
@@ -18,6 +19,8 @@ func TestConformance(t *testing.T) {
 		return conformance.Instance{
 			Store: store,
 			Clock: clock,
+			// A second replica over the same rows.
+			OpenReplica: func(testing.TB) ports.Store { return store.Replica() },
 			Require: []conformance.Capability{
 				conformance.CheckAdmitter, conformance.Cleaner, conformance.StatsReporter,
 			},

@@ -33,8 +33,8 @@
 //     as the scratch batch did.
 //
 // Time never goes backwards for a key: every attempt reads the clock after
-// the state it judges, and the clock is clamped to the latest time read.
-// Nothing is written before the atomic write, so an admission that fails
+// the state it judges, and the clock is clamped to the latest time any
+// store over the same rows read ([Store.Replica]). Nothing is written before the atomic write, so an admission that fails
 // (a cancelled context) consumed nothing.
 //
 // Under contention an optimistic store retries instead of waiting: the

@@ -36,7 +36,6 @@ type Store struct {
 	capacity  int64
 	maxBatch  int
 	clock     func() time.Duration
-	last      atomic.Int64 // the latest time read, as a domain.Instant
 	conflicts atomic.Int64
 	table     *table
 }
@@ -248,22 +247,25 @@ func (s *Store) Stats(context.Context) (ports.Stats, error) {
 	return ports.Stats{Entries: n, Capacity: s.capacity, Shards: 1, Headroom: []int64{s.capacity - n}}, nil
 }
 
+// Replica returns another Store over s's rows, as a second replica of a
+// service opens a store over the backend the first one uses: the same
+// counters, occupancy and clock floor, and its own conflict count. Each
+// keeps every guarantee with the other as with itself.
+func (s *Store) Replica() *Store {
+	return &Store{capacity: s.capacity, maxBatch: s.maxBatch, clock: s.clock, table: s.table}
+}
+
 // Conflicts returns how many attempts, of admissions and cleanups, found
 // that something they read had changed and started again. A hot key shows
 // here first; a high rate says the workload wants a locking store.
 func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
 
 // now reads the clock, clamped so that it never goes backwards: a window
-// must never start before one anchored earlier.
+// must never start before one anchored earlier. The floor is the table's,
+// shared by every replica, as a backend's own clock (Redis TIME, a
+// database's clock) is: a floor of this Store's own would let a replica
+// whose clock is behind decide at a time before one another replica
+// already judged.
 func (s *Store) now() domain.Instant {
-	now := int64(domain.InstantOf(s.clock()))
-	for {
-		last := s.last.Load()
-		if now <= last {
-			return domain.Instant(last)
-		}
-		if s.last.CompareAndSwap(last, now) {
-			return domain.Instant(now)
-		}
-	}
+	return s.table.floor(domain.InstantOf(s.clock()))
 }

@@ -2,6 +2,7 @@ package casstore
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/runlimit/runlimit/domain"
 )
@@ -18,6 +19,9 @@ type table struct {
 	seq     uint64 // the last version handed out: a row never gets an old version back
 	entries map[domain.CounterKey]entry
 	slots   occupancy
+	// last is the latest time any store over the table read, as a
+	// domain.Instant: the floor under every replica's clock.
+	last atomic.Int64
 }
 
 // entry is one versioned counter. Version 0 is an absent row.
@@ -122,4 +126,18 @@ func (t *table) stored() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.slots.n
+}
+
+// floor returns now, or the latest time read before it when that is later,
+// and records it as the latest.
+func (t *table) floor(now domain.Instant) domain.Instant {
+	for {
+		last := t.last.Load()
+		if int64(now) <= last {
+			return domain.Instant(last)
+		}
+		if t.last.CompareAndSwap(last, int64(now)) {
+			return now
+		}
+	}
 }

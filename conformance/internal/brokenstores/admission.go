@@ -722,12 +722,14 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		// counted as a slot taken.
 		s.stored[s.PartitionOf(k)]++
 	}
-	if _, ok := s.entries[k]; !ok {
+	_, existed := s.entries[k]
+	if !existed {
 		s.firstExpiry[k] = c.Expires
 		s.inserted++
 	}
 	s.setDeadline(a, i, k, c)
 	s.entries[k] = c
+	s.wroteReplica(k, c, !existed)
 	if s.cfg.Fault == CleanupFiltersHeapInPlace {
 		s.heapWrote(k, s.PartitionOf(k))
 	}

@@ -47,6 +47,9 @@ func (s *Store) read(a *admission, k domain.CounterKey, at domain.Instant) (doma
 	if !s.indexed(k) {
 		return domain.Counter{}, false
 	}
+	if c, ok := s.cachedWrite(k); ok {
+		return c, true
+	}
 	switch {
 	case s.cfg.Fault == CachesReads:
 		if r, ok := s.reads[k]; ok && r.at == at {

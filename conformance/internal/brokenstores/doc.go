@@ -4,7 +4,9 @@
 // real adapters have: off-by-ones at a window's end, times and counts kept
 // in types that cannot hold them, caches that outlive writes, locks taken
 // in the caller's order or released too early, partial writes, capacity
-// counted wrongly, cleanup and stats that lie.
+// counted wrongly, cleanup and stats that lie, and state a store value
+// keeps for itself over a backend that several replicas share
+// ([Store.Replica] opens a second store over the same data).
 //
 // The store locks each key, as a database store does, so that locking
 // defects show as they would there. Built without a defect, it passes the

@@ -1073,6 +1073,29 @@ const (
 	// decides, at its earlier time, on what the cleanup left.
 	ClockMutexBeforeLocks
 
+	// Replicas: state that each store value over a shared backend keeps of
+	// its own, right for one replica and wrong for two.
+
+	// ReplicaCountsOwnSlots counts the slots each replica takes and frees
+	// itself, from the counts it found when it opened, so that two
+	// replicas each admit new keys up to the bound.
+	ReplicaCountsOwnSlots
+	// ReplicaLocksInProcess locks keys and partitions with mutexes in the
+	// replica's own process, so that two replicas both "lock" one key and
+	// one loses the other's update.
+	ReplicaLocksInProcess
+	// ReplicaCachesOwnWrites serves the counter a replica last wrote, for
+	// as long as the stored window is the one it wrote, so that it never
+	// sees the units another replica counted in that window.
+	ReplicaCachesOwnWrites
+	// ReplicaClampsOwnClock keeps the floor under the clock per replica,
+	// so that a replica whose clock is behind another's decides at a time
+	// before the one the other anchored a window at.
+	ReplicaClampsOwnClock
+	// ReplicaCleansOwnKeys removes, in CleanupExpired, only the expired
+	// counters its own replica created.
+	ReplicaCleansOwnKeys
+
 	faultCount
 )
 
@@ -1304,6 +1327,12 @@ var faultNames = [faultCount]string{
 
 	BatchRenewalSlides:    "BatchRenewalSlides",
 	ClockMutexBeforeLocks: "ClockMutexBeforeLocks",
+
+	ReplicaCountsOwnSlots:  "ReplicaCountsOwnSlots",
+	ReplicaLocksInProcess:  "ReplicaLocksInProcess",
+	ReplicaCachesOwnWrites: "ReplicaCachesOwnWrites",
+	ReplicaClampsOwnClock:  "ReplicaClampsOwnClock",
+	ReplicaCleansOwnKeys:   "ReplicaCleansOwnKeys",
 }
 
 // Faults returns every deliberate defect, None excluded.

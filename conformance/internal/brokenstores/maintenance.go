@@ -288,7 +288,7 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 	}
 	var cs []candidate
 	for k, c := range s.entries {
-		if p >= 0 && s.PartitionOf(k) != p {
+		if p >= 0 && s.PartitionOf(k) != p || s.cleansElsewhere(k) {
 			continue
 		}
 		expired := c.Expires <= now

@@ -49,25 +49,19 @@ type Store struct {
 	cfg        Config
 	created    time.Time // for IgnoresInjectedClock
 	closed     atomic.Bool
-	last       atomic.Int64 // the latest time read, as a domain.Instant
 	clockReads atomic.Int64 // for ClockBackwards
 
-	keyMu     sync.Mutex
-	keyLocks  map[domain.CounterKey]*sync.Mutex
-	partLocks []sync.Mutex
-	singleMu  sync.Mutex      // SingleCheckOwnLock's lock for AdmitCheck
-	clockMu   sync.Mutex      // CleanupHoldsClockLock's store-wide clock lock
-	stripes   []chan struct{} // StripeLockedTwice's locks, instead of the keys'
+	// backend is the data and the locks every replica of the store shares
+	// (see Replica).
+	*backend
+	// replica is the state a replica keeps of its own, which only the
+	// replica faults consult (replicas.go).
+	replica replicaState
 
-	mu      sync.Mutex // guards everything below, for one read or one write
-	entries map[domain.CounterKey]domain.Counter
-	stored  []int // counters held by each partition, expired ones included
-	// firstExpiry is the expiry each stored key had when it was stored
-	// (CapacityRetryFirstWindow).
-	firstExpiry map[domain.CounterKey]domain.Instant
-	// versions counts the writes of each stored counter since it was
-	// created, 1 for its first (OptimisticVersionRestarts).
-	versions map[domain.CounterKey]uint64
+	singleMu sync.Mutex      // SingleCheckOwnLock's lock for AdmitCheck
+	clockMu  sync.Mutex      // CleanupHoldsClockLock's store-wide clock lock
+	stripes  []chan struct{} // StripeLockedTwice's locks, instead of the keys'
+
 	// inserted counts the counters ever inserted (StatsEntriesNeverShrink).
 	inserted int
 	// sharedBefore and sharedPresent are SingleCheckSharedReads's one read
@@ -92,23 +86,60 @@ var (
 	_ ports.ReadinessChecker = (*Store)(nil)
 )
 
+// backend is what a database holds for every replica: the counters, the
+// capacity counts, the locks and the clock's floor. Its fields are all
+// references, so that a replica fault can give a replica its own copy of
+// one of them (see Replica).
+type backend struct {
+	last *atomic.Int64 // the latest time read, as a domain.Instant
+
+	keyMu     *sync.Mutex
+	keyLocks  map[domain.CounterKey]*sync.Mutex
+	partLocks []sync.Mutex
+
+	mu      *sync.Mutex // guards the maps and counts, and each Store's own state, for one read or one write
+	entries map[domain.CounterKey]domain.Counter
+	stored  []int // counters held by each partition, expired ones included
+	// firstExpiry is the expiry each stored key had when it was stored
+	// (CapacityRetryFirstWindow).
+	firstExpiry map[domain.CounterKey]domain.Instant
+	// versions counts the writes of each stored counter since it was
+	// created, 1 for its first (OptimisticVersionRestarts).
+	versions map[domain.CounterKey]uint64
+}
+
+func newBackend(partitions int) *backend {
+	return &backend{
+		last:        new(atomic.Int64),
+		keyMu:       new(sync.Mutex),
+		keyLocks:    make(map[domain.CounterKey]*sync.Mutex),
+		partLocks:   make([]sync.Mutex, partitions),
+		mu:          new(sync.Mutex),
+		entries:     make(map[domain.CounterKey]domain.Counter),
+		stored:      make([]int, partitions),
+		firstExpiry: make(map[domain.CounterKey]domain.Instant),
+		versions:    make(map[domain.CounterKey]uint64),
+	}
+}
+
 // New returns an empty store.
 func New(cfg Config) *Store {
 	if cfg.Partitions < 1 {
 		cfg.Partitions = 1
 	}
+	return newOver(cfg, newBackend(cfg.Partitions))
+}
+
+// newOver returns a store over the backend b.
+func newOver(cfg Config, b *backend) *Store {
 	s := &Store{
-		cfg:         cfg,
-		created:     time.Now(),
-		keyLocks:    make(map[domain.CounterKey]*sync.Mutex),
-		partLocks:   make([]sync.Mutex, cfg.Partitions),
-		entries:     make(map[domain.CounterKey]domain.Counter),
-		stored:      make([]int, cfg.Partitions),
-		firstExpiry: make(map[domain.CounterKey]domain.Instant),
-		versions:    make(map[domain.CounterKey]uint64),
-		caches:      newCaches(),
-		lifetimes:   newLifetimes(cfg.Partitions),
-		index:       newIndex(cfg.Partitions),
+		cfg:       cfg,
+		created:   time.Now(),
+		backend:   b,
+		replica:   newReplicaState(),
+		caches:    newCaches(),
+		lifetimes: newLifetimes(cfg.Partitions),
+		index:     newIndex(cfg.Partitions),
 
 		sharedBefore:  make([]domain.Counter, 1),
 		sharedPresent: make([]bool, 1),
