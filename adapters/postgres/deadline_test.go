@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,16 +19,18 @@ import (
 // connection is not closed: the store lets the round trip finish under its
 // own budget, rolls back what is left and pools the connection, and the
 // same server process serves the next check.
+//
+// The deadline must strike while the held round trip is the one in flight.
+// On a loaded machine the round trips before it can take longer than the
+// deadline, which then strikes before the held one is sent: the store's
+// answer says so (it names an earlier step), or the held round trip is
+// never reached. Such an attempt still consumed nothing and still answered
+// with the caller's deadline, which is checked; it is logged and made
+// again, on a store of its own, with the deadline doubled, up to attempts
+// in all. A store that never reaches the held round trip fails.
 func TestCallerDeadlineKeepsTheConnection(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name     string
-		trip     int64 // 1: the locks and reads; 2: the writes and COMMIT
-		op       string
-		consumed bool
-		batch    bool
-		protocol postgres.Protocol
-	}{
+	for _, tc := range []callerDeadlineCase{
 		{"single/round trip 1", 1, postgres.OpLock, false, false, postgres.Locked},
 		{"single/round trip 2", 2, postgres.OpCommit, true, false, postgres.Locked},
 		{"batch of two/round trip 1", 1, postgres.OpLock, false, true, postgres.Locked},
@@ -38,62 +42,118 @@ func TestCallerDeadlineKeepsTheConnection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := postgres.Config{Protocol: tc.protocol}
-			f := setup(t, cfg)
-			store, pool, w := f.newWiredStore(t, cfg)
-			p := policy(t, "deadline", 10, time.Hour)
-			checks := []domain.Check{f.check(p, "a")}
-			if tc.batch {
-				checks = append(checks, f.check(p, "b"))
+			f := setup(t, postgres.Config{Protocol: tc.protocol})
+			const attempts = 5
+			deadline := 50 * time.Millisecond
+			for try := 1; !tc.run(t, f, fmt.Sprintf("attempt-%d", try), deadline); try++ {
+				require.Less(t, try, attempts, "the deadline never struck while round trip %d was in flight", tc.trip)
+				t.Logf("attempt %d of %d: the deadline of %v struck before round trip %d was in flight; the machine was slow, trying again with %v",
+					try, attempts, deadline, tc.trip, 2*deadline)
+				deadline *= 2
 			}
-			admitAll := func(ctx context.Context) error {
-				if tc.batch {
-					_, err := tryAdmit(ctx, store, checks...)
-					return err
-				}
-				_, err := store.AdmitCheck(ctx, checks[0])
-				return err
-			}
-			require.NoError(t, admitAll(context.Background()))
-			before := backends(t, pool)
-			require.Len(t, before, 1)
-
-			held, let := w.holdNext(tc.trip)
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			errs := make(chan error, 1)
-			go func() { errs <- admitAll(ctx) }()
-			<-held
-			// The answer is still held back: the caller must not wait for it.
-			var err error
-			select {
-			case err = <-errs:
-			case <-time.After(10 * time.Second):
-				let()
-				t.Fatal("the caller waited for the network instead of leaving at its deadline")
-			}
-			// The store asks the server to cancel what it is still waiting
-			// for; the answer then arrives.
-			require.Eventually(t, func() bool { return w.cancels.Load() > 0 }, 10*time.Second, time.Millisecond,
-				"the statement was not cancelled on the server")
-			let()
-			ce := requireAdmissionError(t, err, tc.op, tc.consumed)
-			require.True(t, ce.Timeout)
-			require.ErrorIs(t, err, postgres.ErrTimeout)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-
-			require.Equal(t, before, backends(t, pool), "the connection was replaced")
-			got, ok := f.stored(t, checks[0])
-			require.True(t, ok)
-			want := int64(1)
-			if tc.trip == 2 {
-				want = 2 // the server received and ran the COMMIT
-			}
-			require.Equal(t, want, got.Used)
-			require.NoError(t, admitAll(context.Background()))
-			require.Equal(t, before, backends(t, pool))
 		})
 	}
+}
+
+type callerDeadlineCase struct {
+	name     string
+	trip     int64 // 1: the locks and reads; 2: the writes and COMMIT
+	op       string
+	consumed bool
+	batch    bool
+	protocol postgres.Protocol
+}
+
+// run makes one attempt of TestCallerDeadlineKeepsTheConnection on a wired
+// store of its own, for subjects named after attempt. It reports false,
+// having checked what must hold then, when the deadline struck before the
+// held round trip was in flight.
+func (tc callerDeadlineCase) run(t *testing.T, f *fixture, attempt string, deadline time.Duration) bool {
+	t.Helper()
+	cfg := postgres.Config{Protocol: tc.protocol}
+	store, pool, w := f.newWiredStore(t, cfg)
+	p := policy(t, "deadline", 10, time.Hour)
+	checks := []domain.Check{f.check(p, attempt+"/a")}
+	if tc.batch {
+		checks = append(checks, f.check(p, attempt+"/b"))
+	}
+	admitAll := func(ctx context.Context) error {
+		if tc.batch {
+			_, err := tryAdmit(ctx, store, checks...)
+			return err
+		}
+		_, err := store.AdmitCheck(ctx, checks[0])
+		return err
+	}
+	require.NoError(t, admitAll(context.Background()))
+	before := backends(t, pool)
+	require.Len(t, before, 1)
+
+	held, let := w.holdNext(tc.trip)
+	var letOnce sync.Once
+	release := func() { letOnce.Do(let) }
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() { errs <- admitAll(ctx) }()
+	// The answer is still held back: the caller must not wait for it.
+	var err error
+	select {
+	case err = <-errs:
+	case <-time.After(10 * time.Second):
+		release()
+		t.Fatal("the caller waited for the network instead of leaving at its deadline")
+	}
+	var ae *postgres.AdmissionError
+	require.ErrorAs(t, err, &ae)
+	// The work goes on to the held round trip, or gives the connection
+	// back without reaching it.
+	reached := false
+	require.Eventually(t, func() bool {
+		select {
+		case <-held:
+			reached = true
+			return true
+		default:
+			return pool.Stat().AcquiredConns() == 0
+		}
+	}, 10*time.Second, time.Millisecond, "the work neither reached round trip %d nor gave the connection back", tc.trip)
+	if !reached || ae.Op != tc.op {
+		// The deadline struck before the held round trip was sent (or the
+		// held one is the rollback that follows): nothing was consumed,
+		// and the caller still has its deadline's answer.
+		release()
+		require.False(t, ae.MayHaveConsumed, "%v", err)
+		require.True(t, ae.Timeout, "%v", err)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		backends(t, pool)
+		got, ok := f.stored(t, checks[0])
+		require.True(t, ok)
+		require.Equal(t, int64(1), got.Used)
+		return false
+	}
+	// The store asks the server to cancel what it is still waiting
+	// for; the answer then arrives.
+	require.Eventually(t, func() bool { return w.cancels.Load() > 0 }, 10*time.Second, time.Millisecond,
+		"the statement was not cancelled on the server")
+	release()
+	ce := requireAdmissionError(t, err, tc.op, tc.consumed)
+	require.True(t, ce.Timeout)
+	require.ErrorIs(t, err, postgres.ErrTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	require.Equal(t, before, backends(t, pool), "the connection was replaced")
+	got, ok := f.stored(t, checks[0])
+	require.True(t, ok)
+	want := int64(1)
+	if tc.trip == 2 {
+		want = 2 // the server received and ran the COMMIT
+	}
+	require.Equal(t, want, got.Used)
+	require.NoError(t, admitAll(context.Background()))
+	require.Equal(t, before, backends(t, pool))
+	return true
 }
 
 // A caller that cancels while its admission waits for a lock gets its

@@ -65,16 +65,33 @@ func TestServerTimeoutSetByTheCallersDeadlineMatchesDeadlineExceeded(t *testing.
 
 // A server timeout that the store's budget set, for a caller without a
 // deadline, is the store's and not a caller's deadline.
+//
+// The server's statement timeout strikes 250 ms before the budget ends
+// (appendServerTimeout's largest margin). A machine loaded enough to keep
+// the server's answer from the client for longer lets the budget end the
+// wait on the client instead: a client-side timeout with no SQLSTATE, which
+// tells nothing about the rule under test. Such an attempt is logged and
+// made again, up to attempts in all; a store that set no server timeout
+// from its budget ends every attempt that way and fails. Any other
+// outcome is judged at once.
 func TestServerTimeoutSetByTheBudgetIsNotTheCallersDeadline(t *testing.T) {
 	t.Parallel()
 	f := setup(t, postgres.Config{})
 	// 3 s, for a margin of 250 ms: see TestAdmitTimesOutOnAHeldTableLock.
 	store, _ := f.newStore(t, postgres.Config{OperationTimeout: 3 * time.Second}, named("deadline-budget"))
 	f.db.LockTable(t, "runlimit_schema_version")
-	err := store.Ready(context.Background())
-	require.ErrorIs(t, err, postgres.ErrTimeout)
-	var dbErr *postgres.DatabaseError
-	require.ErrorAs(t, err, &dbErr)
-	require.Equal(t, "57014", dbErr.Code, "the server's statement timeout ended the wait")
-	require.NotErrorIs(t, err, context.DeadlineExceeded, "%v", err)
+	const attempts = 4
+	for try := 1; ; try++ {
+		err := store.Ready(context.Background())
+		require.ErrorIs(t, err, postgres.ErrTimeout)
+		var dbErr *postgres.DatabaseError
+		require.ErrorAs(t, err, &dbErr)
+		if dbErr.Code == "" && dbErr.Timeout && try < attempts {
+			t.Logf("attempt %d of %d: the budget ended the wait on the client before the server's statement timeout was answered (%v); the machine held the answer back, trying again", try, attempts, err)
+			continue
+		}
+		require.Equal(t, "57014", dbErr.Code, "the server's statement timeout ended the wait (attempt %d of %d): %v", try, attempts, err)
+		require.NotErrorIs(t, err, context.DeadlineExceeded, "%v", err)
+		return
+	}
 }
