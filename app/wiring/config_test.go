@@ -133,7 +133,7 @@ func TestOpenRequiresTheSecret(t *testing.T) {
 		want string
 	}{
 		{"unset", func(*testing.T) string { return "RUNLIMIT_APP_TEST_NEVER_SET" }, "which is not set"},
-		{"empty", func(t *testing.T) string { return setEnv(t, "") }, "which is not set"},
+		{"empty", func(t *testing.T) string { return setEnv(t, "") }, "which is set but empty"},
 		{"one byte short", func(t *testing.T) string { return setEnv(t, shortSecret) }, "fewer than 32 bytes"},
 	}
 	for _, tt := range tests {

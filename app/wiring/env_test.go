@@ -133,19 +133,6 @@ func TestConfigFromEnvLeavesAnUnsetSecretToTheHost(t *testing.T) {
 	require.Equal(t, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_UNSET_SECRET, which is not set (set it to a secret of at least 32 bytes, or give Config.KeySecret or KeySecretFunc)", err.Error())
 }
 
-// TestAnEmptySecretVariableIsSaidToBeEmpty cannot run in parallel: it sets
-// a variable every process-wide reader would see. An empty variable is no
-// secret, as an unset one is, but the error says which it is: an operator
-// told "not set" looks for a missing variable, not an empty value.
-func TestAnEmptySecretVariableIsSaidToBeEmpty(t *testing.T) {
-	t.Setenv("RUNLIMIT_APP_TEST_EMPTY_SECRET", "")
-	_, err := wiring.Open(context.Background(), wiring.Config{Memory: memory.Config{MaxKeys: 10},
-		SecretEnv: "RUNLIMIT_APP_TEST_EMPTY_SECRET"})
-	var ce *wiring.ConfigError
-	require.ErrorAs(t, err, &ce)
-	require.Equal(t, "runlimit: invalid config: SecretEnv names environment variable RUNLIMIT_APP_TEST_EMPTY_SECRET, which is set but empty (set it to a secret of at least 32 bytes, or give Config.KeySecret or KeySecretFunc)", err.Error())
-}
-
 // TestConfigFromEnvRejectsAShortSecret: a secret that is set is the
 // helper's to check.
 func TestConfigFromEnvRejectsAShortSecret(t *testing.T) {

@@ -649,14 +649,16 @@ func conformanceCases(t *testing.T, _ fixture) []leakcheck.Case {
 	var newStore conformance.NewStoreFunc = func(testing.TB, conformance.Options) conformance.Instance {
 		return conformance.Instance{Store: store, Clock: clock}
 	}
+	var replica conformance.ReplicaFunc = func(testing.TB) ports.Store { return store }
 	return []leakcheck.Case{
 		leakcheck.Value("conformance.Instance", conformance.Instance{Store: store, Clock: clock, Advance: advance, PartitionOf: partition,
-			Require: []conformance.Capability{conformance.CheckAdmitter}}),
+			OpenReplica: replica, Require: []conformance.Capability{conformance.CheckAdmitter}}),
 		leakcheck.Value("conformance.Capability", conformance.CheckAdmitter),
 		leakcheck.Value("conformance.Options", conformance.Options{Capacity: 10, MaxBatchSize: 4}),
 		leakcheck.Value("conformance.ManualClock", clock),
 		leakcheck.Value("conformance.AdvanceFunc", advance),
 		leakcheck.Value("conformance.PartitionFunc", partition),
 		leakcheck.Value("conformance.NewStoreFunc", newStore),
+		leakcheck.Value("conformance.ReplicaFunc", replica),
 	}
 }
