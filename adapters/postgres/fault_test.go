@@ -68,6 +68,19 @@ type verdict struct {
 	reason  domain.DenialReason
 }
 
+// admitWithin runs one admission of checks through the entry point under a
+// caller deadline of d, or with no deadline when d is 0, and returns its
+// error.
+func (e entry) admitWithin(s *postgres.Store, checks []domain.Check, d time.Duration) error {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if d > 0 {
+		ctx, cancel = context.WithTimeout(ctx, d)
+	}
+	defer cancel()
+	_, err := e.admit(ctx, s, checks)
+	return err
+}
+
 // admit runs one admission of checks through the entry point; it is safe
 // to call from any goroutine.
 func (e entry) admit(ctx context.Context, s *postgres.Store, checks []domain.Check) (verdict, error) {

@@ -43,12 +43,7 @@ func TestAdmitTimesOutOnAHeldTableLock(t *testing.T) {
 
 			tx := f.hold(t)
 			lockTable(t, tx)
-			ctx, cancel := context.Background(), context.CancelFunc(func() {})
-			if deadline > 0 {
-				ctx, cancel = context.WithTimeout(ctx, deadline)
-			}
-			_, err := e.admit(ctx, store, checks)
-			cancel()
+			err := e.admitWithin(store, checks, deadline)
 			ae := requireAdmissionError(t, err, postgres.OpLock, false)
 			require.True(t, ae.Timeout, "deadline %v", deadline)
 			require.ErrorIs(t, err, postgres.ErrTimeout)
