@@ -74,11 +74,27 @@ func TestConformance(t *testing.T) {
 func deletePrefix(t testing.TB, client *redis.Client, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	keys, err := client.Keys(ctx, prefix+"*").Result()
+	keys, err := keysUnder(ctx, client, prefix)
 	require.NoError(t, err)
 	if len(keys) > 0 {
 		require.NoError(t, client.Unlink(ctx, keys...).Err())
 	}
+}
+
+// keysUnder lists the keys that start with prefix (which holds no glob
+// character) with SCAN, which never blocks a shared server as KEYS does.
+func keysUnder(ctx context.Context, client redis.UniversalClient, prefix string) ([]string, error) {
+	seen := map[string]bool{}
+	var keys []string
+	it := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for it.Next(ctx) {
+		// SCAN may return a key twice.
+		if k := it.Val(); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, it.Err()
 }
 
 // shiftScript: KEYS = for each counter, its key and its partition's
@@ -109,7 +125,7 @@ func advance(t testing.TB, store *Store, d time.Duration) {
 	defer cancel()
 	shift := domain.InstantOf(d)
 	for {
-		keys, err := store.client.Keys(ctx, store.counter+"*").Result()
+		keys, err := keysUnder(ctx, store.client, store.counter)
 		require.NoError(t, err)
 		if len(keys) == 0 {
 			return

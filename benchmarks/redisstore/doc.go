@@ -3,9 +3,8 @@
 // packages, the conformance suite's docs). It is a test vehicle for the
 // conformance suite and a worked example of an adapter whose clock is the
 // server's, not a product: it has no pooling or timeout policy of its own,
-// no Redis Cluster support (every key of a store shares its prefix, and the
-// cleanup script names keys it reads from the index) and one capacity
-// partition.
+// and no Redis Cluster support (the scripts reach keys of several
+// partitions, and the cleanup script names keys it reads from an index).
 //
 // # Layout
 //
@@ -13,12 +12,13 @@
 //
 //   - P "c:" and the 64 raw counter-key bytes: one counter, the decimal
 //     text "used:start:expires" (times in microseconds, see below);
-//   - P "i": a sorted set of every stored counter, all at score 0 so that
-//     it orders by member, each member the counter's expiry in 20 digits,
-//     ":" and its key bytes: the earliest expiry (a capacity retry time) and
-//     the expired counters (cleanup) are a range of it;
-//   - P "n": the number of stored counters, expired ones included, which
-//     the capacity bound is checked against;
+//   - P "i:" and a partition's number: a sorted set of the partition's
+//     stored counters, all at score 0 so that it orders by member, each
+//     member the counter's expiry in 20 digits, ":" and its key bytes: the
+//     earliest expiry (a capacity retry time) and the expired counters
+//     (cleanup) are a range of it;
+//   - P "n:" and a partition's number: the partition's stored counters,
+//     expired ones included, which its capacity bound is checked against;
 //   - P "t": the latest time any admission or cleanup read, the floor under
 //     the server's clock.
 //
@@ -39,8 +39,9 @@
 //
 // # An admission
 //
-// Each attempt reads every key of the batch, the count of stored counters,
-// the earliest expiry and the clock in one script, evaluates a scratch
+// Each attempt reads every key of the batch, the count of stored counters
+// and the earliest expiry of each partition it touches, and the clock, in
+// one script, evaluates a scratch
 // batch at that time in Go, and, when the batch is allowed, writes it with
 // a second script that applies only if every key still holds the text that
 // was read and the new keys still fit; otherwise the attempt starts again.
