@@ -15,11 +15,6 @@ import (
 	"github.com/runlimit/runlimit/ports"
 )
 
-// epochOffset is where a [domain.Instant] of this store starts: 10^18 µs
-// before the Unix epoch, so that every time is a positive 20-digit decimal
-// the scripts write by joining the server's TIME reply as text.
-const epochOffset = 1_000_000_000_000_000_000
-
 // maxCapacity keeps the capacity a number Lua compares exactly.
 const maxCapacity = 1 << 53
 
