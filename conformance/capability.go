@@ -1,8 +1,11 @@
 package conformance
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -177,8 +180,12 @@ type report struct {
 	// to the store (t.Skip): a store over a server's clock skips every
 	// case that needs a clock the suite moves exactly or steps back.
 	skipped atomic.Int64
-	calls   map[Capability]*atomic.Int64
-	admits  atomic.Int64
+	// reasons counts the skipped cases by the reason each gave
+	// (fixture.skip), for the summary.
+	reasonsMu sync.Mutex
+	reasons   map[string]int64
+	calls     map[Capability]*atomic.Int64
+	admits    atomic.Int64
 	// replicas counts the replicas the cases opened; replicaCases counts
 	// the cases that need one.
 	replicas     atomic.Int64
@@ -197,6 +204,44 @@ func newReport(caps capabilities) *report {
 }
 
 func (r *report) called(c Capability) { r.calls[c].Add(1) }
+
+// skip records the reason a case gave for skipping.
+func (r *report) skip(reason string) {
+	r.reasonsMu.Lock()
+	defer r.reasonsMu.Unlock()
+	if r.reasons == nil {
+		r.reasons = make(map[string]int64)
+	}
+	r.reasons[reason]++
+}
+
+// skipReasons lists the reasons cases skipped for, one a line, the most
+// frequent first, each with how many cases gave it.
+func (r *report) skipReasons() string {
+	r.reasonsMu.Lock()
+	defer r.reasonsMu.Unlock()
+	type reason struct {
+		text string
+		n    int64
+	}
+	var rs []reason
+	var listed int64
+	for text, n := range r.reasons {
+		rs = append(rs, reason{text, n})
+		listed += n
+	}
+	slices.SortFunc(rs, func(a, b reason) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.text, b.text))
+	})
+	var b strings.Builder
+	for _, x := range rs {
+		fmt.Fprintf(&b, "\n%4d× %s", x.n, x.text)
+	}
+	if other := r.skipped.Load() - listed; other > 0 {
+		fmt.Fprintf(&b, "\n%4d× for reasons go test -v shows", other)
+	}
+	return b.String()
+}
 
 // summarize logs what the run exercised and, when every case ran, fails t
 // for a capability the store offers that no case called: the suite would
@@ -225,8 +270,8 @@ func (r *report) summary() string {
 	if n := r.skipped.Load(); n > 0 {
 		// A passing run is no proof of the guarantees these cases check:
 		// say so where the author reads the result, not only under -v.
-		fmt.Fprintf(&b, ", %d of them skipped as not applicable to this store (go test -v shows why each; "+
-			"review what they check by hand)", n)
+		fmt.Fprintf(&b, ", %d of them skipped as not applicable to this store (review what they check by hand; "+
+			"go test -v names each)", n)
 	}
 	fmt.Fprintf(&b, "; Admit was called %d times", r.admits.Load())
 	for _, c := range allCapabilities {
@@ -245,6 +290,10 @@ func (r *report) summary() string {
 		// store that several replicas share.
 		fmt.Fprintf(&b, "; Instance.OpenReplica is nil, so the %d replica cases were skipped and did not exercise "+
 			"two replicas over one backend (shared counts, capacity bound, locks, cleanup, clock)", r.replicaCases)
+	}
+	if r.skipped.Load() > 0 {
+		b.WriteString("\nskipped cases, by reason:")
+		b.WriteString(r.skipReasons())
 	}
 	return b.String()
 }

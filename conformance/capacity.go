@@ -110,7 +110,7 @@ func testNeverEvicts(t *testing.T, f *fixture) {
 func testEachPartitionHoldsItsBound(t *testing.T, f *fixture) {
 	const g = "capacity: each partition's bound is its own: a full one refuses only its new keys, the others keep admitting"
 	if f.parts == 1 {
-		t.Skip("capacity: the store has one capacity partition")
+		f.skip("capacity: the store has one capacity partition")
 	}
 	p := f.policy(1, window)
 	c := f.opts.Capacity
@@ -250,7 +250,7 @@ func testNewKeyFitsAfterCleanup(t *testing.T, f *fixture) {
 	const g = "capacity: cleanup frees the slots of a full partition's expired counters for new keys"
 	cleanup, ok := f.cleaner()
 	if !ok {
-		t.Skip("capacity: the store does not implement ports.Cleaner")
+		f.skip("capacity: the store does not implement ports.Cleaner")
 	}
 	p := f.policy(1, window)
 	part := f.somePart(p)
@@ -380,7 +380,7 @@ func testBatchNewKeysCompete(t *testing.T, f *fixture) {
 func testBatchNewKeysOwnPartitions(t *testing.T, f *fixture) {
 	const g = "capacity: each new key of a batch takes a slot of its own partition, none of another's"
 	if f.parts == 1 {
-		t.Skip("capacity: the store has one capacity partition")
+		f.skip("capacity: the store has one capacity partition")
 	}
 	p := f.policy(1, window)
 	c := f.opts.Capacity

@@ -46,7 +46,7 @@ const clampStep = 10 * time.Minute
 func (f *fixture) requireSteppableClock() {
 	f.t.Helper()
 	if f.inst.Clock == nil {
-		f.t.Skip("clamp: the suite can move only Instance.Clock back")
+		f.skip("clamp: the suite steps back only a clock handed over as Instance.Clock, to check that the store clamps it")
 	}
 }
 
@@ -90,7 +90,7 @@ func testBatchClampsEveryPartition(t *testing.T, f *fixture) {
 		"key's partition moves the windows of its other keys back)"
 	f.requireSteppableClock()
 	if f.parts == 1 {
-		t.Skip("clamp: the store has one capacity partition")
+		f.skip("clamp: the store has one capacity partition")
 	}
 	const limit = 10
 	p := f.policy(limit, window)
@@ -120,7 +120,7 @@ func testPathsShareClamp(t *testing.T, f *fixture) {
 		"own goes back to a time before a batch's, and the other way round)"
 	f.requireSteppableClock()
 	if !f.caps.has[CheckAdmitter] {
-		t.Skip("clamp: the store has no single-check path")
+		f.skip("clamp: the store has no single-check path")
 	}
 	const limit = 10
 	p := f.policy(limit, window)
@@ -148,7 +148,7 @@ func testCleanupKeepsClamp(t *testing.T, f *fixture) {
 	f.requireSteppableClock()
 	cleanup, ok := f.cleaner()
 	if !ok {
-		t.Skip("clamp: the store does not implement ports.Cleaner")
+		f.skip("clamp: the store does not implement ports.Cleaner")
 	}
 	p, k := f.policy(1, window), f.key()
 	c := f.check(p, k)

@@ -32,7 +32,7 @@ func (f *fixture) requireCleaner() func(int) (int, error) {
 	f.t.Helper()
 	c, ok := f.cleaner()
 	if !ok {
-		f.t.Skip("cleanup: the store does not implement ports.Cleaner")
+		f.skip("cleanup: the store does not implement ports.Cleaner")
 	}
 	return c
 }

@@ -31,7 +31,7 @@ func testCleanupRaisesClamp(t *testing.T, f *fixture) {
 	f.requireSteppableClock()
 	cleanup, ok := f.cleaner()
 	if !ok {
-		t.Skip("cleanupclamp: the store does not implement ports.Cleaner")
+		f.skip("cleanupclamp: the store does not implement ports.Cleaner")
 	}
 	p, k := f.policy(1, window), f.key()
 	c := f.check(p, k)

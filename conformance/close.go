@@ -154,7 +154,7 @@ func (f *fixture) closeAfterACheck(t *testing.T, g string) (domain.Policy, domai
 	t.Helper()
 	c, ok := f.inst.Store.(ports.Closer)
 	if !ok {
-		t.Skip("close: the store does not implement ports.Closer")
+		f.skip("close: the store does not implement ports.Closer")
 	}
 	p, k := f.policy(2, window), f.key()
 	f.allow(f.check(p, k), 1, g)

@@ -23,7 +23,7 @@ func testCloseRacingAdmission(t *testing.T, f *fixture) {
 	const g = "close: Close racing an admission lets it finish, allowed or refused as closed, and fails every later call closed"
 	closer, ok := f.inst.Store.(ports.Closer)
 	if !ok {
-		t.Skip("close: the store does not implement ports.Closer")
+		f.skip("close: the store does not implement ports.Closer")
 	}
 	p := f.policy(2, window)
 	k := f.key()

@@ -303,7 +303,7 @@ func testCrossedBatchesFirstLocksHeld(t *testing.T, f *fixture) {
 	const g = "concurrency: two batches whose keys' order crosses their partitions' order, each waiting for its first " +
 		"lock, do not deadlock when the locks come free"
 	if f.parts == 1 {
-		t.Skip("concurrency: the store has one capacity partition")
+		f.skip("concurrency: the store has one capacity partition")
 	}
 	const rounds, limit = 2, 100
 	// Counter keys sort by fingerprint first: every key of lo sorts before

@@ -44,7 +44,7 @@ func testCleanupForgetsReadCounter(t *testing.T, f *fixture) {
 	const g = "expiry: a counter removed by cleanup is gone, even when the last check of it was a denial that only read it"
 	cleanup, ok := f.cleaner()
 	if !ok {
-		t.Skip("expiry: the store does not implement ports.Cleaner")
+		f.skip("expiry: the store does not implement ports.Cleaner")
 	}
 	p := f.policy(1, window)
 	part := f.somePart(p)
@@ -115,7 +115,7 @@ func testSubMillisecondExpiry(t *testing.T, f *fixture) {
 	const g = "expiry: a counter a check has just found active is neither cleaned up nor evicted at that instant, " +
 		"however close to its end (expiry is judged at the store's time, not by the millisecond)"
 	if !f.inst.ExactTime {
-		t.Skip("expiry: a store clock that keeps running ends millisecond windows by itself")
+		f.skip("expiry: a store clock that keeps running ends millisecond windows by itself")
 	}
 	const short, limit = 2 * time.Millisecond, 10
 	p, long := f.policy(limit, short), f.policy(1, window)
@@ -150,7 +150,7 @@ func testSubMillisecondExpiry(t *testing.T, f *fixture) {
 func testClockSteppingBack(t *testing.T, f *fixture) {
 	const g = "expiry: a clock that steps back does not move a window back: the store's time never goes backwards"
 	if f.inst.Clock == nil {
-		t.Skip("expiry: the suite can move only Instance.Clock back")
+		f.skip("expiry: the suite steps back only a clock handed over as Instance.Clock, to check that the store clamps it")
 	}
 	const limit, step = 10, 10 * time.Minute
 	p, k := f.policy(limit, window), f.key()

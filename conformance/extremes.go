@@ -82,7 +82,7 @@ func testLargestWindowLastMicrosecond(t *testing.T, f *fixture) {
 	const g = "extremes: a window of the largest length stays active to its last microsecond and ends exactly then " +
 		"(a store that keeps times, or a key's deadline, in a float64 on the Unix epoch rounds ends past 2^53 µs)"
 	if !f.inst.ExactTime {
-		t.Skip("extremes: a store clock that keeps running ends a window's last microsecond by itself")
+		f.skip("extremes: a store clock that keeps running ends a window's last microsecond by itself")
 	}
 	p := f.policy(1, domain.MaxWindow)
 	ks := f.keys(extremeKeys)

@@ -394,6 +394,14 @@ func (f *fixture) requireRetry(d domain.Denial, want time.Duration, guarantee st
 	f.requireDuration(want, retry, guarantee)
 }
 
+// skip skips the case as not applicable to the store, and has Run's
+// summary count it under reason.
+func (f *fixture) skip(reason string) {
+	f.t.Helper()
+	f.rep.skip(reason)
+	f.t.Skip(reason)
+}
+
 // stats returns the store's occupancy when it reports one.
 func (f *fixture) stats() (ports.Stats, bool) {
 	f.t.Helper()

@@ -35,7 +35,7 @@ func lastMicroScenario() scenario {
 func (f *fixture) alignToMillisecond() {
 	f.t.Helper()
 	if !f.inst.ExactTime {
-		f.t.Skip("lastmicro: a store clock that keeps running ends a window's last microsecond by itself")
+		f.skip("lastmicro: a store clock that keeps running ends a window's last microsecond by itself")
 	}
 	f.advance((time.Millisecond - start%time.Millisecond) % time.Millisecond)
 }
@@ -55,7 +55,7 @@ func testCleanupKeepsLastMicrosecond(t *testing.T, f *fixture) {
 		"ending at or before the next microsecond removes an active one)"
 	cleanup, ok := f.cleaner()
 	if !ok {
-		t.Skip("lastmicro: the store does not implement ports.Cleaner")
+		f.skip("lastmicro: the store does not implement ports.Cleaner")
 	}
 	f.alignToMillisecond()
 	p := f.policy(1, window)

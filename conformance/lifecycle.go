@@ -141,7 +141,7 @@ type rowsRemover interface{ MayHaveRemovedRows() bool }
 func testCleanupCutShortCounts(t *testing.T, f *fixture) {
 	const g = "lifecycle: a cleanup cut short by its context returns the count it removed (ports.Cleaner)"
 	if _, ok := f.inst.Store.(ports.Cleaner); !ok {
-		t.Skip("lifecycle: the store does not implement ports.Cleaner")
+		f.skip("lifecycle: the store does not implement ports.Cleaner")
 	}
 	sr := f.lifecycleStats()
 	p := f.policy(1, window)
@@ -218,7 +218,7 @@ func (f *fixture) lifecycleStats() ports.StatsReporter {
 	f.t.Helper()
 	sr, ok := f.inst.Store.(ports.StatsReporter)
 	if !ok {
-		f.t.Skip("lifecycle: the store does not implement ports.StatsReporter")
+		f.skip("lifecycle: the store does not implement ports.StatsReporter")
 	}
 	return sr
 }

@@ -81,7 +81,7 @@ func testActiveToLastMicrosecond(t *testing.T, f *fixture) {
 	const g = "lifetime: a counter stays active to the last microsecond of its window (a store that keeps a key's time " +
 		"to live in whole milliseconds ends it early)"
 	if !f.inst.ExactTime {
-		t.Skip("lifetime: a store clock that keeps running ends a window's last millisecond by itself")
+		f.skip("lifetime: a store clock that keeps running ends a window's last millisecond by itself")
 	}
 	p := f.policy(1, window)
 	f.advance((time.Millisecond - start%time.Millisecond) % time.Millisecond)

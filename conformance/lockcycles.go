@@ -74,10 +74,10 @@ func testStatsBatchNoDeadlock(t *testing.T, f *fixture) {
 	const g = "lockcycles: Stats racing a batch across partitions, staged behind two held checks, does not deadlock " +
 		"(a Stats call that locks partitions in the opposite order to admissions holds what the batch waits for)"
 	if f.parts < 3 {
-		t.Skip("lockcycles: a store with fewer than three partitions has no cycle of partition locks to close")
+		f.skip("lockcycles: a store with fewer than three partitions has no cycle of partition locks to close")
 	}
 	if _, ok := f.stats(); !ok {
-		t.Skip("lockcycles: the store does not implement ports.StatsReporter")
+		f.skip("lockcycles: the store does not implement ports.StatsReporter")
 	}
 	p := f.policy(1, window)
 	// New keys, so that a store which locks only the partitions of the

@@ -28,7 +28,7 @@ func pathsScenario() scenario {
 func (f *fixture) requireSinglePath() {
 	f.t.Helper()
 	if !f.caps.has[CheckAdmitter] {
-		f.t.Skip("paths: the store has no single-check path (ports.CheckAdmitter): Admit serves every check")
+		f.skip("paths: the store has no single-check path (ports.CheckAdmitter): Admit serves every check")
 	}
 }
 

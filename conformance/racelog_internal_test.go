@@ -84,6 +84,40 @@ func TestSummaryCountsSkippedCases(t *testing.T) {
 	require.Contains(t, rep.summary(), "2 of "+fmt.Sprint(rep.total)+" cases ran, 1 of them skipped as not applicable")
 }
 
+// Run's summary names why cases skipped, grouped by reason, so that an
+// author whose store reads a server's clock learns which guarantees to
+// review by hand without reading go test -v's output line by line.
+func TestSummaryGroupsSkippedCasesByReason(t *testing.T) {
+	t.Parallel()
+	newStore := func(_ testing.TB, opts Options) Instance {
+		origin := time.Now()
+		s := bs.New(bs.Config{Capacity: opts.Capacity, Clock: func() time.Duration { return time.Since(origin) }})
+		return Instance{Store: s, Advance: func(testing.TB, time.Duration) {}}
+	}
+	caps := probe(t, newStore)
+	rep := newReport(caps)
+	for _, name := range []string{"steppable", "steppable_again"} {
+		t.Run(name, func(t *testing.T) {
+			f := setup(t, newStore, defaultOptions, viaBatchOfOne, caps, rep)
+			f.requireSteppableClock() // skips: the store reads no Instance.Clock
+		})
+	}
+	t.Run("running", func(t *testing.T) {
+		f := setup(t, newStore, defaultOptions, viaBatchOfOne, caps, rep)
+		testShortWindows(t, f) // skips: the store's clock keeps running
+	})
+	t.Run("unnamed", func(t *testing.T) {
+		setup(t, newStore, defaultOptions, viaBatchOfOne, caps, rep)
+		t.Skip("a reason the report never saw")
+	})
+	rep.started.Store(4)
+	require.Equal(t, int64(4), rep.skipped.Load())
+	require.Contains(t, rep.summary(), "\nskipped cases, by reason:"+
+		"\n   2× clamp: the suite steps back only a clock handed over as Instance.Clock, to check that the store clamps it"+
+		"\n   1× windows: a clock that keeps running ends a millisecond window by itself; needs an exact clock"+
+		"\n   1× for reasons go test -v shows")
+}
+
 // A harness without Instance.OpenReplica has every replica case skipped,
 // and Run's summary says that nothing checked two replicas over one
 // backend; one with it has the cases open replicas, and the summary

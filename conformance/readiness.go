@@ -28,7 +28,7 @@ func (f *fixture) readiness() ports.ReadinessChecker {
 	f.t.Helper()
 	rc, ok := f.inst.Store.(ports.ReadinessChecker)
 	if !ok {
-		f.t.Skip("readiness: the store does not implement ports.ReadinessChecker")
+		f.skip("readiness: the store does not implement ports.ReadinessChecker")
 	}
 	return rc
 }
@@ -86,7 +86,7 @@ func testClosedStoreNotReady(t *testing.T, f *fixture) {
 	rc := f.readiness()
 	c, ok := f.inst.Store.(ports.Closer)
 	if !ok {
-		t.Skip("readiness: the store does not implement ports.Closer")
+		f.skip("readiness: the store does not implement ports.Closer")
 	}
 	require.NoError(t, f.ready(rc), "%s: a fresh store that serves admissions is ready", g)
 	f.closeStore(c, g)

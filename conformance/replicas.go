@@ -53,7 +53,7 @@ func replicasScenario() scenario {
 func (f *fixture) replica() *fixture {
 	f.t.Helper()
 	if f.inst.OpenReplica == nil {
-		f.t.Skip("replicas: Instance.OpenReplica is nil, so the suite cannot open a second replica over the store's data")
+		f.skip("replicas: Instance.OpenReplica is nil, so the suite cannot open a second replica over the store's data")
 	}
 	s := f.inst.OpenReplica(f.t)
 	require.NotNil(f.t, s, "harness: Instance.OpenReplica returned no store")
@@ -241,7 +241,7 @@ func testReplicasShareClamp(t *testing.T, f *fixture) {
 func testReplicasAgreeOnStats(t *testing.T, f *fixture) {
 	const g = "replicas: Stats on either replica report the one backend's counters and headroom"
 	if !f.caps.has[StatsReporter] {
-		t.Skip("replicas: the store does not implement ports.StatsReporter")
+		f.skip("replicas: the store does not implement ports.StatsReporter")
 	}
 	b := f.replica()
 	p := f.policy(1, window)

@@ -47,7 +47,7 @@ func testCapacityRetryOfExpiredPartition(t *testing.T, f *fixture) {
 	const g = "retry: the retry time of a full partition whose counters have all expired is its own earliest " +
 		"expiry, already passed, never one kept from an earlier denial"
 	if f.parts == 1 {
-		t.Skip("retry: the store has one capacity partition")
+		f.skip("retry: the store has one capacity partition")
 	}
 	long := f.policy(1, window)
 	short := f.policyOf("conformance.other", "subject", 1, time.Minute)

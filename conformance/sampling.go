@@ -99,7 +99,7 @@ func testCleanupWaitsForPinnedCheck(t *testing.T, f *fixture) {
 	const g = "sampling: a check that counts after a cleanup removed its key's ended window decided after that cleanup " +
 		"(sample the clock with every lock held, not under a store-wide mutex taken before the locks)"
 	if _, ok := f.cleaner(); !ok {
-		t.Skip("sampling: the store does not implement ports.Cleaner")
+		f.skip("sampling: the store does not implement ports.Cleaner")
 	}
 	const limit, half = 2, window / 2
 	p := f.policy(limit, window)

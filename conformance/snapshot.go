@@ -20,7 +20,7 @@ func testStatsAreSnapshots(t *testing.T, f *fixture) {
 	const g = "stats: a Stats report is the caller's snapshot: later admissions and reports leave it as it was, and " +
 		"writing into it changes nothing in the store"
 	if _, ok := f.inst.Store.(ports.StatsReporter); !ok {
-		t.Skip("stats: the store does not implement ports.StatsReporter")
+		f.skip("stats: the store does not implement ports.StatsReporter")
 	}
 	p := f.policy(1, window)
 	first, _ := f.stats()

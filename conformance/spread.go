@@ -28,7 +28,7 @@ func testSpreadBatch(t *testing.T, f *fixture) {
 	const g = "spread: a batch with more new keys than one partition holds, none of its partitions getting more than " +
 		"its bound, is admitted whole"
 	if f.parts == 1 {
-		t.Skip("spread: the store has one capacity partition")
+		f.skip("spread: the store has one capacity partition")
 	}
 	p := f.policy(1, window)
 	c := f.opts.Capacity

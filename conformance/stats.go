@@ -25,7 +25,7 @@ func statsScenario() scenario {
 func testStatsOccupancy(t *testing.T, f *fixture) {
 	const g = "stats: Stats reports the capacity asked for, and counts stored counters in their partitions"
 	if _, ok := f.inst.Store.(ports.StatsReporter); !ok {
-		t.Skip("stats: the store does not implement ports.StatsReporter")
+		f.skip("stats: the store does not implement ports.StatsReporter")
 	}
 	f.requireOccupancy(occupancy{}, g+" (a fresh store)")
 
@@ -52,11 +52,11 @@ func testStatsOccupancy(t *testing.T, f *fixture) {
 func testStatsPartitions(t *testing.T, f *fixture) {
 	const g = "stats: each new key takes a slot in the partition Instance.PartitionOf names"
 	if f.parts == 1 {
-		t.Skip("stats: the store has one capacity partition")
+		f.skip("stats: the store has one capacity partition")
 	}
 	before, ok := f.stats()
 	if !ok {
-		t.Skip("stats: the store does not implement ports.StatsReporter")
+		f.skip("stats: the store does not implement ports.StatsReporter")
 	}
 	p := f.policy(1, window)
 	for range 5 {

@@ -20,7 +20,7 @@ func testStatsEntriesAgreeWithHeadroom(t *testing.T, f *fixture) {
 	const g = "stats: Stats.Entries counts every stored counter, expired ones included, so it is Stats.Capacity less " +
 		"the headroom of every partition"
 	if _, ok := f.stats(); !ok {
-		t.Skip("stats: the store does not implement ports.StatsReporter")
+		f.skip("stats: the store does not implement ports.StatsReporter")
 	}
 	p := f.policy(2, window)
 	part := f.somePart(p)

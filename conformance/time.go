@@ -92,7 +92,7 @@ func testRunningClockPrecision(t *testing.T, f *fixture) {
 	const g = "time: on a clock that keeps running, a window's time left falls between two checks by at most the " +
 		"real time between them (a clock read or kept in whole milliseconds drops a millisecond at once)"
 	if f.inst.ExactTime {
-		t.Skip("time: the store's clock moves only through Advance, and the windows cases check its microseconds exactly")
+		f.skip("time: the store's clock moves only through Advance, and the windows cases check its microseconds exactly")
 	}
 	p, k := f.policy(maxRunningChecks, window), f.key()
 	c := f.check(p, k)

@@ -15,6 +15,6 @@ func TestConformance(t *testing.T) {
 		clock := new(conformance.ManualClock)
 		store, err := mapstore.New(mapstore.Config{Capacity: opts.Capacity, Clock: clock.Now})
 		require.NoError(t, err)
-		return conformance.Instance{Store: store, Advance: clock.Advance, ExactTime: true}
+		return conformance.Instance{Store: store, Clock: clock}
 	})
 }
