@@ -265,6 +265,10 @@ var targets = map[bs.Fault]string{
 	bs.BatchRenewalSlides:              "anchoring/a_batch_renewing_active_windows_keeps_where_they_end",
 	bs.ClockMutexBeforeLocks:           "sampling/a_cleanup_that_waits_for_a_check_removes_only_what_ended_before_that_check_decided",
 
+	bs.AnswersAtLaterClockRead:     "anchoring/a_batch_anchors_new_windows_at_the_time_it_decided_at",
+	bs.AnswersAtFirstAttempt:       "sampling/a_check_answers_from_the_sample_it_counted_at",
+	bs.CapacityRetrySkipsBatchKeys: "capacity/full_partition_denies_a_new_key",
+
 	bs.ReplicaCountsOwnSlots:  "replicas/two_replicas_share_the_capacity_bound",
 	bs.ReplicaLocksInProcess:  "replicas/overlapping_checks_on_two_replicas_lose_no_update",
 	bs.ReplicaCachesOwnWrites: "replicas/interleaved_checks_and_batches_on_two_replicas_share_one_count",

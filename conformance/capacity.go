@@ -74,6 +74,16 @@ func testFullPartitionDenies(t *testing.T, f *fixture) {
 	if retry, ok := den.RetryAfter(); ok {
 		f.requireDuration(first, retry, g+" (a capacity denial's retry time is the earliest expiry in the partition: the first key's)")
 	}
+	// Beside the first key in a batch, which the denied batch leaves as it
+	// was, the earliest expiry is still the first key's: a store that looks
+	// for it among the counters the batch does not name answers the second
+	// key's, a minute late.
+	den = f.admitDenied([]domain.Check{f.check(p, held[0]), f.check(p, refused)}, 1, domain.StorageCapacity,
+		g+" (a batch of the first key and the new one)")
+	if retry, ok := den.RetryAfter(); ok {
+		f.requireDuration(first, retry, g+" (in a batch beside the first key, the retry time is still that key's end: "+
+			"the batch's own counters are in the partition too)")
+	}
 	f.requireOccupancy(want, g+" (the refused key holds no slot)")
 
 	// The first key renews in its own slot at its window's end, so the

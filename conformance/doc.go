@@ -182,7 +182,8 @@
 //     bound, and AdmitCheck rejects an invalid check;
 //   - capacity: per partition, exactly: a full partition refuses new keys
 //     (with a retry time, when it gives one, that is its own earliest
-//     expiry, renewals included, in a batch too), at a capacity that is no
+//     expiry, renewals included, in a batch too, also when the counter
+//     that ends first is one the refused batch names), at a capacity that is no
 //     power of two as well, never evicts, serves its keys and renews
 //     expired ones in place, alone or in a batch beside a new key (whose
 //     free slot the renewal leaves to it, also when no other counter has
@@ -256,9 +257,12 @@
 //     after its sample while time moves past the end of one of its
 //     windows, a batch that still counted in that window anchors its new
 //     key's window no later (a store that stamps new windows with a second
-//     clock read for the write does not); and a batch that counts in
-//     active windows leaves their ends where they were anchored (a batch
-//     script that calls PEXPIRE on every key it counts slides them);
+//     clock read for the write does not), and a batch that answers that
+//     it renewed that window stored the renewal (a store that writes at
+//     its sample but judges its answer at a later clock read does not);
+//     and a batch that counts in active windows leaves their ends where
+//     they were anchored (a batch script that calls PEXPIRE on every key
+//     it counts slides them);
 //   - expiry: a counter removed by cleanup is gone for every later read,
 //     also when its last check only read it (a denial); an expired key of
 //     a batch renews in its own slot, which the batch's new key cannot
@@ -364,7 +368,14 @@
 //     before its locks, and whose cleanup takes a partition's lock before
 //     reading the clock through that mutex, lets the cleanup remove the
 //     counter first, and the check then anchors a new window at its
-//     earlier sample, in the window it should have been denied in;
+//     earlier sample, in the window it should have been denied in; and of
+//     two checks of a key half a minute before its window ends, the first
+//     pinned after its sample while the second runs or waits and time then
+//     moves past the end, one counts in the old window and the other
+//     renews, each answering at the sample it counted at (an optimistic
+//     store that answers from its first attempt's sample after a later
+//     attempt stood reports the old window full, beside the renewal it
+//     wrote);
 //   - lockwaits: a check, or a batch, whose context is cancelled while it
 //     waits for a lock an admission pinned in its clock read holds
 //     answers the decision it made, or an error matching the context's
@@ -497,7 +508,13 @@
 // either took it. (Across partitions the waits cases force both: a store
 // that counts or collects partitions in ascending order, each under its
 // lock, and acts only once it holds them all, is made to wait for a higher
-// partition's lock after it has read a lower one.)
+// partition's lock after it has read a lower one.) An optimistic cleanup
+// has the same gap: one whose conditional delete compares the occupancy
+// alone, not the version of each counter it removes, deletes a counter
+// renewed in place (which leaves the occupancy as it was) only when the
+// renewal commits between the cleanup's read and its write, and no clock
+// read lies in between for the suite to hold: review what a conditional
+// delete compares.
 // Nor can the suite aim keys at the stripes of a lock a store keeps apart
 // from its capacity partitions: a store that takes such stripes in its
 // keys' byte order rather than the stripes' own order deadlocks only when
@@ -506,11 +523,13 @@
 // store that samples its clock before its locks but clamps the sample to
 // the latest time read only after the clock returns (an atomic maximum
 // kept outside the locks): the rival's later time is in the clamp by
-// then, and lifts the pinned sample. Such a store, and an
-// optimistic store that samples its clock once before its retry loop
-// instead of once per attempt, count at a passed time only when the
-// scheduler pauses them between the clamp and the lock or the write,
-// which the suite cannot force: review where the clock is read. A
+// then, and lifts the pinned sample. Such a store counts at a passed time
+// only when the scheduler pauses it between the clamp and the lock, which
+// the suite cannot force: review where the clock is read. (An optimistic
+// store that samples its clock once before its retry loop, instead of once
+// per attempt, is caught: the sampling cases count the clock reads of a
+// pinned check that counted after its rival, and give its retry a clock
+// that has moved since its first sample.) A
 // goroutine a racing admission starts (a store that runs an admission on
 // a worker, or answers its caller when the context ends while the work
 // goes on) is held in its clock read as the admission itself would be.
@@ -650,6 +669,10 @@
 // store that a racing admission comes between, and a lock wait cancelled
 // but answered as unconsumed while the admission goes on, or that keeps
 // the locks it took, drops the lock of the key it waited for, answers no
-// decision, or an error that does not match its context's. Each must
+// decision, or an error that does not match its context's, an answer
+// judged at a later clock read than the one the admission wrote at, or at
+// an optimistic store's first attempt's sample after a later one stood,
+// and a capacity retry time that skips the counters the refused batch
+// names. Each must
 // fail, in one default run, the case written for it.
 package conformance

@@ -424,6 +424,17 @@ func (f *fixture) pinnedRace(guarantee string, first raceOp, meanwhile func(), s
 // the clock after its pinned sample.
 func (f *fixture) pinnedRaceReads(guarantee string, first raceOp, meanwhile func(), second raceOp) (r1, r2 result, held bool, later int64) {
 	f.t.Helper()
+	return f.pinnedRaceStaged(guarantee, first, meanwhile, second, nil)
+}
+
+// pinnedRaceStaged is pinnedRaceReads with one more stage: beforeRelease,
+// when not nil, runs on the test goroutine once second has finished or
+// stays parked inside the store, just before first is released (it may
+// move time, so that first's later clock reads come after second's). On a
+// store that reads no ManualClock it runs after meanwhile, before second
+// starts: first has already run to its end.
+func (f *fixture) pinnedRaceStaged(guarantee string, first raceOp, meanwhile func(), second raceOp, beforeRelease func()) (r1, r2 result, held bool, later int64) {
+	f.t.Helper()
 	s := newSchedule()
 	defer s.end()
 	p := newPin()
@@ -447,6 +458,9 @@ func (f *fixture) pinnedRaceReads(guarantee string, first raceOp, meanwhile func
 		require.FailNow(f.t, guarantee, "the first admission neither read the clock nor finished in %v: the store is stalled", callBound)
 	}
 	meanwhile()
+	if !held && beforeRelease != nil {
+		beforeRelease()
+	}
 	joined := make(chan *member, 1)
 	done2 := make(chan result, 1)
 	go func() {
@@ -461,6 +475,9 @@ func (f *fixture) pinnedRaceReads(guarantee string, first raceOp, meanwhile func
 	m2 := <-joined
 	if held {
 		f.waitBlockedOrDone(s, m2)
+		if beforeRelease != nil {
+			beforeRelease()
+		}
 		p.free()
 	}
 	timeout := time.After(callBound)

@@ -33,6 +33,7 @@ func samplingScenario() scenario {
 			run: testSampleAfterObservedWrite},
 		{name: "a_cleanup_that_waits_for_a_check_removes_only_what_ended_before_that_check_decided", single: true,
 			run: testCleanupWaitsForPinnedCheck},
+		{name: "a_check_answers_from_the_sample_it_counted_at", single: true, run: testAnswerFromStandingSample},
 	}}
 }
 
@@ -132,4 +133,54 @@ func testCleanupWaitsForPinnedCheck(t *testing.T, f *fixture) {
 	f.requireDuration(window, a.ResetAfter, g+" (the window the key has now began when the cleanup ran or later: a "+
 		"check that waited for the cleanup and anchored its window at the sample it took before the cleanup's, half a "+
 		"window earlier, counted in the window it should have been denied in)")
+}
+
+// testAnswerFromStandingSample pins a check of a key just after its clock
+// sample, half a minute before the key's window ends, runs a second check
+// of the key (an optimistic store lets it write; a locking store keeps it
+// waiting), moves time a minute on, past the window's end, and releases
+// the first. Whichever check counts first counts in the old window, with
+// its end half a minute away, and the other, deciding after that end,
+// renews: each answer is what the sample it counted at gave.
+//
+// An optimistic store whose first attempt finds the counter changed
+// starts again with a new sample, and counts at that one. One that
+// answers from the sample of its first attempt (kept from before its
+// retry loop, or replayed on the caller's batch) after a later attempt
+// stood judges the counter the later attempt read at a time before that
+// attempt: here it reports the old window full, a denial, beside the
+// renewal it wrote. The first sampling case cannot show this: its second
+// check runs after time has moved, so the clamp lifts the pinned first
+// attempt's sample to the second attempt's time.
+func testAnswerFromStandingSample(t *testing.T, f *fixture) {
+	const g = "sampling: a check answers from the clock sample it counted at, on an optimistic store the sample of " +
+		"the attempt that stood, not of its first"
+	const limit, soon, late = 2, 30 * time.Second, time.Minute
+	p, k := f.policy(limit, window), f.key()
+	c := f.check(p, k)
+	f.allow(c, limit-1, g)
+	f.advance(window - soon)
+	nothing := func() {}
+	r1, r2, held, _ := f.pinnedRaceStaged(g, f.checkOp(c, f.path), nothing, f.checkOp(c, f.path), func() { f.advance(late) })
+	how := "a store that reads no ManualClock ran the first check to its end before time moved"
+	if held {
+		how = "the first check pinned just after its clock sample while the second ran or waited, then time moved " + late.String() + " on"
+	}
+	f.log.add("race: two checks %s via %s, the window ending in %v, %s → first %s; second %s",
+		f.log.check(c), f.path, soon, how, describeResult(r1), describeResult(r2))
+	for i, r := range []result{r1, r2} {
+		require.NoError(t, r.err, "%s: the store failed a valid check", g)
+		require.Equal(t, domain.Allowed, r.outcome,
+			"%s: check %d of 2 counts either in the old window, which has a unit left, or in a new one after it ended; "+
+				"got %s (%s): a check that counted in a later attempt answered as of an earlier sample", g, i+1, r.outcome, r.reason)
+	}
+	old, renewed := r1, r2
+	if r1.remaining[0] > r2.remaining[0] {
+		old, renewed = r2, r1
+	}
+	require.Equal(t, []int64{0, limit - 1}, []int64{old.remaining[0], renewed.remaining[0]},
+		"%s: one check takes the old window's last unit, the other renews after it ended", g)
+	f.requireDuration(soon, old.reset, g+" (the check that counted in the old window answers its end)")
+	f.requireDuration(window, renewed.reset, g+" (the check that renewed answers a whole new window)")
+	f.allow(c, 0, g+" (the renewed window holds the renewing check's unit)")
 }

@@ -28,6 +28,9 @@ type admission struct {
 	evaluate func(now domain.Instant) (bool, error)
 	next     func(i int) domain.Counter
 	denied   func() (int, domain.Outcome)
+	// answer hands the caller the decision at the time given, evaluated
+	// apart from the one evaluate made (answersApart, hunt24.go).
+	answer func(at domain.Instant) error
 
 	obs     []domain.Observation
 	claimed []int // the partition whose slot check i claimed, or -1
@@ -68,7 +71,7 @@ func (a *admission) run() error {
 		// one to the other.
 		a.before, a.present = s.sharedBefore, s.sharedPresent
 	}
-	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -187,12 +190,16 @@ func (a *admission) run() error {
 // starts again.
 func (a *admission) runOptimistic() error {
 	s := a.s
-	for {
+	var first domain.Instant
+	for attempt := 0; ; attempt++ {
 		if err := a.ctx.Err(); err != nil {
 			return &Error{Op: "admit", Err: err}
 		}
 		a.read(domain.Instant(s.last.Load()))
 		now := s.now()
+		if attempt == 0 {
+			first = now
+		}
 		if err := a.lock(); err != nil {
 			return &Error{Op: "admit", Err: err}
 		}
@@ -242,6 +249,13 @@ func (a *admission) runOptimistic() error {
 			a.deny(now)
 		}
 		a.unlock()
+		if s.cfg.Fault == AnswersAtFirstAttempt {
+			// The defect: the answer is judged at the first attempt's
+			// sample, though a later attempt stood and wrote.
+			if err := a.answer(first); err != nil {
+				return &Error{Op: "admit", Err: err}
+			}
+		}
 		return nil
 	}
 }

@@ -1073,6 +1073,26 @@ const (
 	// decides, at its earlier time, on what the cleanup left.
 	ClockMutexBeforeLocks
 
+	// Faults of the twenty-fourth blind hunt (hunt24.go).
+
+	// AnswersAtLaterClockRead decides and writes an admission at its clock
+	// sample, with its locks held, and then reads the clock again to judge
+	// what it read for the caller's decision, as a store whose backend
+	// returns the stored counts and whose client judges them at its own
+	// time after the call: an admission that counted in a window ending
+	// meanwhile answers that it renewed it.
+	AnswersAtLaterClockRead
+	// AnswersAtFirstAttempt admits optimistically and, when its first
+	// attempt finds a counter changed and a later attempt stands, answers
+	// from the first attempt's clock sample over what the later attempt
+	// read: a renewal it wrote is answered as the old window, full.
+	AnswersAtFirstAttempt
+	// CapacityRetrySkipsBatchKeys takes a capacity denial's retry time
+	// from the partition's counters that the batch does not name, though
+	// the batch's own stored counters, which a denied batch leaves as they
+	// were, end in that partition as well.
+	CapacityRetrySkipsBatchKeys
+
 	// Replicas: state that each store value over a shared backend keeps of
 	// its own, right for one replica and wrong for two.
 
@@ -1327,6 +1347,10 @@ var faultNames = [faultCount]string{
 
 	BatchRenewalSlides:    "BatchRenewalSlides",
 	ClockMutexBeforeLocks: "ClockMutexBeforeLocks",
+
+	AnswersAtLaterClockRead:     "AnswersAtLaterClockRead",
+	AnswersAtFirstAttempt:       "AnswersAtFirstAttempt",
+	CapacityRetrySkipsBatchKeys: "CapacityRetrySkipsBatchKeys",
 
 	ReplicaCountsOwnSlots:  "ReplicaCountsOwnSlots",
 	ReplicaLocksInProcess:  "ReplicaLocksInProcess",

@@ -219,7 +219,16 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 		i, _, _ := bd.Denied()
 		return i, bd.Outcome()
 	}
-	return a.run()
+	if s.answersApart() {
+		a.decideApartBatch(b) // hunt24.go
+	}
+	if err := a.run(); err != nil {
+		return err
+	}
+	if err := a.answerLater(); err != nil {
+		return &Error{Op: "admit", Err: err}
+	}
+	return nil
 }
 
 // admitCheck applies one check as Admit applies a batch of one, through
@@ -248,11 +257,17 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	}
 	a.next = func(int) domain.Counter { return next }
 	a.denied = func() (int, domain.Outcome) { return 0, d.Outcome() }
+	if s.answersApart() {
+		a.decideApartCheck(&c, &d) // hunt24.go
+	}
 	if err := a.runAnswering(); err != nil {
 		if errors.Is(err, errAnsweredNothing) {
 			return domain.Decision{}, nil // hunt21.go
 		}
 		return s.decisionBesideError(d), err
+	}
+	if err := a.answerLater(); err != nil {
+		return domain.Decision{}, &Error{Op: "admit", Err: err}
 	}
 	return d, nil
 }
