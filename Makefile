@@ -68,6 +68,10 @@ test-race: pgprobe ## run every test under the race detector
 crash-probe: ## kill, restart, terminate and fill the disk of a throwaway PostgreSQL cluster under load (initdb on PORT, default 25433)
 	sh adapters/postgres/testdata/crashprobe.sh
 
+.PHONY: pooler-probe
+pooler-probe: ## run the PostgreSQL store through a PgBouncer of its own in each pool mode (needs pgbouncer; installs nothing)
+	sh adapters/postgres/testdata/poolerprobe.sh
+
 .PHONY: bench
 bench: ## run the benchmarks (BENCHCOUNT runs each, for benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./domain/... ./adapters/memory/... ./adapters/httplimit/...

@@ -3,6 +3,7 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/runlimit/runlimit/domain"
 	"github.com/runlimit/runlimit/internal/pgerror"
@@ -114,15 +115,28 @@ type AdmissionError struct {
 }
 
 func (e *AdmissionError) Error() string {
-	return fmt.Sprintf("runlimit: postgres admission failed at %s (%s%s): %v%s",
-		e.Op, consumedText(e.MayHaveConsumed), timeoutText(e.Timeout), e.Err, schemaHint(e.Err))
+	return fmt.Sprintf("runlimit: postgres admission failed at %s (%s%s): %v%s%s",
+		e.Op, consumedText(e.MayHaveConsumed), timeoutText(e.Timeout), e.Err, schemaHint(e.Err), poolerHint(e.Err))
 }
 
 // Unwrap returns the cause.
 func (e *AdmissionError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrTimeout] and the step timed out.
-func (e *AdmissionError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
+// Is reports whether target is [ErrTimeout] and the step timed out, or
+// [ErrPooler] and the cause is one a connection pooler makes.
+func (e *AdmissionError) Is(target error) bool { return causeIs(target, e.Timeout, e.Err) }
+
+// causeIs is the Is of [AdmissionError] and [MaintenanceError]: timeout
+// says whether the operation timed out, err is its cause.
+func causeIs(target error, timeout bool, err error) bool {
+	switch target {
+	case ErrTimeout:
+		return timeout
+	case ErrPooler:
+		return poolerHint(err) != ""
+	}
+	return false
+}
 
 // MayHaveConsumedQuota reports e.MayHaveConsumed.
 func (e *AdmissionError) MayHaveConsumedQuota() bool { return e.MayHaveConsumed }
@@ -161,6 +175,57 @@ func schemaHint(err error) string {
 	return ""
 }
 
+// ErrPooler is matched by an [AdmissionError] or [MaintenanceError] whose
+// cause is most likely a connection pooler between the pool and the server
+// that does not serve the store as a direct connection would (see the
+// package's Connection poolers section), or host code that reset a
+// connection the store uses: a statement prepared on the connection is
+// missing (SQLSTATE 26000), a connection the store had not prepared
+// already holds a statement under one of the store's names (42P05), or
+// the pooler refused a transaction block or a startup parameter. The
+// error's text says what to change. The operation consumed and removed
+// nothing.
+var ErrPooler = ownError("runlimit: postgres connection is pooled in a way the store cannot serve")
+
+// Hints that [AdmissionError] and [MaintenanceError] add to their text when
+// their cause matches [ErrPooler].
+const (
+	statementsHint = "; the connection's server session lacked the store's prepared statements, or held another client's: " +
+		"a connection pooler in transaction pooling or statement pooling mode (PgBouncer pool_mode=transaction or statement) " +
+		"moves a connection from one server session to another, unless it tracks protocol-level prepared statements itself " +
+		"(PgBouncer 1.21 or later with max_prepared_statements > 0), and host code that runs DISCARD ALL or DEALLOCATE " +
+		"on a pooled connection drops them: use session pooling (pool_mode=session) or a direct connection"
+	poolingModeHint = "; a connection pooler refused the store's transactions: statement pooling (PgBouncer pool_mode=statement) " +
+		"forbids transactions of more than one statement, which the store needs: use session pooling (pool_mode=session) or a direct connection"
+	startupParameterHint = "; a connection pooler refused a startup parameter of the pool's connections (PgBouncer accepts only those it tracks): " +
+		"list it in PgBouncer's ignore_startup_parameters, or remove it from the connection string or the pool's RuntimeParams " +
+		"(the pool the app wiring opens from a URL pins search_path this way; " +
+		"ignoring that one is safe: the store checks each session's search_path itself)"
+)
+
+// poolerHint returns the hint for an error matching [ErrPooler], and ""
+// for any other: the one rule that says which errors match it.
+func poolerHint(err error) string {
+	var dbErr *DatabaseError
+	if !errors.As(err, &dbErr) {
+		return ""
+	}
+	switch {
+	case dbErr.Code == sqlstateNoSuchStatement, dbErr.Code == sqlstateDuplicateStatement:
+		return statementsHint
+	case dbErr.Code != sqlstateProtocolViolation:
+		return ""
+	// PgBouncer's own errors, sent as FATAL protocol violations before it
+	// closes the connection.
+	case strings.Contains(dbErr.Message, "pooling mode"):
+		// "transaction blocks not allowed in statement pooling mode"
+		return poolingModeHint
+	case strings.Contains(dbErr.Message, "unsupported startup parameter"):
+		return startupParameterHint
+	}
+	return ""
+}
+
 func timeoutText(timeout bool) string {
 	if timeout {
 		return ", timed out"
@@ -187,14 +252,15 @@ func (e *MaintenanceError) Error() string {
 	if e.Op != opCleanup {
 		removed = "nothing changed"
 	}
-	return fmt.Sprintf("runlimit: postgres %s failed (%s%s): %v%s", e.Op, removed, timeoutText(e.Timeout), e.Err, schemaHint(e.Err))
+	return fmt.Sprintf("runlimit: postgres %s failed (%s%s): %v%s%s", e.Op, removed, timeoutText(e.Timeout), e.Err, schemaHint(e.Err), poolerHint(e.Err))
 }
 
 // Unwrap returns the cause.
 func (e *MaintenanceError) Unwrap() error { return e.Err }
 
-// Is reports whether target is [ErrTimeout] and the operation timed out.
-func (e *MaintenanceError) Is(target error) bool { return e.Timeout && target == ErrTimeout }
+// Is reports whether target is [ErrTimeout] and the operation timed out,
+// or [ErrPooler] and the cause is one a connection pooler makes.
+func (e *MaintenanceError) Is(target error) bool { return causeIs(target, e.Timeout, e.Err) }
 
 // MayHaveRemovedRows reports e.MayHaveRemoved.
 func (e *MaintenanceError) MayHaveRemovedRows() bool { return e.MayHaveRemoved }

@@ -17,6 +17,15 @@ const (
 	sqlstatePlanChanged     = "0A000" // cached plan must not change result type
 )
 
+// sqlstateDuplicateStatement is the error of a preparation whose name is
+// taken: on a connection the store had not prepared, by a statement of
+// another client of the same server session (see [ErrPooler]).
+const sqlstateDuplicateStatement = "42P05" // duplicate_prepared_statement
+
+// sqlstateProtocolViolation is, among others, the code of PgBouncer's
+// refusal of a transaction block in statement pooling mode.
+const sqlstateProtocolViolation = "08P01" // protocol_violation
+
 // sqlstateSerializationFailure is the error of a statement that, under a
 // stricter isolation than read committed, met a row changed since its
 // snapshot.
