@@ -75,6 +75,9 @@ type session struct {
 	// counts its context's callback while it may run.
 	inline    bool
 	callbacks sync.WaitGroup
+	// bg counts the store's goroutines: the work's, when it runs on one,
+	// and its cancel request's.
+	bg *background
 
 	mu        sync.Mutex
 	step      string        // OpAcquire while warming up, OpLock, then OpCommit once COMMIT is sent
@@ -88,10 +91,11 @@ type session struct {
 	done      chan struct{} // one token when the work exits, unless the caller left
 }
 
-// open starts a session on conn for a caller whose context is caller. A
-// session is reused through the admissions' pool: open resets it.
-func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.Duration) {
-	ss.conn, ss.pc = conn, conn.Conn().PgConn()
+// open starts a session on conn for a caller whose context is caller, for
+// a store whose goroutines bg counts. A session is reused through the
+// admissions' pool: open resets it.
+func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.Duration, bg *background) {
+	ss.conn, ss.pc, ss.bg = conn, conn.Conn().PgConn(), bg
 	ss.step = OpLock
 	ss.inFlight, ss.left, ss.exited, ss.lost, ss.inline = false, false, false, false, false
 	ss.leftStep = ""
@@ -217,7 +221,8 @@ func (ss *session) drive(caller context.Context, work func()) outcome {
 		defer ss.mu.Unlock()
 		return outcome{left: ss.left, step: ss.leftStep, committing: ss.leftStep == OpCommit}
 	}
-	go work()
+	ss.bg.add(false)
+	go detach(ss.bg, work)
 	select {
 	case <-ss.done:
 		return outcome{}
@@ -229,6 +234,14 @@ func (ss *session) drive(caller context.Context, work func()) outcome {
 	// The work exited as the caller gave up: its results stand.
 	<-ss.done
 	return outcome{}
+}
+
+// detach runs work on a goroutine of its own, which bg counts until work
+// has exited. It does not read the session, which its caller may reuse as
+// soon as work has exited.
+func detach(bg *background, work func()) {
+	defer bg.done()
+	work()
 }
 
 // leave records that the caller gave up, unless the work has already
@@ -244,6 +257,7 @@ func (ss *session) leave() (step string, committing bool, ok bool) {
 		// Warming up is never cancelled: it is what lets the connection
 		// serve the next caller in time.
 		ss.cancelled, ss.answered = make(chan struct{}), make(chan struct{})
+		ss.bg.add(false)
 		go ss.cancelOnServer(ss.pc, ss.cancel, ss.cancelled, ss.answered)
 	}
 	return ss.step, ss.step == OpCommit, true
@@ -256,6 +270,7 @@ func (ss *session) leave() (step string, committing bool, ok bool) {
 // cancelled when done; the work waits for that before it sends anything
 // more.
 func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, cancelled, answered chan struct{}) {
+	defer ss.bg.done()
 	defer close(cancelled)
 	timer := time.NewTimer(cancelDelay)
 	defer timer.Stop()
