@@ -86,3 +86,40 @@ func TestAPanicOfTheHostsCodeGivesTheConnectionBack(t *testing.T) {
 		})
 	}
 }
+
+// TestAPanicOfTheHostsCodeWhileWarmingIdleConnectionsIsContained: the
+// warm-up of idle connections runs on a goroutine of the store's, for no
+// caller. A panic of the host's code on the connection it warms ended
+// the host's process (here the test binary); the connection is now
+// closed, and the store serves on.
+func TestAPanicOfTheHostsCodeWhileWarmingIdleConnectionsIsContained(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	var armed atomic.Bool
+	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
+		c.MaxConns = 1
+		dial := c.ConnConfig.DialFunc
+		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &panickingConn{Conn: conn, armed: &armed}, nil
+		}
+	})
+	// The only connection, cold, is the test's: a caller who gives up
+	// waiting for one leaves the store waiting to warm it.
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	c := f.check(policy(t, "host.panic", 5, time.Hour), "idle")
+	_, err = store.AdmitCheck(ctx, c)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	armed.Store(true)
+	conn.Release()
+	require.Eventually(t, func() bool { return !armed.Load() && pool.Stat().AcquiredConns() == 0 },
+		failSafe, time.Millisecond, "the warm-up never met the panic, or kept the connection")
+	require.Zero(t, pool.Stat().TotalConns(), "the connection the panic met was not closed")
+	requireAllowed(t, admit(t, store, c))
+}

@@ -289,16 +289,32 @@ func (s *Store) warmIdle(wait bool) {
 			conn.Release()
 			continue
 		}
-		budget := time.Now().Add(s.cfg.OperationTimeout)
-		ctx, cancel := context.WithDeadline(context.Background(), budget)
-		pc := conn.Conn().PgConn()
-		st, _, err := s.warm(ctx, pc, budget, budget)
-		cancel()
-		if err != nil || pc.TxStatus() != 'I' {
-			discard(conn)
-			continue
-		}
-		pc.CustomData()[s.sql.stateKey] = st
-		conn.Release()
+		s.warmIdleConn(conn)
 	}
+}
+
+// warmIdleConn warms conn, an idle connection warmIdle holds, and gives it
+// back, or closes it when the warm-up failed. A panic of the host's code
+// on the connection (see session.run) closes it too, and ends there: no
+// caller waits for this warm-up, and on this goroutine it would end the
+// host's process.
+func (s *Store) warmIdleConn(conn *pgxpool.Conn) {
+	ok := false
+	defer func() {
+		if !ok {
+			_ = recover()
+			discard(conn)
+		}
+	}()
+	budget := time.Now().Add(s.cfg.OperationTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), budget)
+	defer cancel()
+	pc := conn.Conn().PgConn()
+	st, _, err := s.warm(ctx, pc, budget, budget)
+	if err != nil || pc.TxStatus() != 'I' {
+		return
+	}
+	pc.CustomData()[s.sql.stateKey] = st
+	ok = true
+	conn.Release()
 }
