@@ -43,7 +43,9 @@ func TestAPanicOfTheHostsCodeGivesTheConnectionBack(t *testing.T) {
 	contexts := map[string]func() (context.Context, context.CancelFunc){
 		"no deadline": func() (context.Context, context.CancelFunc) { return context.Background(), func() {} },
 		"cancellable": func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
-		"deadline":    func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), time.Minute) },
+		"deadline": func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Minute)
+		},
 	}
 	for name, newCtx := range contexts {
 		t.Run(name, func(t *testing.T) {
