@@ -91,16 +91,22 @@ func (m *instruments) watch(store string, stats func(context.Context) (ports.Sta
 	}
 	wr := &watchRegistration{m: m, reg: reg, watch: w}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		// Close ran while the callback was registered.
-		_ = reg.Unregister()
+	closed := m.closed
+	if !closed {
+		if m.watches == nil {
+			m.watches = make(map[*watchRegistration]struct{})
+		}
+		m.watches[wr] = struct{}{}
+	}
+	m.mu.Unlock()
+	if closed {
+		// Close ran while the callback was registered, and a collection
+		// may have run it meanwhile: its reading is ended and waited for,
+		// as Close does for the watches it found, rather than left to
+		// run on after WatchStore has returned.
+		wr.unregister()
 		return func() {}, nil
 	}
-	if m.watches == nil {
-		m.watches = make(map[*watchRegistration]struct{})
-	}
-	m.watches[wr] = struct{}{}
 	return wr.stop, nil
 }
 

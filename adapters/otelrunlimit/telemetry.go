@@ -149,7 +149,9 @@ func (t *Telemetry) Observer() app.Observer {
 // serves the collections after it. stop (or [Telemetry.Close]) ends a
 // reading in progress, whose collection would otherwise hold up the
 // provider's Unregister, and the host's shutdown, for as long as a store
-// held up by its database takes. Without metrics WatchStore does
+// held up by its database takes, and waits for it to return, so that no
+// reading runs on after them: a stats function must return once its
+// context ends, as the stores' Stats methods do. Without metrics WatchStore does
 // nothing. A nil stats is an error matching [app.ErrInvalidConfig], which
 // would otherwise panic in the exporter's collection.
 func (t *Telemetry) WatchStore(store string, stats func(context.Context) (ports.Stats, error)) (stop func(), err error) {

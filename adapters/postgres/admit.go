@@ -97,7 +97,7 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 		return true, interpretError(OpAcquire, stageOpen, err)
 	}
 	a.batch, a.caller = b, ctx
-	a.sess.open(ctx, conn, s.cfg.OperationTimeout)
+	a.sess.open(ctx, conn, s.cfg.OperationTimeout, &s.state().bg)
 	if s.stateOf(a.sess.pc) == nil {
 		// A cold connection warms up first: a caller who leaves before
 		// the work has begun leaves at that step, as one who leaves

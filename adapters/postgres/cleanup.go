@@ -121,7 +121,7 @@ func (s *Store) maintain(ctx context.Context, op string, work func(*session) err
 		return interpretMaintenanceError(op, stageOpen, err)
 	}
 	ss := new(session)
-	ss.open(ctx, conn, s.cfg.OperationTimeout)
+	ss.open(ctx, conn, s.cfg.OperationTimeout, &s.state().bg)
 	var werr error
 	o := ss.drive(ctx, func() {
 		werr = work(ss)

@@ -235,7 +235,7 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 	}
 	ss.pc.CustomData()[s.sql.stateKey] = st
 	// Connections opened in the same burst are likely cold too.
-	go s.warmIdle(false)
+	s.startWarmIdle(false)
 	if !stay {
 		return nil, nil
 	}
@@ -243,27 +243,39 @@ func (s *Store) ready(ss *session, caller context.Context) (*connState, error) {
 	return st, nil
 }
 
+// startWarmIdle starts warmIdle on a goroutine that Close waits for,
+// unless one runs already or the store is closing.
+func (s *Store) startWarmIdle(wait bool) {
+	state := s.state()
+	if state.warmingIdle.Load() || !state.bg.add(true) {
+		return
+	}
+	go s.warmIdle(wait)
+}
+
 // warmIdle makes the pool's idle connections ready, in the background, once
 // at a time. A connection the pool opened for a caller who gave up waiting
 // joins the pool cold, and would cost the next caller its warm-up; wait
 // first waits (within AcquireTimeout) for a connection, which is most
-// likely that one as it arrives.
+// likely that one as it arrives. Close ends that wait, and the connections
+// not yet warmed go back to the pool cold.
 func (s *Store) warmIdle(wait bool) {
 	state := s.state()
-	if state.closed.Load() || !state.warmingIdle.CompareAndSwap(false, true) {
+	defer state.bg.done()
+	if !state.warmingIdle.CompareAndSwap(false, true) {
 		return
 	}
 	defer state.warmingIdle.Store(false)
 	var conns []*pgxpool.Conn
 	if wait {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AcquireTimeout)
+		ctx, cancel := context.WithTimeout(state.bg.ctx, s.cfg.AcquireTimeout)
 		conn, err := s.conns().Acquire(ctx)
 		cancel()
 		if err == nil {
 			conns = append(conns, conn)
 		}
 	}
-	conns = append(conns, s.conns().AcquireAllIdle(context.Background())...)
+	conns = append(conns, s.conns().AcquireAllIdle(state.bg.ctx)...)
 	var cold []*pgxpool.Conn
 	for _, conn := range conns {
 		if s.stateOf(conn.Conn().PgConn()) == nil {
@@ -273,16 +285,36 @@ func (s *Store) warmIdle(wait bool) {
 		conn.Release()
 	}
 	for _, conn := range cold {
-		budget := time.Now().Add(s.cfg.OperationTimeout)
-		ctx, cancel := context.WithDeadline(context.Background(), budget)
-		pc := conn.Conn().PgConn()
-		st, _, err := s.warm(ctx, pc, budget, budget)
-		cancel()
-		if err != nil || pc.TxStatus() != 'I' {
-			discard(conn)
+		if state.bg.stopping() {
+			conn.Release()
 			continue
 		}
-		pc.CustomData()[s.sql.stateKey] = st
-		conn.Release()
+		s.warmIdleConn(conn)
 	}
+}
+
+// warmIdleConn warms conn, an idle connection warmIdle holds, and gives it
+// back, or closes it when the warm-up failed. A panic of the host's code
+// on the connection (see session.run) closes it too, and ends there: no
+// caller waits for this warm-up, and on this goroutine it would end the
+// host's process.
+func (s *Store) warmIdleConn(conn *pgxpool.Conn) {
+	ok := false
+	defer func() {
+		if !ok {
+			_ = recover()
+			discard(conn)
+		}
+	}()
+	budget := time.Now().Add(s.cfg.OperationTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), budget)
+	defer cancel()
+	pc := conn.Conn().PgConn()
+	st, _, err := s.warm(ctx, pc, budget, budget)
+	if err != nil || pc.TxStatus() != 'I' {
+		return
+	}
+	pc.CustomData()[s.sql.stateKey] = st
+	ok = true
+	conn.Release()
 }

@@ -75,6 +75,9 @@ type session struct {
 	// counts its context's callback while it may run.
 	inline    bool
 	callbacks sync.WaitGroup
+	// bg counts the store's goroutines: the work's, when it runs on one,
+	// and its cancel request's.
+	bg *background
 
 	mu        sync.Mutex
 	step      string        // OpAcquire while warming up, OpLock, then OpCommit once COMMIT is sent
@@ -82,18 +85,22 @@ type session struct {
 	left      bool          // the caller gave up
 	leftStep  string        // the step when the caller gave up
 	exited    bool          // the work is over and its results written
+	panicked  any           // the value the work panicked with, which drive raises again
+	returned  bool          // the connection went back to the pool, or was closed
 	lost      bool          // the connection's state is unknown: close it
 	cancelled chan struct{} // closed once the cancel request is settled; nil if none
 	answered  chan struct{} // closed when the cancelled round trip ends
 	done      chan struct{} // one token when the work exits, unless the caller left
 }
 
-// open starts a session on conn for a caller whose context is caller. A
-// session is reused through the admissions' pool: open resets it.
-func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.Duration) {
-	ss.conn, ss.pc = conn, conn.Conn().PgConn()
+// open starts a session on conn for a caller whose context is caller, for
+// a store whose goroutines bg counts. A session is reused through the
+// admissions' pool: open resets it.
+func (ss *session) open(caller context.Context, conn *pgxpool.Conn, budget time.Duration, bg *background) {
+	ss.conn, ss.pc, ss.bg = conn, conn.Conn().PgConn(), bg
 	ss.step = OpLock
-	ss.inFlight, ss.left, ss.exited, ss.lost, ss.inline = false, false, false, false, false
+	ss.inFlight, ss.left, ss.exited, ss.lost, ss.inline, ss.returned = false, false, false, false, false, false
+	ss.panicked = nil
 	ss.leftStep = ""
 	ss.cancelled, ss.answered = nil, nil
 	if ss.done == nil {
@@ -194,8 +201,9 @@ type outcome struct {
 // cost every admission for them.
 func (ss *session) drive(caller context.Context, work func()) outcome {
 	if caller.Done() == nil {
-		work()
+		ss.run(work)
 		<-ss.done
+		ss.repanic()
 		return outcome{}
 	}
 	if _, ok := caller.Deadline(); !ok {
@@ -205,7 +213,7 @@ func (ss *session) drive(caller context.Context, work func()) outcome {
 			defer ss.callbacks.Done()
 			ss.leave()
 		})
-		work()
+		ss.run(work)
 		if stop() {
 			ss.callbacks.Done()
 		}
@@ -213,13 +221,16 @@ func (ss *session) drive(caller context.Context, work func()) outcome {
 		// started must be over.
 		ss.callbacks.Wait()
 		<-ss.done
+		ss.repanic()
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 		return outcome{left: ss.left, step: ss.leftStep, committing: ss.leftStep == OpCommit}
 	}
-	go work()
+	ss.bg.add(false)
+	go detach(ss.bg, ss, work)
 	select {
 	case <-ss.done:
+		ss.repanic()
 		return outcome{}
 	case <-caller.Done():
 	}
@@ -228,7 +239,16 @@ func (ss *session) drive(caller context.Context, work func()) outcome {
 	}
 	// The work exited as the caller gave up: its results stand.
 	<-ss.done
+	ss.repanic()
 	return outcome{}
+}
+
+// detach runs work for ss on a goroutine of its own, which bg counts
+// until work has exited. Once work has exited it reads nothing of the
+// session, which its caller may reuse then.
+func detach(bg *background, ss *session, work func()) {
+	defer bg.done()
+	ss.run(work)
 }
 
 // leave records that the caller gave up, unless the work has already
@@ -244,6 +264,7 @@ func (ss *session) leave() (step string, committing bool, ok bool) {
 		// Warming up is never cancelled: it is what lets the connection
 		// serve the next caller in time.
 		ss.cancelled, ss.answered = make(chan struct{}), make(chan struct{})
+		ss.bg.add(false)
 		go ss.cancelOnServer(ss.pc, ss.cancel, ss.cancelled, ss.answered)
 	}
 	return ss.step, ss.step == OpCommit, true
@@ -256,6 +277,7 @@ func (ss *session) leave() (step string, committing bool, ok bool) {
 // cancelled when done; the work waits for that before it sends anything
 // more.
 func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, cancelled, answered chan struct{}) {
+	defer ss.bg.done()
 	defer close(cancelled)
 	timer := time.NewTimer(cancelDelay)
 	defer timer.Stop()
@@ -406,19 +428,77 @@ func (ss *session) finish() {
 	lost := ss.lost
 	ss.mu.Unlock()
 	pc := ss.pc
+	keep := false
 	switch {
 	case lost || pc.IsClosed() || pc.IsBusy():
-		discard(ss.conn)
 	case pc.TxStatus() == 'I':
-		ss.conn.Release()
+		keep = true
 	default:
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), settleTimeout)
 		defer cancel()
-		if _, err := pc.Exec(ctx, sqlRollback).ReadAll(); err != nil || pc.TxStatus() != 'I' {
-			discard(ss.conn)
-			return
-		}
+		_, err := pc.Exec(ctx, sqlRollback).ReadAll()
+		keep = err == nil && pc.TxStatus() == 'I'
+	}
+	if keep {
 		ss.conn.Release()
+	} else {
+		discard(ss.conn)
+	}
+	ss.returned = true
+}
+
+// run runs work, which must end with exit. A panic in it, such as one of
+// a host's code that the driver calls on the store's connection (the
+// connection its DialFunc made, a notice handler, a tracer), leaves the
+// connection in a state no one knows: run closes it and ends the work as
+// exit would, and drive raises the panic again on the caller's goroutine,
+// where a store's panics reach the caller. A caller who has left by then
+// is not told: the panic ends with the work. Without this, the
+// connection stayed out of the pool for good (a pool that loses every
+// connection so serves no one), and a panic on the goroutine of a
+// caller with a deadline ended the host's process.
+func (ss *session) run(work func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			ss.recovered(v)
+		}
+	}()
+	work()
+}
+
+// recovered ends the work after its panic v.
+func (ss *session) recovered(v any) {
+	ss.mu.Lock()
+	exited := ss.exited
+	ss.mu.Unlock()
+	if exited {
+		// The work had exited, and its caller has its answer: the panic
+		// is not the connection's.
+		panic(v)
+	}
+	if !ss.returned {
+		discard(ss.conn)
+		ss.returned = true
+	}
+	ss.cancel()
+	ss.mu.Lock()
+	ss.exited, ss.panicked = true, v
+	detached := ss.left && !ss.inline
+	ss.mu.Unlock()
+	if !detached {
+		ss.done <- struct{}{}
+	}
+}
+
+// repanic raises again, on the caller's goroutine, the panic of the work
+// that run recovered, if any.
+func (ss *session) repanic() {
+	ss.mu.Lock()
+	v := ss.panicked
+	ss.panicked = nil
+	ss.mu.Unlock()
+	if v != nil {
+		panic(v)
 	}
 }
 

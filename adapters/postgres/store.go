@@ -49,7 +49,9 @@ type storeState struct {
 	closed atomic.Bool
 	// warmingIdle is set while warmIdle runs.
 	warmingIdle atomic.Bool
-	admissions  sync.Pool // *admission, the scratch memory of one Admit
+	// bg counts the goroutines Close waits for.
+	bg         background
+	admissions sync.Pool // *admission, the scratch memory of one Admit
 }
 
 var (
@@ -85,6 +87,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	st := &storeState{pool: pool}
+	st.bg.init()
 	s := &Store{cfg: cfg, sql: newStatements(cfg.Schema), st: unsafe.Pointer(st)}
 	st.admissions.New = func() any { return newAdmission(s) }
 	return s, nil
@@ -117,11 +120,22 @@ func (s *Store) unusable() bool {
 }
 
 // Close marks the store closed: later calls fail closed with [ErrClosed]
-// without consuming quota. Calls in flight finish. It never closes the
-// pool, which belongs to the caller. Closing twice is harmless.
+// without consuming quota. Calls in flight finish on their callers'
+// goroutines. It never closes the pool, which belongs to the caller.
+//
+// Close returns once no goroutine of the store runs: the work of callers
+// who left at their deadline, which rolls back and gives its connection
+// back within the store's own small budgets (a few hundred milliseconds
+// when the server answers; a warm-up of a new connection, which is never
+// cut short, within OperationTimeout), and the warm-up of idle
+// connections, which stops after the connection in progress. So a host
+// may close its pool, or look for leaked goroutines, as soon as Close has
+// returned. Closing twice is harmless; a second Close waits as the first
+// does.
 func (s *Store) Close() error {
 	if st := s.state(); st != nil {
 		st.closed.Store(true)
+		st.bg.close()
 	}
 	return nil
 }
@@ -144,7 +158,7 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	conn, err := s.conns().Acquire(actx)
 	if err != nil && ctx.Err() != nil {
 		// The caller gave up; a connection opened for it arrives cold.
-		go s.warmIdle(true)
+		s.startWarmIdle(true)
 	}
 	return conn, err
 }

@@ -107,7 +107,7 @@ func (r *runtimeState) openPool() error {
 		return storeConfigError("Postgres", err)
 	}
 	r.pool, r.ownPool, r.pg, r.poolConfig = pool, true, s, nil
-	r.closers = append(r.closers, closer{name: "postgres", Closer: s})
+	r.closers = append(r.closers, postgresCloser(s, pool))
 	r.addStore("postgres", s)
 	r.pending.store.Store(s)
 	return nil

@@ -296,7 +296,7 @@ func (r *runtimeState) build(ctx context.Context) error {
 			return storeConfigError("Postgres", err)
 		}
 		store, maxBatch, r.pg = s, s.Config().MaxBatchSize, s
-		r.closers = append(r.closers, closer{name: "postgres", Closer: s})
+		r.closers = append(r.closers, postgresCloser(s, pool))
 		// Stats reads the capacity ledger: it proves the database answers
 		// and the schema is there.
 		r.addStore("postgres", s)
@@ -468,10 +468,12 @@ func (r *runtimeState) logger() *slog.Logger {
 // already (a shutdown deadline that serving requests used up) still
 // closes everything before Close returns. If ctx ends while a cancelled
 // pass is still running, while a host's store from Config.NewStoreFunc
-// is closing (its Close may block), or while checks in flight hold
-// connections of the pool opened from Config.DatabaseURL, Close returns
-// an error matching ctx's; the stores close once the pass or the store's
-// Close returns, the pool once those checks finish, and a
+// is closing (its Close may block), while the PostgreSQL store waits for
+// the work of callers who left at their deadline (see
+// [postgres.Store.Close]), or while checks in flight hold connections of
+// the pool opened from Config.DatabaseURL, Close returns an error
+// matching ctx's; the stores close once the pass or the store's Close
+// returns, the pool once those checks finish, and a
 // later Close waits for them again. So does a ctx that ends while a
 // cancelled Start, or another Close, is still letting go. A store whose Close panics is an
 // error naming the store, and the others are closed all the same. Once
@@ -591,21 +593,37 @@ func (r *runtimeState) waitClosed(ctx context.Context) error {
 }
 
 // closer is a store the Runtime opened, by its name; host says it is the
-// host's, from Config.NewStoreFunc.
+// host's, from Config.NewStoreFunc. busy, when set, says whether the
+// store's Close would wait now: the PostgreSQL store's waits for the work
+// of callers who left at their deadline, which holds connections of its
+// pool.
 type closer struct {
 	name string
 	ports.Closer
 	host bool
+	busy func() bool
 }
+
+// postgresCloser is the closer of the PostgreSQL store s over pool.
+func postgresCloser(s *postgres.Store, pool *pgxpool.Pool) closer {
+	return closer{name: "postgres", Closer: s, busy: func() bool { return pool.Stat().AcquiredConns() > 0 }}
+}
+
+// mayWait reports whether c's Close may block: a host's store, whose Close
+// is the host's, or a store that says it is busy.
+func (c closer) mayWait() bool { return c.host || c.busy != nil && c.busy() }
 
 // closeStores closes every store the Runtime opened, in order, then the
 // pool it opened, and closes r.closing once all are closed. A host's store
 // from Config.NewStoreFunc closes on a goroutine of its own, which Close
 // waits for only until its context ends: fx's stop timeout, or a host's
-// shutdown deadline, must not be spent waiting on a Close that blocks.
-// The Runtime's own stores close before it returns, and so does its pool
-// when no check holds a connection; a pool in use closes on a goroutine
-// of its own once the checks in flight let go of it. A store whose Close panics is
+// shutdown deadline, must not be spent waiting on a Close that blocks. So
+// does the PostgreSQL store while its pool has connections in use: its
+// Close waits for the work of callers who left at their deadline, which
+// rolls back within the store's own budgets.
+// The Runtime's own stores close before it returns when idle, and so does
+// its pool when no check holds a connection; a pool in use closes on a
+// goroutine of its own once the checks in flight let go of it. A store whose Close panics is
 // reported as an error, and the others are still closed.
 func (r *runtimeState) closeStores() {
 	var errs []error
@@ -632,7 +650,7 @@ func (r *runtimeState) closeStores() {
 		close(r.closing)
 	}
 	for i, c := range r.closers {
-		if c.host {
+		if c.mayWait() {
 			rest := r.closers[i:]
 			go func() {
 				defer finish()

@@ -73,6 +73,9 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
+	// Closed before the pool (deferred after it): Close waits for the
+	// store's work left behind by a call whose deadline struck.
+	defer store.Close()
 	// Nothing is deleted from, or fires triggers of, a schema in which a
 	// role other than its owner planted an object under Runlimit's names.
 	// Bounded as a pass is: a server that stopped answering since the

@@ -141,6 +141,9 @@ func runPostgresDemo(ctx context.Context, rawURL, schema string, stdout io.Write
 	if err != nil {
 		return err
 	}
+	// Closed before the pool (deferred after it): Close waits for the
+	// store's work left behind by a call whose deadline struck.
+	defer store.Close()
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:])
 	policyID := demoPolicyID + ".demo-" + hex.EncodeToString(suffix[:])

@@ -94,6 +94,9 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	// Closed before the pool (deferred after it): Close waits for the
+	// store's work left behind by a call whose deadline struck.
+	defer store.Close()
 	// Every read is bounded: a lock held on a table (an ALTER TABLE) must
 	// not hang a monitoring script's status call.
 	readCtx, cancel := context.WithTimeout(ctx, *timeout)

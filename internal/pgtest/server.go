@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ory/dockertest/v3"
 	"github.com/ory/dockertest/v3/docker"
+	"go.uber.org/goleak"
 )
 
 // EnvURL names the environment variable holding the URL of the server to
@@ -141,7 +142,14 @@ func startContainer() (adminURL string, purge func(), ok bool, err error) {
 	if err != nil {
 		return "", nil, true, err
 	}
-	purge = func() { _ = pool.Purge(res) }
+	purge = func() {
+		_ = pool.Purge(res)
+		// The Docker client's keep-alive connections would outlive the
+		// run, and Main's leak check would count their goroutines.
+		if pool.Client.HTTPClient != nil {
+			pool.Client.HTTPClient.CloseIdleConnections()
+		}
+	}
 	adminURL = "postgres://postgres@" + res.GetHostPort("5432/tcp") + "/postgres?sslmode=disable"
 	pool.MaxWait = time.Minute
 	err = pool.Retry(func() error {
@@ -179,8 +187,11 @@ func databaseURL(adminURL, name string) (string, error) {
 	return adminURL + " dbname=" + name, nil
 }
 
-// Main runs a package's tests and then removes the container, if any, that
-// pgtest started for them. Call it from TestMain:
+// Main runs a package's tests, then closes the pool pgtest keeps on the
+// server and removes the container, if any, that pgtest started for them,
+// and then fails a passing run that left goroutines behind, as
+// goleak.VerifyTestMain does, with opts (goleak's options). Call it from
+// TestMain:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
@@ -190,13 +201,25 @@ func databaseURL(adminURL, name string) (string, error) {
 // with the same message. Main also says which server the tests used.
 // Under go test -short, tests that need a server are skipped and the run
 // does not fail.
-func Main(m interface{ Run() int }) {
+//
+// The leak check runs once pgtest's own pool is closed, so that its
+// goroutines do not count; every pool a test opens through pgtest closes
+// in that test's cleanups. A goroutine left running is a leak of the
+// library under test or of the test itself (a pool, a store or a server
+// it did not close): fix it rather than ignore it.
+func Main(m interface{ Run() int }, opts ...goleak.Option) {
 	harness.inMain.Store(true)
 	code := report(m.Run())
 	if shared.srv != nil {
 		shared.srv.admin.Close()
 		if shared.srv.purge != nil {
 			shared.srv.purge()
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			code = 1
 		}
 	}
 	os.Exit(code)

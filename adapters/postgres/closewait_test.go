@@ -1,0 +1,142 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/internal/testkit"
+)
+
+// failSafe bounds how long a test waits for what must happen; reaching
+// it fails the test, it is not a measure of speed.
+const failSafe = 30 * time.Second
+
+// TestCloseWaitsForTheWorkOfCallersWhoLeft: a caller whose deadline
+// strikes mid-admission leaves its work behind, on a goroutine of the
+// store's, to roll back and give its connection back. Close used to
+// return at once, leaving that goroutine running, holding a connection of
+// the host's pool, and a host that closed its pool or looked for leaked
+// goroutines (goleak, in its own tests) right after met them. Close now
+// waits for it: once Close returns, the store holds no connection and
+// runs no goroutine, and a second Close returns too.
+//
+// The network holds the answer back (see wire), so that the work is
+// surely still running when Close is called, and the store's own budget
+// ends it: a warm-up of a new connection, which a caller's deadline never
+// cuts short, ends with OperationTimeout; a round trip of the protocol
+// with the store's cancel request and settleTimeout.
+//
+// It does not run in parallel: goleak compares against the goroutines of
+// the moment.
+func TestCloseWaitsForTheWorkOfCallersWhoLeft(t *testing.T) {
+	cfg := postgres.Config{OperationTimeout: 300 * time.Millisecond}
+	t.Run("warm-up", func(t *testing.T) {
+		f := setup(t, postgres.Config{})
+		before := goleak.IgnoreCurrent()
+		store, pool, w := f.newWiredStore(t, cfg)
+		// A connection the store has not warmed.
+		conn, err := pool.Acquire(context.Background())
+		require.NoError(t, err)
+		conn.Release()
+		held, let := w.holdNext(1)
+		var letOnce sync.Once
+		defer letOnce.Do(let)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_, err = store.AdmitCheck(ctx, f.check(policy(t, "close.wait", 5, time.Hour), "warm-up"))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		testkit.Receive(t, held, failSafe, "the warm-up's round trip")
+
+		require.NoError(t, store.Close())
+		require.Zero(t, pool.Stat().AcquiredConns(), "Close returned while the store's work held a connection")
+		require.NoError(t, store.Close())
+		letOnce.Do(let)
+		pool.Close()
+		goleak.VerifyNone(t, before)
+	})
+	t.Run("round trip 1", func(t *testing.T) {
+		f := setup(t, postgres.Config{})
+		before := goleak.IgnoreCurrent()
+		// A deadline of 1 ms may strike before round trip 1 is sent, when
+		// the work leaves without it: the attempt is made again, on a
+		// store of its own, with the deadline doubled.
+		for deadline := time.Millisecond; ; deadline *= 2 {
+			require.Less(t, deadline, 10*time.Second, "the deadline never struck while round trip 1 was in flight")
+			if closeAfterLeavingRoundTrip1(t, f, cfg, deadline) {
+				break
+			}
+			t.Logf("a deadline of %v struck before round trip 1 was in flight; trying again with %v", deadline, 2*deadline)
+		}
+		goleak.VerifyNone(t, before)
+	})
+}
+
+// closeAfterLeavingRoundTrip1 makes one attempt of the round trip 1 case
+// on a wired store of its own, which it closes with its pool. It reports
+// false when the caller's deadline struck before round trip 1 was in
+// flight.
+func closeAfterLeavingRoundTrip1(t *testing.T, f *fixture, cfg postgres.Config, deadline time.Duration) bool {
+	t.Helper()
+	store, pool, w := f.newWiredStore(t, cfg)
+	defer pool.Close()
+	c := f.check(policy(t, "close.wait", 5, time.Hour), fmt.Sprint("round trip 1/", deadline))
+	requireAllowed(t, admit(t, store, c)) // warms the connection
+	held, let := w.holdNext(1)
+	var letOnce sync.Once
+	defer letOnce.Do(let)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	_, err := store.AdmitCheck(ctx, c)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	reached := false
+	require.Eventually(t, func() bool {
+		select {
+		case <-held:
+			reached = true
+			return true
+		default:
+			return pool.Stat().AcquiredConns() == 0
+		}
+	}, failSafe, time.Millisecond, "the work neither reached round trip 1 nor gave the connection back")
+	if !reached {
+		require.NoError(t, store.Close())
+		return false
+	}
+
+	require.NoError(t, store.Close())
+	require.Zero(t, pool.Stat().AcquiredConns(), "Close returned while the store's work held a connection")
+	require.NoError(t, store.Close())
+	return true
+}
+
+// TestCloseEndsTheWaitForAConnectionToWarm: a caller who gives up waiting
+// for a connection leaves the store waiting, within AcquireTimeout, for
+// the connection the pool may be opening for it, to warm it up for the
+// next caller. Close used to leave that goroutine waiting; it now ends
+// the wait, which serves only later callers, and returns with nothing of
+// the store running, while every connection of the pool is still in use.
+//
+// It does not run in parallel: goleak compares against the goroutines of
+// the moment.
+func TestCloseEndsTheWaitForAConnectionToWarm(t *testing.T) {
+	f := setup(t, postgres.Config{})
+	store, pool := f.newStore(t, postgres.Config{AcquireTimeout: time.Minute}, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(t, err)
+	defer conn.Release()
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	_, err = store.AdmitCheck(ctx, f.check(policy(t, "close.wait", 5, time.Hour), "no connection"))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, store.Close())
+	goleak.VerifyNone(t, before)
+}
