@@ -96,16 +96,7 @@ func closeAfterLeavingRoundTrip1(t *testing.T, f *fixture, cfg postgres.Config, 
 	defer cancel()
 	_, err := store.AdmitCheck(ctx, c)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	reached := false
-	require.Eventually(t, func() bool {
-		select {
-		case <-held:
-			reached = true
-			return true
-		default:
-			return pool.Stat().AcquiredConns() == 0
-		}
-	}, failSafe, time.Millisecond, "the work neither reached round trip 1 nor gave the connection back")
+	reached := heldOrReleased(t, held, pool, failSafe, "round trip 1")
 	if !reached {
 		require.NoError(t, store.Close())
 		return false

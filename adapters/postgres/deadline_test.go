@@ -109,16 +109,7 @@ func (tc callerDeadlineCase) run(t *testing.T, f *fixture, attempt string, deadl
 	require.ErrorAs(t, err, &ae)
 	// The work goes on to the held round trip, or gives the connection
 	// back without reaching it.
-	reached := false
-	require.Eventually(t, func() bool {
-		select {
-		case <-held:
-			reached = true
-			return true
-		default:
-			return pool.Stat().AcquiredConns() == 0
-		}
-	}, 10*time.Second, time.Millisecond, "the work neither reached round trip %d nor gave the connection back", tc.trip)
+	reached := heldOrReleased(t, held, pool, 10*time.Second, fmt.Sprintf("round trip %d", tc.trip))
 	if !reached || ae.Op != tc.op {
 		// The deadline struck before the held round trip was sent (or the
 		// held one is the rollback that follows): nothing was consumed,
