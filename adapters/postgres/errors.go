@@ -194,7 +194,8 @@ const (
 		"a connection pooler in transaction pooling or statement pooling mode (PgBouncer pool_mode=transaction or statement) " +
 		"moves a connection from one server session to another, unless it tracks protocol-level prepared statements itself " +
 		"(PgBouncer 1.21 or later with max_prepared_statements > 0), and host code that runs DISCARD ALL or DEALLOCATE " +
-		"on a pooled connection drops them: use session pooling (pool_mode=session) or a direct connection"
+		"on a pooled connection drops them: use session pooling (pool_mode=session) or a direct connection, " +
+		"and keep host code from resetting the connections the store uses"
 	poolingModeHint = "; a connection pooler refused the store's transactions: statement pooling (PgBouncer pool_mode=statement) " +
 		"forbids transactions of more than one statement, which the store needs: use session pooling (pool_mode=session) or a direct connection"
 	startupParameterHint = "; a connection pooler refused a startup parameter of the pool's connections (PgBouncer accepts only those it tracks): " +
