@@ -402,7 +402,10 @@
 // nothing, and its error matches [ErrPooler] and says what to change
 // (SQLSTATE 26000, a prepared statement does not exist; 42P05, one already
 // exists; PgBouncer's "transaction blocks not allowed in statement pooling
-// mode"). A connection that lost its statements is closed and replaced.
+// mode"). A session that lacks only the COMMIT statement fails at COMMIT,
+// whose errors never count as rolled back: that error says quota may have
+// been consumed. A connection that lost its statements is closed and
+// replaced.
 // [Store.Ready] cannot tell transaction pooling apart: a quiet pooler
 // often gives its checks one server connection, and they pass. Host code
 // must not reset a connection the store uses (DISCARD ALL, DEALLOCATE

@@ -184,7 +184,9 @@ func schemaHint(err error) string {
 // already holds a statement under one of the store's names (42P05), or
 // the pooler refused a transaction block or a startup parameter. The
 // error's text says what to change. The operation consumed and removed
-// nothing.
+// nothing, unless the statement missing was a transaction's COMMIT: that
+// error is read as any error of a COMMIT is, and says that quota may have
+// been consumed (or rows removed).
 var ErrPooler = ownError("runlimit: postgres connection is pooled in a way the store cannot serve")
 
 // Hints that [AdmissionError] and [MaintenanceError] add to their text when
