@@ -240,3 +240,56 @@ func TestAPanicOfTheHostsCodeAsTheWarmUpClosesAnIdleConnectionIsContained(t *tes
 		failSafe, time.Millisecond, "the warm-up never closed the connection it could not warm")
 	requireAllowed(t, admit(t, store, c))
 }
+
+// twicePanickingConn panics on its next read, and again as it closes.
+type twicePanickingConn struct {
+	net.Conn
+	reads, closes *atomic.Bool
+}
+
+func (c *twicePanickingConn) Read(b []byte) (int, error) {
+	if c.reads.CompareAndSwap(true, false) {
+		panic(errHostPanic{})
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *twicePanickingConn) Close() error {
+	err := c.Conn.Close()
+	if c.closes.CompareAndSwap(true, false) {
+		panic("a second panic, as the connection closes")
+	}
+	return err
+}
+
+// TestTheFirstPanicOfTheHostsCodeReachesTheCaller: a connection whose
+// host code panics mid-admission, and again as the store closes it after
+// the first panic, gives the caller the first panic; on the goroutine
+// serving a caller with a deadline the second ended the host's process.
+func TestTheFirstPanicOfTheHostsCodeReachesTheCaller(t *testing.T) {
+	t.Parallel()
+	f := setup(t, postgres.Config{})
+	var reads, closes atomic.Bool
+	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
+		c.MaxConns = 1
+		dial := c.ConnConfig.DialFunc
+		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &twicePanickingConn{Conn: conn, reads: &reads, closes: &closes}, nil
+		}
+	})
+	c := f.check(policy(t, "host.panic.twice", 5, time.Hour), "twice")
+	requireAllowed(t, admit(t, store, c)) // connects and warms up
+	requireNoneAcquired(t, pool)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	closes.Store(true)
+	reads.Store(true)
+	require.PanicsWithValue(t, errHostPanic{}, func() { _, _ = store.AdmitCheck(ctx, c) })
+	require.False(t, closes.Load(), "the store did not close the connection")
+	requireNoneAcquired(t, pool)
+	requireAllowed(t, admit(t, store, c))
+}
