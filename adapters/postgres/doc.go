@@ -22,11 +22,11 @@
 //	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
 //
 // The store never closes the pool; [Store.Close] makes later calls fail
-// closed and waits for the work the store runs in the background (that
-// of callers who left at their deadline, the warm-up of idle
-// connections), so that closing the pool right after it meets none of
-// it. [Config.Schema] defaults to public, where databases migrated
-// before the schema was configurable hold Runlimit's objects.
+// closed and waits for the work the store runs on goroutines of its own
+// (that of callers with a deadline, in flight or left behind at it, and
+// the warm-up of idle connections), so that closing the pool right after
+// it meets none of it. [Config.Schema] defaults to public, where databases
+// migrated before the schema was configurable hold Runlimit's objects.
 //
 // # What one admission does
 //
@@ -402,7 +402,10 @@
 // nothing, and its error matches [ErrPooler] and says what to change
 // (SQLSTATE 26000, a prepared statement does not exist; 42P05, one already
 // exists; PgBouncer's "transaction blocks not allowed in statement pooling
-// mode"). A connection that lost its statements is closed and replaced.
+// mode"). A session that lacks only the COMMIT statement fails at COMMIT,
+// whose errors never count as rolled back: that error says quota may have
+// been consumed. A connection that lost its statements is closed and
+// replaced.
 // [Store.Ready] cannot tell transaction pooling apart: a quiet pooler
 // often gives its checks one server connection, and they pass. Host code
 // must not reset a connection the store uses (DISCARD ALL, DEALLOCATE

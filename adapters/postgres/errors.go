@@ -184,7 +184,9 @@ func schemaHint(err error) string {
 // already holds a statement under one of the store's names (42P05), or
 // the pooler refused a transaction block or a startup parameter. The
 // error's text says what to change. The operation consumed and removed
-// nothing.
+// nothing, unless the statement missing was a transaction's COMMIT: that
+// error is read as any error of a COMMIT is, and says that quota may have
+// been consumed (or rows removed).
 var ErrPooler = ownError("runlimit: postgres connection is pooled in a way the store cannot serve")
 
 // Hints that [AdmissionError] and [MaintenanceError] add to their text when
@@ -194,7 +196,8 @@ const (
 		"a connection pooler in transaction pooling or statement pooling mode (PgBouncer pool_mode=transaction or statement) " +
 		"moves a connection from one server session to another, unless it tracks protocol-level prepared statements itself " +
 		"(PgBouncer 1.21 or later with max_prepared_statements > 0), and host code that runs DISCARD ALL or DEALLOCATE " +
-		"on a pooled connection drops them: use session pooling (pool_mode=session) or a direct connection"
+		"on a pooled connection drops them: use session pooling (pool_mode=session) or a direct connection, " +
+		"and keep host code from resetting the connections the store uses"
 	poolingModeHint = "; a connection pooler refused the store's transactions: statement pooling (PgBouncer pool_mode=statement) " +
 		"forbids transactions of more than one statement, which the store needs: use session pooling (pool_mode=session) or a direct connection"
 	startupParameterHint = "; a connection pooler refused a startup parameter of the pool's connections (PgBouncer accepts only those it tracks): " +

@@ -163,6 +163,10 @@ func requirePoolerHint(t *testing.T, err error) {
 		"PgBouncer 1.21 or later with max_prepared_statements > 0",
 		"DISCARD ALL or DEALLOCATE",
 		"use session pooling (pool_mode=session) or a direct connection",
+		// The advice for the other cause: a host that resets the
+		// connections of a pool it shares with the store, with no pooler
+		// at all, must not be told only to connect directly.
+		"and keep host code from resetting the connections the store uses",
 	} {
 		require.Contains(t, err.Error(), want)
 	}

@@ -299,11 +299,13 @@ func (s *Store) warmIdle(wait bool) {
 // caller waits for this warm-up, and on this goroutine it would end the
 // host's process.
 func (s *Store) warmIdleConn(conn *pgxpool.Conn) {
-	ok := false
+	// handed: the connection has left warmIdleConn's hands, for the pool
+	// or closed; a panic of the host's code as it goes (the pool's
+	// release tracer, the connection's Close) ends here too.
+	handed := false
 	defer func() {
-		if !ok {
-			_ = recover()
-			discard(conn)
+		if v := recover(); v != nil && !handed {
+			discardAfterPanic(conn)
 		}
 	}()
 	budget := time.Now().Add(s.cfg.OperationTimeout)
@@ -312,9 +314,11 @@ func (s *Store) warmIdleConn(conn *pgxpool.Conn) {
 	pc := conn.Conn().PgConn()
 	st, _, err := s.warm(ctx, pc, budget, budget)
 	if err != nil || pc.TxStatus() != 'I' {
+		handed = true
+		discard(conn)
 		return
 	}
 	pc.CustomData()[s.sql.stateKey] = st
-	ok = true
+	handed = true
 	conn.Release()
 }

@@ -439,12 +439,15 @@ func (ss *session) finish() {
 		_, err := pc.Exec(ctx, sqlRollback).ReadAll()
 		keep = err == nil && pc.TxStatus() == 'I'
 	}
+	// Returned before it is handed over: the pool's release tracer and
+	// the connection's Close are the host's code, and a panic there comes
+	// once the connection has left the session's hands.
+	ss.returned = true
 	if keep {
 		ss.conn.Release()
 	} else {
 		discard(ss.conn)
 	}
-	ss.returned = true
 }
 
 // run runs work, which must end with exit. A panic in it, such as one of
@@ -477,8 +480,8 @@ func (ss *session) recovered(v any) {
 		panic(v)
 	}
 	if !ss.returned {
-		discard(ss.conn)
 		ss.returned = true
+		discardAfterPanic(ss.conn)
 	}
 	ss.cancel()
 	ss.mu.Lock()
@@ -500,6 +503,14 @@ func (ss *session) repanic() {
 	if v != nil {
 		panic(v)
 	}
+}
+
+// discardAfterPanic is discard for a connection a panic met: a second
+// panic of the host's code as the connection closes (its net.Conn's
+// Close) ends here, so that the first is the one that goes on.
+func discardAfterPanic(conn *pgxpool.Conn) {
+	defer func() { _ = recover() }()
+	discard(conn)
 }
 
 // discard takes conn out of the pool and closes it. The server rolls back

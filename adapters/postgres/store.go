@@ -120,16 +120,19 @@ func (s *Store) unusable() bool {
 }
 
 // Close marks the store closed: later calls fail closed with [ErrClosed]
-// without consuming quota. Calls in flight finish on their callers'
-// goroutines. It never closes the pool, which belongs to the caller.
+// without consuming quota. Calls in flight finish. It never closes the
+// pool, which belongs to the caller.
 //
-// Close returns once no goroutine of the store runs: the work of callers
-// who left at their deadline, which rolls back and gives its connection
-// back within the store's own small budgets (a few hundred milliseconds
-// when the server answers; a warm-up of a new connection, which is never
-// cut short, within OperationTimeout), and the warm-up of idle
-// connections, which stops after the connection in progress. So a host
-// may close its pool, or look for leaked goroutines, as soon as Close has
+// Close returns once no goroutine of the store runs. The work of a caller
+// with a deadline runs on one: Close waits for that of calls in flight
+// until they finish, within their operation budgets (OperationTimeout,
+// and another for the warm-up of a new connection), and for that of
+// callers who left at their deadline, which rolls back and gives its
+// connection back within the store's own small budgets (a few hundred
+// milliseconds when the server answers; a warm-up of a new connection,
+// which is never cut short, within OperationTimeout). The warm-up of idle
+// connections stops after the connection in progress. So a host may
+// close its pool, or look for leaked goroutines, as soon as Close has
 // returned. Closing twice is harmless; a second Close waits as the first
 // does.
 func (s *Store) Close() error {

@@ -1,0 +1,111 @@
+package wiring_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runlimit/runlimit/adapters/postgres"
+	"github.com/runlimit/runlimit/app/wiring"
+	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/pgtest"
+)
+
+// TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft: the
+// PostgreSQL store's Close waits for the work of callers who left at
+// their deadline, which goes on, on a goroutine of the store's, to give
+// its connection back. Close must not spend more than its context on
+// that: it returns an error matching its context, and the store closes
+// once the work is over. Here the work waits for a lock another session
+// holds, and the store's cancel request for it cannot get through (a
+// host's dialer held up), so it lasts until the test lets it go.
+func TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	pc, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	pc.MaxConns = 1
+	var hold atomic.Bool
+	let := make(chan struct{})
+	var letOnce sync.Once
+	letGo := func() { letOnce.Do(func() { close(let) }) }
+	defer letGo()
+	dial := pc.ConnConfig.DialFunc
+	pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if hold.Load() {
+			// A dialer that ignores its context: the cancel request's
+			// connection waits for the test.
+			<-let
+		}
+		return dial(ctx, network, addr)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	defer pool.Close()
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool), SecretEnv: setEnv(t, testSecret),
+		Postgres: postgres.Config{OperationTimeout: postgres.MaxTimeout}, CleanupInterval: -1,
+	})
+	require.NoError(t, err)
+	p := loginPolicy(t, "auth.closework")
+	c := domain.NewCheck(p, r.KeyHasher().KeyString(p, "alice@example.test"))
+	_, err = r.Limiter().Check(ctx, c) // warms the connection
+	require.NoError(t, err)
+
+	// Another session holds the key's advisory lock, so the admission
+	// waits with the pool's connection.
+	holder, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			_ = holder.Rollback(ctx)
+		}
+	}
+	defer release()
+	_, err = holder.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.AdvisoryLockID(c.CounterKey()))
+	require.NoError(t, err)
+	hold.Store(true)
+	callerCtx, leave := context.WithTimeout(ctx, time.Hour)
+	defer leave()
+	checked := make(chan error, 1)
+	go func() {
+		_, err := r.Limiter().Check(callerCtx, c)
+		checked <- err
+	}()
+	for waiting := 0; waiting == 0; {
+		require.NoError(t, db.Pool.QueryRow(ctx,
+			"SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting))
+		if waiting == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// The caller leaves; its work stays behind, waiting for the lock.
+	leave()
+	require.ErrorIs(t, <-checked, context.Canceled)
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close(doneContext()) }()
+	select {
+	case err := <-closed:
+		require.ErrorIs(t, err, context.Canceled, "Close says it did not wait for the store")
+	case <-time.After(stuck):
+		// Only a guard against hanging the run: a Close that keeps its
+		// deadline returns at once.
+		letGo()
+		release()
+		t.Fatal("Close waited for the work of a caller who left, past its context")
+	}
+	letGo()
+	release()
+	require.NoError(t, r.Close(ctx), "a later Close waits for the store")
+	require.Zero(t, pool.Stat().AcquiredConns(), "the store's work gave its connection back")
+}
