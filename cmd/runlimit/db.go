@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -497,7 +498,7 @@ func (m *maskingWriter) Write(p []byte) (int, error) {
 	defer m.mu.Unlock()
 	m.partial = append(m.partial, p...)
 	if i := bytes.LastIndexByte(m.partial, '\n'); i >= 0 {
-		lines := m.secrets.mask(string(m.partial[:i+1]))
+		lines := escapeControls(m.secrets.mask(string(m.partial[:i+1])))
 		m.partial = append(m.partial[:0], m.partial[i+1:]...)
 		if _, err := io.WriteString(m.w, lines); err != nil {
 			return 0, err
@@ -511,9 +512,41 @@ func (m *maskingWriter) Flush() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.partial) > 0 {
-		_, _ = io.WriteString(m.w, m.secrets.mask(string(m.partial)))
+		_, _ = io.WriteString(m.w, escapeControls(m.secrets.mask(string(m.partial))))
 		m.partial = m.partial[:0]
 	}
+}
+
+// escapeControls returns s with every control character but a line break
+// and a tab written as Go escapes it in a quoted string (\x1b, \r,
+// \u009b). The flag package prints some arguments back as they were given
+// (an unknown flag's name, a malformed one), and an argument holding an
+// escape sequence or a carriage return would otherwise move the cursor,
+// recolour or retitle the operator's terminal, or forge a line of a log.
+// Bytes that are not UTF-8 are left as they are: no terminal reads them
+// as a control.
+func escapeControls(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isControl reports whether r is a C0 or C1 control character, DEL
+// included, other than a line break or a tab.
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0)
 }
 
 // redactedError is an error whose text has had a URL's secrets masked. Only
