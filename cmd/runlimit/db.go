@@ -263,6 +263,10 @@ type redactor []string
 // leaves all of itself to the words after it.
 var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]*)`)
 
+// quotedValue matches a keyword/value setting's value in single quotes,
+// closed, as kvPassword's first alternative reads it.
+var quotedValue = regexp.MustCompile(`^'(?:\\.|[^'\\])*'$`)
+
 // urlSecrets finds every form in which rawURL's password could be printed:
 // as written, percent-decoded, and unquoted. It errs on the side of masking
 // too much: a malformed URL is searched by hand.
@@ -306,10 +310,18 @@ func urlSecrets(rawURL string) redactor {
 			r = r.with(piece)
 		}
 	}
+	// A value is quoted only in a keyword/value string, and only when its
+	// quote is closed: in a URL's query a quote is an ordinary character,
+	// and the regular expression reads an unclosed one as a bare value
+	// that starts with it. Either way the password may go on past the
+	// value matched: password='&rest in a query is "'" and a parameter
+	// named "rest".
+	_, _, isURL := strings.Cut(rawURL, "://")
 	for _, m := range kvPassword.FindAllStringSubmatchIndex(rawURL, -1) {
 		v := rawURL[m[2]:m[3]]
+		bare := isURL || !quotedValue.MatchString(v)
 		r = r.with(v)
-		if !strings.HasPrefix(v, "'") {
+		if bare {
 			r = r.withTail(rawURL[m[1]:])
 		}
 		r = r.with(strings.Trim(v, "'")) // an unterminated quote
@@ -317,7 +329,7 @@ func urlSecrets(rawURL string) redactor {
 		// cannot parse, may cut a bare value at any of a URL's
 		// separators and print a piece: password=%@rest was printed as
 		// "...:xxxxx@rest".
-		if !strings.HasPrefix(v, "'") {
+		if bare {
 			for _, piece := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune("@/:?#&=", c) }) {
 				r = r.with(piece)
 			}
