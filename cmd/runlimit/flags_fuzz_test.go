@@ -14,30 +14,37 @@ import (
 )
 
 // FuzzCommandFlags runs cleanup, status and migrate with flag values of
-// any text, an unexpected argument or an unknown flag of any bytes, on a
-// database that refuses at once. The command exits 2, a usage error, exactly
-// when a value breaks the rule its help states, as the flag package and the
-// documented bounds read it (a whole number, a duration, a schema name, the
-// ranges, and for migrate a --timeout PostgreSQL can take as a session
-// timeout); otherwise it tries the database and exits 1. Whatever the
-// arguments, nothing it writes holds a control character other than a line
-// break or a tab: an argument cannot move the cursor, recolour or retitle
-// the operator's terminal, or forge a line of a log.
+// any text, an unexpected argument or an unknown flag of any bytes, and
+// $RUNLIMIT_POSTGRES_SCHEMA and $RUNLIMIT_POSTGRES_ROWS_PER_SHARD of any
+// text, on a database that refuses at once. The command exits 2, a usage
+// error, exactly when a value breaks the rule its help states, as the flag
+// package and the documented bounds read it (a whole number, a duration, a
+// schema name, the ranges, and for migrate a --timeout PostgreSQL can take
+// as a session timeout; a variable only when its flag is absent, as the
+// service reads it); otherwise it tries the database and exits 1. Whatever
+// the arguments, nothing it writes holds a control character other than a
+// line break or a tab: an argument cannot move the cursor, recolour or
+// retitle the operator's terminal, or forge a line of a log.
 func FuzzCommandFlags(f *testing.F) {
-	f.Add(uint8(0), uint8(0xff), "1000", "1000", "0", "3s", "public", "4096", "")
-	f.Add(uint8(0), uint8(0x0f), "0x10", "1_000", "1ms", "60s", "limits", "1", "")
-	f.Add(uint8(0), uint8(0x0f), "0", "-1", "999us", "60.000000001s", "pg_x", "0", "")
-	f.Add(uint8(1), uint8(0x3c), "", "", "", "1m0s", "9lives", "65537", "")
-	f.Add(uint8(1), uint8(0x38), "", "", "", "-1s", "a\x1b[31mb", "65536", "")
-	f.Add(uint8(2), uint8(0x08), "", "", "", "1000h", "", "", "")
-	f.Add(uint8(2), uint8(0x08), "", "", "", "596h31m23.647s", "", "", "")
-	f.Add(uint8(2), uint8(0x08), "", "", "", "596h31m23.648s", "", "", "")
-	f.Add(uint8(0), uint8(0x40), "", "", "", "", "", "", "\x1b]0;owned\x07")
-	f.Add(uint8(1), uint8(0x80), "", "", "", "", "", "", "\x1b[2J\rrunlimit status: ok")
-	f.Add(uint8(2), uint8(0x80), "", "", "", "", "", "", "\u009b31m\x7f")
-	f.Add(uint8(0), uint8(0x01), "\x1b[31m", "", "", "", "", "", "")
-	f.Add(uint8(2), uint8(0x48), "", "", "", "\r\n\t5s", "", "", "x\ny")
-	f.Fuzz(func(t *testing.T, command, set uint8, batch, maxPasses, every, timeout, schema, rowsPerShard, extra string) {
+	f.Add(uint8(0), uint8(0xff), "1000", "1000", "0", "3s", "public", "4096", "", "", "")
+	f.Add(uint8(0), uint8(0x0f), "0x10", "1_000", "1ms", "60s", "limits", "1", "", "", "")
+	f.Add(uint8(0), uint8(0x0f), "0", "-1", "999us", "60.000000001s", "pg_x", "0", "", "", "")
+	f.Add(uint8(1), uint8(0x3c), "", "", "", "1m0s", "9lives", "65537", "", "", "")
+	f.Add(uint8(1), uint8(0x38), "", "", "", "-1s", "a\x1b[31mb", "65536", "", "", "")
+	f.Add(uint8(2), uint8(0x08), "", "", "", "1000h", "", "", "", "", "")
+	f.Add(uint8(2), uint8(0x08), "", "", "", "596h31m23.647s", "", "", "", "", "")
+	f.Add(uint8(2), uint8(0x08), "", "", "", "596h31m23.648s", "", "", "", "", "")
+	f.Add(uint8(0), uint8(0x40), "", "", "", "", "", "", "\x1b]0;owned\x07", "", "")
+	f.Add(uint8(1), uint8(0x80), "", "", "", "", "", "", "\x1b[2J\rrunlimit status: ok", "", "")
+	f.Add(uint8(2), uint8(0x80), "", "", "", "", "", "", "\u009b31m\x7f", "", "")
+	f.Add(uint8(0), uint8(0x01), "\x1b[31m", "", "", "", "", "", "", "", "")
+	f.Add(uint8(2), uint8(0x48), "", "", "", "\r\n\t5s", "", "", "x\ny", "", "")
+	f.Add(uint8(1), uint8(0x00), "", "", "", "", "", "", "", "limits", "0")
+	f.Add(uint8(1), uint8(0x00), "", "", "", "", "", "", "", "pg_temp", "0x10")
+	f.Add(uint8(1), uint8(0x00), "", "", "", "", "", "", "", "", "-1")
+	f.Add(uint8(1), uint8(0x14), "", "", "", "", "public", "7", "", "a-b", "65537")
+	f.Add(uint8(0), uint8(0x00), "", "", "", "", "", "", "", "x\x1b[31m", "")
+	f.Fuzz(func(t *testing.T, command, set uint8, batch, maxPasses, every, timeout, schema, rowsPerShard, extra, envSchemaValue, envRows string) {
 		name := [...]string{"cleanup", "status", "migrate"}[int(command)%3]
 		args := []string{name}
 		usage := false
@@ -94,6 +101,13 @@ func FuzzCommandFlags(f *testing.F) {
 		}
 		if flagged(4, "schema", schema) {
 			usage = usage || migrations.CheckSchema(schema) != nil
+		} else if envSchemaValue != "" {
+			// The service's variable, read as the service reads it.
+			usage = usage || migrations.CheckSchema(envSchemaValue) != nil
+		}
+		if name == "status" && set&(1<<2) == 0 && envRows != "" {
+			n, err := strconv.Atoi(envRows)
+			usage = usage || err != nil || n < 0 || n > 65536
 		}
 		if flagged(5, "json", "true") {
 			usage = usage || name != "status"
@@ -111,7 +125,9 @@ func FuzzCommandFlags(f *testing.F) {
 
 		var stdout, stderr strings.Builder
 		code := run(t.Context(), args, envOf(map[string]string{
-			envDatabaseURL: "postgres://runlimit@127.0.0.1:1/x?sslmode=disable&connect_timeout=5",
+			envDatabaseURL:  "postgres://runlimit@127.0.0.1:1/x?sslmode=disable&connect_timeout=5",
+			envSchema:       envSchemaValue,
+			envRowsPerShard: envRows,
 		}), &stdout, &stderr)
 		want := 1
 		if usage {
