@@ -261,7 +261,10 @@ type redactor []string
 // string or a URL's query: password=secret, password = 'se cret'. A
 // bare value may be empty: a password that begins with a space or an "&"
 // leaves all of itself to the words after it.
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]*)`)
+//
+// Its spaces are pgx's: ASCII whitespace, the vertical tab included, which
+// the regular expression's \s leaves out.
+var kvPassword = regexp.MustCompile(`password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*('(?:\\.|[^'\\])*'|[^\t\n\v\f\r &]*)`)
 
 // quotedValue matches a keyword/value setting's value in single quotes,
 // closed, as kvPassword's first alternative reads it.
