@@ -376,7 +376,7 @@ func (a *admission) decodeOne(f [][]byte, now *domain.Instant, sampled *bool) er
 		a.observeCounter(0, f[0], f[1], f[2])
 		return nil
 	}
-	rows, ok := decodeInt8(f[3])
+	rows, ok := decodeLedgerCount(f[3])
 	if !ok {
 		return ErrLedger
 	}
@@ -409,7 +409,7 @@ func (a *admission) decodeRow(v [][]byte, now *domain.Instant, sampled *bool) er
 		}
 		a.observeCounter(int(i-1), v[2], v[3], v[4])
 	case partLedger:
-		rows, ok := decodeInt8(v[2])
+		rows, ok := decodeLedgerCount(v[2])
 		if !ok {
 			return ErrLedger
 		}
@@ -422,13 +422,16 @@ func (a *admission) decodeRow(v [][]byte, now *domain.Instant, sampled *bool) er
 
 // observeCounter records the stored counter of check i. One that cannot be
 // decoded is recorded as a counter the domain rejects as corrupt, so that
-// the admission fails closed.
+// the admission fails closed. So is a row whose usage is not positive,
+// which the table's constraints forbid: the domain reads a zero counter at
+// the Unix epoch as no counter at all, and would start a new window over
+// a row whose state is unknown.
 func (a *admission) observeCounter(i int, used, started, expires []byte) {
 	a.present[i] = true
 	u, ok1 := decodeInt8(used)
 	start, ok2 := decodeTime(started)
 	end, ok3 := decodeTime(expires)
-	if !ok1 || !ok2 || !ok3 {
+	if !ok1 || !ok2 || !ok3 || u < 1 {
 		a.counters[i] = domain.Counter{Used: -1}
 		return
 	}

@@ -108,6 +108,14 @@ func decodeInt2(b []byte) (int16, bool) {
 	return int16(binary.BigEndian.Uint16(b)), true
 }
 
+// decodeLedgerCount decodes a ledger row's count, which the ledger's
+// constraints keep within 0 to MaxRowsPerShard: a count outside them is
+// not a count, and a negative one would leave a full shard room.
+func decodeLedgerCount(b []byte) (int64, bool) {
+	n, ok := decodeInt8(b)
+	return n, ok && n >= 0 && n <= MaxRowsPerShard
+}
+
 // decodeTime decodes a binary timestamptz. Infinite timestamps, which the
 // table's constraints forbid, are not a time.
 func decodeTime(b []byte) (domain.Instant, bool) {

@@ -27,8 +27,9 @@ var (
 	// of rows. It is [ports.ErrNegativeMax], which matches
 	// [domain.ErrInvalidInput].
 	ErrNegativeMax = ports.ErrNegativeMax
-	// ErrLedger: the capacity ledger does not have a row for every shard;
-	// the schema is missing or damaged.
+	// ErrLedger: the capacity ledger does not have a row for every shard,
+	// or a row holds a count outside 0 to [MaxRowsPerShard]; the schema is
+	// missing or damaged.
 	ErrLedger = ownError("runlimit: postgres capacity ledger is incomplete")
 	// ErrCommitOutcome: COMMIT answered that the transaction was rolled back.
 	ErrCommitOutcome = ownError("runlimit: postgres commit rolled back")

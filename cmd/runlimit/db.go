@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -260,7 +261,14 @@ type redactor []string
 // string or a URL's query: password=secret, password = 'se cret'. A
 // bare value may be empty: a password that begins with a space or an "&"
 // leaves all of itself to the words after it.
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:\\.|[^'\\])*'|[^\s&]*)`)
+//
+// Its spaces are pgx's: ASCII whitespace, the vertical tab included, which
+// the regular expression's \s leaves out.
+var kvPassword = regexp.MustCompile(`password[\t\n\v\f\r ]*=[\t\n\v\f\r ]*('(?:\\.|[^'\\])*'|[^\t\n\v\f\r &]*)`)
+
+// quotedValue matches a keyword/value setting's value in single quotes,
+// closed, as kvPassword's first alternative reads it.
+var quotedValue = regexp.MustCompile(`^'(?:\\.|[^'\\])*'$`)
 
 // urlSecrets finds every form in which rawURL's password could be printed:
 // as written, percent-decoded, and unquoted. It errs on the side of masking
@@ -305,10 +313,18 @@ func urlSecrets(rawURL string) redactor {
 			r = r.with(piece)
 		}
 	}
+	// A value is quoted only in a keyword/value string, and only when its
+	// quote is closed: in a URL's query a quote is an ordinary character,
+	// and the regular expression reads an unclosed one as a bare value
+	// that starts with it. Either way the password may go on past the
+	// value matched: password='&rest in a query is "'" and a parameter
+	// named "rest".
+	_, _, isURL := strings.Cut(rawURL, "://")
 	for _, m := range kvPassword.FindAllStringSubmatchIndex(rawURL, -1) {
 		v := rawURL[m[2]:m[3]]
+		bare := isURL || !quotedValue.MatchString(v)
 		r = r.with(v)
-		if !strings.HasPrefix(v, "'") {
+		if bare {
 			r = r.withTail(rawURL[m[1]:])
 		}
 		r = r.with(strings.Trim(v, "'")) // an unterminated quote
@@ -316,7 +332,7 @@ func urlSecrets(rawURL string) redactor {
 		// cannot parse, may cut a bare value at any of a URL's
 		// separators and print a piece: password=%@rest was printed as
 		// "...:xxxxx@rest".
-		if !strings.HasPrefix(v, "'") {
+		if bare {
 			for _, piece := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune("@/:?#&=", c) }) {
 				r = r.with(piece)
 			}
@@ -497,7 +513,7 @@ func (m *maskingWriter) Write(p []byte) (int, error) {
 	defer m.mu.Unlock()
 	m.partial = append(m.partial, p...)
 	if i := bytes.LastIndexByte(m.partial, '\n'); i >= 0 {
-		lines := m.secrets.mask(string(m.partial[:i+1]))
+		lines := escapeControls(m.secrets.mask(string(m.partial[:i+1])))
 		m.partial = append(m.partial[:0], m.partial[i+1:]...)
 		if _, err := io.WriteString(m.w, lines); err != nil {
 			return 0, err
@@ -511,9 +527,41 @@ func (m *maskingWriter) Flush() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.partial) > 0 {
-		_, _ = io.WriteString(m.w, m.secrets.mask(string(m.partial)))
+		_, _ = io.WriteString(m.w, escapeControls(m.secrets.mask(string(m.partial))))
 		m.partial = m.partial[:0]
 	}
+}
+
+// escapeControls returns s with every control character but a line break
+// and a tab written as Go escapes it in a quoted string (\x1b, \r,
+// \u009b). The flag package prints some arguments back as they were given
+// (an unknown flag's name, a malformed one), and an argument holding an
+// escape sequence or a carriage return would otherwise move the cursor,
+// recolour or retitle the operator's terminal, or forge a line of a log.
+// Bytes that are not UTF-8 are left as they are: no terminal reads them
+// as a control.
+func escapeControls(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// isControl reports whether r is a C0 or C1 control character, DEL
+// included, other than a line break or a tab.
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0)
 }
 
 // redactedError is an error whose text has had a URL's secrets masked. Only

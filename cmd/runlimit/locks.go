@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -110,3 +111,9 @@ func (d *database) lockHolders(schema string) string {
 
 // defaultMigrateTimeout is migrate's --timeout.
 const defaultMigrateTimeout = time.Minute
+
+// maxMigrateTimeout is the longest --timeout of migrate: the session
+// timeouts set from it (see sessionTimeouts) are whole milliseconds that
+// PostgreSQL keeps in a 32-bit integer, and a server refuses a connection
+// whose startup parameters set a larger one.
+const maxMigrateTimeout = math.MaxInt32 * time.Millisecond

@@ -23,7 +23,8 @@ Runlimit's three versions) is adopted: nothing is re-created, and only the
 objects this library adds are created. Let Rust services migrate a shared
 database first; see the migrations package documentation.
 
-Once connected, the migration takes at most --timeout (default 1m): a lock
+Once connected, the migration takes at most --timeout (default 1m, at most
+596h31m23.647s, the longest session timeout PostgreSQL takes): a lock
 that another session holds on one of Runlimit's tables, or tern's migration
 lock that another migration holds, fails it with an error naming the locks
 held and by which process, and exit code 1. Nothing is applied in part: each
@@ -48,7 +49,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	addDatabaseFlag(fs, true)
 	schema := addSchemaFlag(fs)
 	printSQL := fs.Bool("print-sql", false, "print the schema's SQL, every step in order, and exit without connecting")
-	timeout := fs.Duration("timeout", defaultMigrateTimeout, "time budget of the migration once connected, lock waits included")
+	timeout := fs.Duration("timeout", defaultMigrateTimeout, "time budget of the migration once connected, lock waits included, at most "+maxMigrateTimeout.String())
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,8 +58,8 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	*schema = s
-	if *timeout <= 0 {
-		return fmt.Errorf("%w: --timeout is %s, want more than 0", errUsage, *timeout)
+	if *timeout <= 0 || *timeout > maxMigrateTimeout {
+		return fmt.Errorf("%w: --timeout is %s, want more than 0 and at most %s", errUsage, *timeout, maxMigrateTimeout)
 	}
 	if *printSQL && isSet(fs, databaseFlagName) {
 		// Ignoring the URL would let an operator believe a database was

@@ -82,8 +82,12 @@ func Misplaced(dsn string) bool {
 		}
 		// A value that goes on after its "@" to a "/", as the host and
 		// database a password was meant to precede do
-		// (postgres://app:5433/pa55?word=x@db/app), is no user@server.
-		if _, after, ok := strings.Cut(value, "@"); ok && strings.Contains(after, "/") {
+		// (postgres://app:5433/pa55?word=x@db/app), is no user@server;
+		// nor is one in a query that follows the host list with no path
+		// between them, as the rest of a password beginning with "@" and
+		// holding a "?" does (postgres://app:@?=@db: an empty password, an
+		// empty host list, and the host in the query).
+		if _, after, ok := strings.Cut(value, "@"); ok && (strings.Contains(after, "/") || path == "") {
 			return true
 		}
 	}

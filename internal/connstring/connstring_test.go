@@ -23,6 +23,8 @@ func TestMisplaced(t *testing.T) {
 		"postgres://app@db/app#x@y":               true,
 		"postgres://app:/?x=pa55@db":              true,
 		"postgres://app:/?=0@127.0.0.1:1":         true,
+		"postgres://app:@?=@127.0.0.1:1":          true,
+		"postgres://app:pw@db?user=app@server":    true,
 		// As meant.
 		"postgres://app:pa%40ss@db/app":                     false,
 		"postgres://db:5432/app?user=app@server&password=x": false,

@@ -377,6 +377,7 @@ func postgresCases(t *testing.T, f fixture) []leakcheck.Case {
 		leakcheck.Value("postgres.ErrNegativeMax", negativeErr),
 		leakcheck.Value("postgres.ErrLedger", postgres.ErrLedger),
 		leakcheck.Value("postgres.ErrCommitOutcome", postgres.ErrCommitOutcome),
+		leakcheck.Value("postgres.ErrPooler", postgres.ErrPooler),
 		leakcheck.Value("postgres.ErrUntrustedSchema", postgres.ErrUntrustedSchema),
 		leakcheck.Value("postgres.SettingError", settingErr),
 		leakcheck.Value("postgres.ErrUnsafeSetting", error(settingErr)),
