@@ -404,6 +404,12 @@ func (r redactor) with(secret string) redactor {
 		}
 	}
 	add(secret)
+	// The flag package reads "-name=value" as a flag name cut at its first
+	// "=", and quotes only that name when it does not know it: a URL given
+	// as a flag shows its password up to its first "=".
+	if i := strings.IndexByte(secret, '='); i > 0 {
+		add(secret[:i])
+	}
 	if d, err := url.PathUnescape(secret); err == nil {
 		add(d)
 	}
