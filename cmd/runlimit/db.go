@@ -288,7 +288,10 @@ func urlSecrets(rawURL string) redactor {
 		// Parsers disagree on where a password holding "@" ends (Go's at
 		// the last "@", pgx's at the first), and one that reads it
 		// differently prints a piece of it as the host: mask every piece.
-		// When the URL is malformed, "/", ":", "?" and "#" may split it too.
+		// When the URL is malformed, "/", ":", "?" and "#" may split it
+		// too, and so may "=": an argument such as --postgres://u:pw=@h
+		// is a flag to the flag package, whose error names the flag, the
+		// argument up to its first "=".
 		separators := "@"
 		u, err := url.Parse(rawURL)
 		if err == nil {
@@ -299,7 +302,7 @@ func urlSecrets(rawURL string) redactor {
 				r = r.with(pw)
 			}
 		} else {
-			separators = "@/:?#"
+			separators = "@/:?#="
 		}
 		// pgx parses a URL as libpq does: a "/" ends the search for the
 		// user information, so a password holding one is read as a host,
