@@ -375,6 +375,13 @@ func (r redactor) withTail(rest string) redactor {
 			continue
 		}
 		r = r.with(word).with(key).with(value)
+		// A URL's parser may cut a word of the tail as it cuts a bare
+		// value, at any of a URL's separators, and print a piece: the
+		// tail "00@0202" of password=&00@0202 was printed as "@0202",
+		// the host Go's parser found after the URL's last "@".
+		for _, piece := range strings.FieldsFunc(word, func(c rune) bool { return strings.ContainsRune("@/:?#&=", c) }) {
+			r = r.with(piece)
+		}
 	}
 	return r
 }
