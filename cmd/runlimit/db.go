@@ -317,15 +317,17 @@ func urlSecrets(rawURL string) redactor {
 		}
 	}
 	// A value is quoted only in a keyword/value string, and only when its
-	// quote is closed: in a URL's query a quote is an ordinary character,
-	// and the regular expression reads an unclosed one as a bare value
-	// that starts with it. Either way the password may go on past the
-	// value matched: password='&rest in a query is "'" and a parameter
-	// named "rest".
+	// quote is closed and followed by a space or the end: in a URL's query
+	// a quote is an ordinary character, the regular expression reads an
+	// unclosed one as a bare value that starts with it, and a closed one
+	// may be the start of a password that goes on ('' and then 000000).
+	// Otherwise the password may go on past the value matched:
+	// password='&rest in a query is "'" and a parameter named "rest".
 	_, _, isURL := strings.Cut(rawURL, "://")
 	for _, m := range kvPassword.FindAllStringSubmatchIndex(rawURL, -1) {
 		v := rawURL[m[2]:m[3]]
-		bare := isURL || !quotedValue.MatchString(v)
+		ends := m[1] == len(rawURL) || strings.IndexByte("\t\n\v\f\r ", rawURL[m[1]]) >= 0
+		bare := isURL || !quotedValue.MatchString(v) || !ends
 		r = r.with(v)
 		if bare {
 			r = r.withTail(rawURL[m[1]:])
