@@ -288,7 +288,10 @@ func urlSecrets(rawURL string) redactor {
 		// Parsers disagree on where a password holding "@" ends (Go's at
 		// the last "@", pgx's at the first), and one that reads it
 		// differently prints a piece of it as the host: mask every piece.
-		// When the URL is malformed, "/", ":", "?" and "#" may split it too.
+		// When the URL is malformed, "/", ":", "?" and "#" may split it
+		// too, and so may "=": an argument such as --postgres://u:pw=@h
+		// is a flag to the flag package, whose error names the flag, the
+		// argument up to its first "=".
 		separators := "@"
 		u, err := url.Parse(rawURL)
 		if err == nil {
@@ -299,7 +302,7 @@ func urlSecrets(rawURL string) redactor {
 				r = r.with(pw)
 			}
 		} else {
-			separators = "@/:?#"
+			separators = "@/:?#="
 		}
 		// pgx parses a URL as libpq does: a "/" ends the search for the
 		// user information, so a password holding one is read as a host,
@@ -314,15 +317,17 @@ func urlSecrets(rawURL string) redactor {
 		}
 	}
 	// A value is quoted only in a keyword/value string, and only when its
-	// quote is closed: in a URL's query a quote is an ordinary character,
-	// and the regular expression reads an unclosed one as a bare value
-	// that starts with it. Either way the password may go on past the
-	// value matched: password='&rest in a query is "'" and a parameter
-	// named "rest".
+	// quote is closed and followed by a space or the end: in a URL's query
+	// a quote is an ordinary character, the regular expression reads an
+	// unclosed one as a bare value that starts with it, and a closed one
+	// may be the start of a password that goes on ('' and then 000000).
+	// Otherwise the password may go on past the value matched:
+	// password='&rest in a query is "'" and a parameter named "rest".
 	_, _, isURL := strings.Cut(rawURL, "://")
 	for _, m := range kvPassword.FindAllStringSubmatchIndex(rawURL, -1) {
 		v := rawURL[m[2]:m[3]]
-		bare := isURL || !quotedValue.MatchString(v)
+		ends := m[1] == len(rawURL) || strings.IndexByte("\t\n\v\f\r ", rawURL[m[1]]) >= 0
+		bare := isURL || !quotedValue.MatchString(v) || !ends
 		r = r.with(v)
 		if bare {
 			r = r.withTail(rawURL[m[1]:])
@@ -372,6 +377,13 @@ func (r redactor) withTail(rest string) redactor {
 			continue
 		}
 		r = r.with(word).with(key).with(value)
+		// A URL's parser may cut a word of the tail as it cuts a bare
+		// value, at any of a URL's separators, and print a piece: the
+		// tail "00@0202" of password=&00@0202 was printed as "@0202",
+		// the host Go's parser found after the URL's last "@".
+		for _, piece := range strings.FieldsFunc(word, func(c rune) bool { return strings.ContainsRune("@/:?#&=", c) }) {
+			r = r.with(piece)
+		}
 	}
 	return r
 }
