@@ -86,9 +86,11 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 	if ctx == nil {
 		return true, &AdmissionError{Op: OpAdmit, Err: ports.ErrNilContext}
 	}
-	if s.state().closed.Load() {
+	bg := &s.state().bg
+	if s.state().closed.Load() || !bg.enter() {
 		return true, &AdmissionError{Op: OpAdmit, Err: ErrClosed}
 	}
+	defer bg.done()
 	if err := ctx.Err(); err != nil {
 		return true, &AdmissionError{Op: OpAdmit, Err: err, Timeout: isTimeout(err)}
 	}
@@ -97,7 +99,7 @@ func (s *Store) admit(ctx context.Context, a *admission, b *domain.Batch) (kept 
 		return true, interpretError(OpAcquire, stageOpen, err)
 	}
 	a.batch, a.caller = b, ctx
-	a.sess.open(ctx, conn, s.cfg.OperationTimeout, &s.state().bg)
+	a.sess.open(ctx, conn, s.cfg.OperationTimeout, bg)
 	if s.stateOf(a.sess.pc) == nil {
 		// A cold connection warms up first: a caller who leaves before
 		// the work has begun leaves at that step, as one who leaves

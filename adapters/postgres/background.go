@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// background counts the goroutines a store runs beside its callers, which
-// [Store.Close] waits for: the work of a caller who left at its deadline
+// background counts the calls in flight and the goroutines a store runs
+// beside its callers, which [Store.Close] waits for: the work of a caller who left at its deadline
 // (see session.drive), which still rolls back and gives its connection
 // back, and the warm-up of idle connections (see warmIdle). A host that
 // closes its pool, or checks for leaked goroutines, once Close has
@@ -49,7 +49,18 @@ func (b *background) add(optional bool) bool {
 	return true
 }
 
-// done ends a goroutine that add counted.
+// enter counts a call of the store's (an admission, a cleanup, a stats
+// or readiness read) from the moment it has passed its checks of the
+// input until it returns, so that Close also waits for a call that had
+// not started any goroutine yet when Close began: without it, a call
+// that found the store open just before Close could still start its work
+// goroutine, or take a connection of the host's pool, after Close had
+// returned. It reports false, counting nothing, once the store is
+// closing; the caller then fails with ErrClosed. A call that entered
+// calls done when it returns.
+func (b *background) enter() bool { return b.add(true) }
+
+// done ends a goroutine that add counted, or a call that entered.
 func (b *background) done() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -116,12 +116,17 @@ func (s *Store) maintain(ctx context.Context, op string, work func(*session) err
 	if err := ctx.Err(); err != nil {
 		return &MaintenanceError{Op: op, Err: err, Timeout: isTimeout(err)}
 	}
+	bg := &s.state().bg
+	if !bg.enter() {
+		return &MaintenanceError{Op: op, Err: ErrClosed}
+	}
+	defer bg.done()
 	conn, err := s.acquire(ctx)
 	if err != nil {
 		return interpretMaintenanceError(op, stageOpen, err)
 	}
 	ss := new(session)
-	ss.open(ctx, conn, s.cfg.OperationTimeout, &s.state().bg)
+	ss.open(ctx, conn, s.cfg.OperationTimeout, bg)
 	var werr error
 	o := ss.drive(ctx, func() {
 		werr = work(ss)

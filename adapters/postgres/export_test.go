@@ -8,3 +8,12 @@ func (s *Store) SQLCleanup() string { return s.sql.cleanup }
 
 // IsWarm reports whether conn holds the store's prepared statements.
 func (s *Store) IsWarm(conn *pgxpool.Conn) bool { return s.stateOf(conn.Conn().PgConn()) != nil }
+
+// Pending returns how many calls and goroutines of the store Close waits
+// for, and whether Close has begun.
+func (s *Store) Pending() (running int, closing bool) {
+	b := &s.state().bg
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.running, b.closed
+}

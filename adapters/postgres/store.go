@@ -123,10 +123,14 @@ func (s *Store) unusable() bool {
 // without consuming quota. Calls in flight finish. It never closes the
 // pool, which belongs to the caller.
 //
-// Close returns once no goroutine of the store runs. The work of a caller
-// with a deadline runs on one: Close waits for that of calls in flight
-// until they finish, within their operation budgets (OperationTimeout,
-// and another for the warm-up of a new connection), and for that of
+// Close returns once no call of the store is in flight and no goroutine
+// of it runs. It waits for calls in flight until they return, within
+// their budgets (AcquireTimeout to get a connection, OperationTimeout,
+// and another for the warm-up of a new connection): a call that found
+// the store open as Close began, even one still waiting for a
+// connection, neither takes one nor starts a goroutine after Close has
+// returned. The work of a caller with a deadline runs on a goroutine of
+// the store's: Close also waits for that of
 // callers who left at their deadline, which rolls back and gives its
 // connection back within the store's own small budgets (a few hundred
 // milliseconds when the server answers; a warm-up of a new connection,
@@ -134,7 +138,9 @@ func (s *Store) unusable() bool {
 // connections stops after the connection in progress. So a host may
 // close its pool, or look for leaked goroutines, as soon as Close has
 // returned. Closing twice is harmless; a second Close waits as the first
-// does.
+// does. Do not call Close from code the store runs during one of its
+// calls (a hook or tracer of the pool's connections): it would wait for
+// the call that runs it.
 func (s *Store) Close() error {
 	if st := s.state(); st != nil {
 		st.closed.Store(true)
