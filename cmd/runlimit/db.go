@@ -362,21 +362,36 @@ func urlSecrets(rawURL string) redactor {
 // list): the query is read here by hand, as pgx reads it, from the first
 // "?" to the end, in pairs cut at "&". A name is a password's when,
 // decoded (more than once, and in any case), it holds "password": this
-// masks a little too much rather than too little.
+// masks a little too much rather than too little. A pair with no "=" whose
+// decoded text holds one after "password" (?password%3Dpw, the pair
+// encoded whole) sets nothing, but pgx quotes it whole as it rejects it,
+// and so it is masked whole. Either way the password may go on past the
+// pair, at an "&" it holds, and the pairs after it are masked as a bare
+// value's tail is (see withTail).
 func (r redactor) withQueryPasswords(rest string) redactor {
 	_, query, ok := strings.Cut(rest, "?")
 	if !ok {
 		return r
 	}
-	for pair := range strings.SplitSeq(query, "&") {
+	for query != "" {
+		pair, after, _ := strings.Cut(query, "&")
+		query = after
 		key, value, ok := strings.Cut(pair, "=")
-		if !ok || !strings.Contains(strings.ToLower(decodeAll(key)), "password") {
+		if !ok {
+			decoded := strings.ToLower(decodeAll(pair))
+			i := strings.Index(decoded, "password")
+			if i < 0 || !strings.Contains(decoded[i:], "=") {
+				continue
+			}
+			value = pair
+		} else if !strings.Contains(strings.ToLower(decodeAll(key)), "password") {
 			continue
 		}
 		r = r.with(value)
 		for _, piece := range strings.FieldsFunc(value, func(c rune) bool { return strings.ContainsRune("@/:?#=", c) }) {
 			r = r.with(piece)
 		}
+		r = r.withTail(after)
 	}
 	return r
 }

@@ -37,3 +37,27 @@ func TestAnEncodedPasswordParameterIsMasked(t *testing.T) {
 		}
 	}
 }
+
+// A query parameter encoded whole, its "=" too (?password%3Dpw), sets no
+// password, and pgx rejects the URL quoting the pair: the command printed
+// the password back, whether the URL was the database flag's value, a
+// stray argument or another flag's.
+func TestAPasswordPairEncodedWholeIsMasked(t *testing.T) {
+	t.Parallel()
+	const pw = "Qz7k3vWp9"
+	for _, u := range []string{
+		"postgres://u@127.0.0.1:1/x?password%3D" + pw,
+		"postgres://u@127.0.0.1:1/x?sslmode=disable&pass%77ord%3D" + pw,
+	} {
+		for _, args := range [][]string{{"status", "--database-url=" + u}, {"status", "--json=" + u}, {u}} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				t.Parallel()
+				r := execute(t, noEnv, args...)
+				require.NotEqual(t, 0, r.code, "stderr: %s", r.stderr)
+				require.NotContains(t, r.stdout+r.stderr, pw)
+				require.NotContains(t, r.stdout+r.stderr, "Qz7k")
+				require.Contains(t, r.stderr, mask)
+			})
+		}
+	}
+}
