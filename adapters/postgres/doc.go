@@ -22,10 +22,11 @@
 //	limiter, err := app.NewLimiter(store, app.LimiterConfig{})
 //
 // The store never closes the pool; [Store.Close] makes later calls fail
-// closed and waits for the work the store runs on goroutines of its own
-// (that of callers with a deadline, in flight or left behind at it, and
-// the warm-up of idle connections), so that closing the pool right after
-// it meets none of it. [Config.Schema] defaults to public, where databases
+// closed and waits for the calls in flight (one still waiting for a
+// connection included) and for the work the store runs on goroutines of
+// its own (that of callers with a deadline, in flight or left behind at
+// it, and the warm-up of idle connections), so that closing the pool
+// right after it meets none of it. [Config.Schema] defaults to public, where databases
 // migrated before the schema was configurable hold Runlimit's objects.
 //
 // # What one admission does

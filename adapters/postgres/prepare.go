@@ -259,6 +259,12 @@ func (s *Store) startWarmIdle(wait bool) {
 // first waits (within AcquireTimeout) for a connection, which is most
 // likely that one as it arrives. Close ends that wait, and the connections
 // not yet warmed go back to the pool cold.
+//
+// A panic of the host's code that the pool runs here (its acquire or
+// release tracer, a PrepareConn hook) ends the warm-up, as one on a
+// connection being warmed does (see warmIdleConn): no caller waits for
+// it, and on this goroutine it would end the host's process. The
+// connections it still holds go back to the pool.
 func (s *Store) warmIdle(wait bool) {
 	state := s.state()
 	defer state.bg.done()
@@ -267,6 +273,15 @@ func (s *Store) warmIdle(wait bool) {
 	}
 	defer state.warmingIdle.Store(false)
 	var conns []*pgxpool.Conn
+	defer func() {
+		if v := recover(); v != nil {
+			// Release does nothing for a connection already given back
+			// or closed.
+			for _, conn := range conns {
+				releaseAfterPanic(conn)
+			}
+		}
+	}()
 	if wait {
 		ctx, cancel := context.WithTimeout(state.bg.ctx, s.cfg.AcquireTimeout)
 		conn, err := s.conns().Acquire(ctx)
@@ -291,6 +306,13 @@ func (s *Store) warmIdle(wait bool) {
 		}
 		s.warmIdleConn(conn)
 	}
+}
+
+// releaseAfterPanic gives conn back to the pool, a panic of the host's
+// code as it goes (the pool's release tracer) ending here.
+func releaseAfterPanic(conn *pgxpool.Conn) {
+	defer func() { _ = recover() }()
+	conn.Release()
 }
 
 // warmIdleConn warms conn, an idle connection warmIdle holds, and gives it

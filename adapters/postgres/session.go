@@ -289,8 +289,7 @@ func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, ca
 	case <-timer.C:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cancelAckTimeout)
-	err := pc.CancelRequest(ctx)
-	unacknowledged := err != nil || ctx.Err() != nil
+	unacknowledged := !sendCancel(ctx, pc) || ctx.Err() != nil
 	cancel()
 	if unacknowledged {
 		// The request may still reach the server and cancel a later
@@ -309,6 +308,20 @@ func (ss *session) cancelOnServer(pc *pgconn.PgConn, kill context.CancelFunc, ca
 		ss.setLost()
 		kill()
 	}
+}
+
+// sendCancel sends pc's cancel request and reports whether the driver
+// saw no error. The request goes on a connection of its own, which the
+// host's DialFunc makes: a panic of the host's code there ends here, as a
+// request not acknowledged. No caller waits on this goroutine, and a
+// panic on it would end the host's process.
+func sendCancel(ctx context.Context, pc *pgconn.PgConn) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return pc.CancelRequest(ctx) == nil
 }
 
 func (ss *session) setLost() {

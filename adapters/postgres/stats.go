@@ -118,7 +118,10 @@ func (s *Store) read(ctx context.Context, f func(*session) error) error {
 }
 
 // readLedger fills ledger from the capacity ledger, which must hold exactly
-// one row per shard.
+// one row per shard, each with a count the ledger's constraints allow: a
+// count an admission would refuse as [ErrLedger] is refused here too, so
+// that Stats reports no headroom and Ready no readiness that admissions
+// do not have.
 func (s *Store) readLedger(ss *session, ledger *[ShardCount]int64) error {
 	if !ss.send(false) {
 		return errCallerLeft
@@ -136,7 +139,7 @@ func (s *Store) readLedger(ss *session, ledger *[ShardCount]int64) error {
 		if err := rows.Scan(&shard, &n); err != nil {
 			return err
 		}
-		if shard < 0 || int(shard) >= ShardCount {
+		if shard < 0 || int(shard) >= ShardCount || n < 0 || n > MaxRowsPerShard {
 			return ErrLedger
 		}
 		ledger[shard] = n

@@ -109,3 +109,82 @@ func TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft(t *testing.T)
 	require.NoError(t, r.Close(ctx), "a later Close waits for the store")
 	require.Zero(t, pool.Stat().AcquiredConns(), "the store's work gave its connection back")
 }
+
+// TestCloseKeepsItsDeadlineWhileACheckWaitsForANewConnection: the
+// PostgreSQL store's Close also waits for a call that found the store
+// open and is still waiting for a connection, which the pool may be
+// opening for it. The Runtime closed the store on Close's own goroutine
+// unless a connection of the pool was acquired, so a check waiting for a
+// connection being opened (the pool's only one gone, the server slow to
+// answer) held a Close whose context had ended for up to the store's
+// AcquireTimeout. Close returns an error matching its context instead,
+// and a later Close waits for the store.
+func TestCloseKeepsItsDeadlineWhileACheckWaitsForANewConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	pc, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	pc.MaxConns = 1
+	var hold atomic.Bool
+	dialing := make(chan struct{}, 1)
+	let := make(chan struct{})
+	var letOnce sync.Once
+	letGo := func() { letOnce.Do(func() { close(let) }) }
+	defer letGo()
+	dial := pc.ConnConfig.DialFunc
+	pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if hold.Load() {
+			// A server slow to answer: the connection waits for the test.
+			select {
+			case dialing <- struct{}{}:
+			default:
+			}
+			<-let
+		}
+		return dial(ctx, network, addr)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	defer pool.Close()
+	r, err := wiring.Open(ctx, wiring.Config{
+		Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool), SecretEnv: setEnv(t, testSecret),
+		Postgres: postgres.Config{AcquireTimeout: postgres.MaxTimeout}, CleanupInterval: -1,
+	})
+	require.NoError(t, err)
+	p := loginPolicy(t, "auth.closeacquire")
+	c := domain.NewCheck(p, r.KeyHasher().KeyString(p, "alice@example.test"))
+	_, err = r.Limiter().Check(ctx, c) // connects and warms up
+	require.NoError(t, err)
+
+	// The pool's only connection goes; the next check waits for a new one.
+	hold.Store(true)
+	pool.Reset()
+	checked := make(chan error, 1)
+	go func() {
+		_, err := r.Limiter().Check(ctx, c)
+		checked <- err
+	}()
+	select {
+	case <-dialing:
+	case <-time.After(stuck):
+		t.Fatal("the check never asked for a new connection")
+	}
+	require.Zero(t, pool.Stat().AcquiredConns())
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close(doneContext()) }()
+	select {
+	case err := <-closed:
+		require.ErrorIs(t, err, context.Canceled, "Close says it did not wait for the store")
+	case <-time.After(stuck):
+		// Only a guard against hanging the run: a Close that keeps its
+		// deadline returns at once.
+		letGo()
+		t.Fatal("Close waited for a check waiting for a connection, past its context")
+	}
+	letGo()
+	require.NoError(t, <-checked, "the check that found the store open is served")
+	require.NoError(t, r.Close(ctx), "a later Close waits for the store")
+	require.Zero(t, pool.Stat().AcquiredConns())
+}

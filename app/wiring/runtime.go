@@ -469,7 +469,8 @@ func (r *runtimeState) logger() *slog.Logger {
 // closes everything before Close returns. If ctx ends while a cancelled
 // pass is still running, while a host's store from Config.NewStoreFunc
 // is closing (its Close may block), while the PostgreSQL store waits for
-// the work of callers who left at their deadline (see
+// its checks in flight, one waiting for a connection included, or for the
+// work of callers who left at their deadline (see
 // [postgres.Store.Close]), or while checks in flight hold connections of
 // the pool opened from Config.DatabaseURL, Close returns an error
 // matching ctx's; the stores close once the pass or the store's Close
@@ -594,9 +595,10 @@ func (r *runtimeState) waitClosed(ctx context.Context) error {
 
 // closer is a store the Runtime opened, by its name; host says it is the
 // host's, from Config.NewStoreFunc. busy, when set, says whether the
-// store's Close would wait now: the PostgreSQL store's waits for the work
-// of callers who left at their deadline, which holds connections of its
-// pool.
+// store's Close would wait now: the PostgreSQL store's waits for its
+// calls in flight and the work of callers who left at their deadline,
+// which hold connections of its pool or wait for one the pool is
+// opening.
 type closer struct {
 	name string
 	ports.Closer
@@ -604,9 +606,17 @@ type closer struct {
 	busy func() bool
 }
 
-// postgresCloser is the closer of the PostgreSQL store s over pool.
+// postgresCloser is the closer of the PostgreSQL store s over pool. The
+// pool is busy while a connection is acquired or being opened: a call
+// waiting for a new connection holds none yet, and the store's Close
+// waits for it up to the store's AcquireTimeout. A call caught between
+// finding the store open and asking the pool is not seen; it asks within
+// microseconds.
 func postgresCloser(s *postgres.Store, pool *pgxpool.Pool) closer {
-	return closer{name: "postgres", Closer: s, busy: func() bool { return pool.Stat().AcquiredConns() > 0 }}
+	return closer{name: "postgres", Closer: s, busy: func() bool {
+		st := pool.Stat()
+		return st.AcquiredConns() > 0 || st.ConstructingConns() > 0
+	}}
 }
 
 // mayWait reports whether c's Close may block: a host's store, whose Close
@@ -618,9 +628,10 @@ func (c closer) mayWait() bool { return c.host || c.busy != nil && c.busy() }
 // from Config.NewStoreFunc closes on a goroutine of its own, which Close
 // waits for only until its context ends: fx's stop timeout, or a host's
 // shutdown deadline, must not be spent waiting on a Close that blocks. So
-// does the PostgreSQL store while its pool has connections in use: its
-// Close waits for the work of callers who left at their deadline, which
-// rolls back within the store's own budgets.
+// does the PostgreSQL store while its pool has connections in use or
+// being opened: its Close waits for the calls in flight, one waiting for
+// a connection included, and for the work of callers who left at their
+// deadline, which rolls back within the store's own budgets.
 // The Runtime's own stores close before it returns when idle, and so does
 // its pool when no check holds a connection; a pool in use closes on a
 // goroutine of its own once the checks in flight let go of it. A store whose Close panics is

@@ -315,6 +315,7 @@ func urlSecrets(rawURL string) redactor {
 		for _, piece := range strings.FieldsFunc(raw, func(c rune) bool { return strings.ContainsRune(separators, c) }) {
 			r = r.with(piece)
 		}
+		r = r.withQueryPasswords(rest)
 	}
 	// A value is quoted only in a keyword/value string, and only when its
 	// quote is closed and followed by a space or the end: in a URL's query
@@ -349,6 +350,63 @@ func urlSecrets(rawURL string) redactor {
 		}
 	}
 	return r
+}
+
+// withQueryPasswords returns r with the values of the query parameters
+// in rest, the text after a URL's "://", whose names percent-decode to a
+// password's: pgx decodes a query parameter's name before it reads it, so
+// ?pass%77ord=pw and ?sslpass%77ord=pw set a password, which
+// kvPassword, reading the text as written, does not find. Go's parser
+// decodes them too, but fails on an argument that holds the URL after a
+// flag's name (--json=postgres://...) and on a URL only pgx reads (a host
+// list): the query is read here by hand, as pgx reads it, from the first
+// "?" to the end, in pairs cut at "&". A name is a password's when,
+// decoded (more than once, and in any case), it holds "password": this
+// masks a little too much rather than too little. A pair with no "=" whose
+// decoded text holds one after "password" (?password%3Dpw, the pair
+// encoded whole) sets nothing, but pgx quotes it whole as it rejects it,
+// and so it is masked whole. Either way the password may go on past the
+// pair, at an "&" it holds, and the pairs after it are masked as a bare
+// value's tail is (see withTail).
+func (r redactor) withQueryPasswords(rest string) redactor {
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return r
+	}
+	for query != "" {
+		pair, after, _ := strings.Cut(query, "&")
+		query = after
+		key, value, ok := strings.Cut(pair, "=")
+		if !ok {
+			decoded := strings.ToLower(decodeAll(pair))
+			i := strings.Index(decoded, "password")
+			if i < 0 || !strings.Contains(decoded[i:], "=") {
+				continue
+			}
+			value = pair
+		} else if !strings.Contains(strings.ToLower(decodeAll(key)), "password") {
+			continue
+		}
+		r = r.with(value)
+		for _, piece := range strings.FieldsFunc(value, func(c rune) bool { return strings.ContainsRune("@/:?#=", c) }) {
+			r = r.with(piece)
+		}
+		r = r.withTail(after)
+	}
+	return r
+}
+
+// decodeAll percent-decodes s until it stops changing, at most a few
+// times, leaving an escape that does not decode as it is.
+func decodeAll(s string) string {
+	for range 3 {
+		d, err := url.PathUnescape(s)
+		if err != nil || d == s {
+			break
+		}
+		s = d
+	}
+	return s
 }
 
 // withTail returns r with the words of rest, the text after a bare

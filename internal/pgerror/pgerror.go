@@ -151,11 +151,17 @@ var startupParameter = regexp.MustCompile(`parameter ".*"`)
 // parameter it cannot read, up to the SQLSTATE pgx appends.
 var startupOptions = regexp.MustCompile(`(?m)(for server process: ).*?( \(SQLSTATE \w{5}\)|$)`)
 
+// poolerParameter matches a connection pooler's refusal of a startup
+// parameter, which names it unquoted, up to the SQLSTATE pgx appends:
+// PgBouncer's "unsupported startup parameter: NAME" and "unsupported
+// startup parameter in options: NAME".
+var poolerParameter = regexp.MustCompile(`(?m)(unsupported startup parameter[^:\n]*: ).*?( \(SQLSTATE \w{5}\)|$)`)
+
 // withheld stands for what withholdParameters masks.
 const withheld = "(withheld: it came from the connection string, and may hold part of a password)"
 
 // withholdParameters masks the startup parameters the server quotes in a
-// connection failure. Every one came from the connection string, where a
+// connection failure, and those a connection pooler in front of it names. Every one came from the connection string, where a
 // password can end up in one: written unencoded with a "&" (a URL's
 // query) or unquoted with a space (keyword/value), a password ends early
 // and leaves its tail to be read as one more parameter, named or valued
@@ -164,6 +170,7 @@ const withheld = "(withheld: it came from the connection string, and may hold pa
 // and all, as its value. The server's FATAL error would spell it.
 func withholdParameters(s string) string {
 	s = startupParameter.ReplaceAllLiteralString(s, "parameter "+withheld)
+	s = poolerParameter.ReplaceAllString(s, "${1}"+withheld+"${2}")
 	return startupOptions.ReplaceAllString(s, "${1}"+withheld+"${2}")
 }
 
