@@ -274,6 +274,28 @@ var targets = map[bs.Fault]string{
 	bs.ReplicaCachesOwnWrites: "replicas/interleaved_checks_and_batches_on_two_replicas_share_one_count",
 	bs.ReplicaClampsOwnClock:  "replicas/a_replica_whose_clock_is_behind_lengthens_no_retry_time_the_other_reported",
 	bs.ReplicaCleansOwnKeys:   "replicas/a_counter_one_replica_cleans_up_is_gone_for_the_other",
+
+	bs.WindowSecondsTruncated:             "windows/short_windows_are_exact",
+	bs.TimesFloatSecondsTruncated:         "windows/largest_limit_and_window",
+	bs.WindowEndRoundedUpToMillis:         "windows/exact_remaining_and_reset",
+	bs.CapacityRetryTruncatedToMillis:     "retry/capacity_retry_is_the_partitions_earliest_expiry",
+	bs.OptimisticRetryKeepsOccupancy:      "waits/a_batch_that_starts_again_after_a_conflict_counts_free_slots_as_of_its_write",
+	bs.OptimisticRetryDecidesOnFirstRead:  "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.OptimisticComparesWindowOnly:       "concurrency/overlapping_checks_on_one_key_lose_no_update",
+	bs.WriteBehindStats:                   "stats/occupancy_follows_admissions",
+	bs.WriteBehindCleanup:                 "cleanup/removes_only_expired_counters",
+	bs.CapacityPerProcess:                 "capacity/each_partition_holds_its_own_bound",
+	bs.KeysCutAtNulByte:                   "lookalikes/keys_an_encoding_folds_keep_counters_of_their_own",
+	bs.KeysCutTo50Bytes:                   "lookalikes/keys_alike_in_part_keep_counters_of_their_own",
+	bs.KeysFoldRawCase:                    "lookalikes/keys_an_encoding_folds_keep_counters_of_their_own",
+	bs.StatsCachedPerInstant:              "stats/occupancy_follows_admissions",
+	bs.LateCancelDropsWriteAnswersAllowed: "context/cancelled_admission_never_hides_a_unit",
+	bs.CleanupCountsSkipped:               "cleanup/a_cleanup_passing_a_held_counter_removes_the_others_it_may",
+	bs.CleanupStopsAtLockedKey:            "cleanup/a_cleanup_passing_a_held_counter_removes_the_others_it_may",
+	bs.SingleCheckStoresMillis:            "windows/exact_remaining_and_reset/AdmitCheck",
+	bs.WriteBehindBatches:                 "paths/single_check_and_batch_of_one_share_a_counter",
+	bs.AnchorsAtLastSeenTime:              "windows/renewal_after_expiry_anchors_at_the_renewing_check",
+	bs.StatsHeadroomSpread:                "stats/partitions_agree_with_partition_of",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -1138,10 +1138,6 @@ const (
 	// is scored in milliseconds does: the retry comes before the slot is
 	// free.
 	CapacityRetryTruncatedToMillis
-	// WindowEndWrapsAtMax computes a window's end as the start plus the
-	// window in plain int64 microseconds, which wraps past the largest
-	// instant instead of saturating.
-	WindowEndWrapsAtMax
 	// OptimisticRetryKeepsOccupancy admits every batch optimistically and
 	// reads its partitions' occupancy once, on its first attempt: a retry
 	// after a conflict judges new keys against slots another admission
@@ -1462,7 +1458,6 @@ var faultNames = [faultCount]string{
 	TimesFloatSecondsTruncated:         "TimesFloatSecondsTruncated",
 	WindowEndRoundedUpToMillis:         "WindowEndRoundedUpToMillis",
 	CapacityRetryTruncatedToMillis:     "CapacityRetryTruncatedToMillis",
-	WindowEndWrapsAtMax:                "WindowEndWrapsAtMax",
 	OptimisticRetryKeepsOccupancy:      "OptimisticRetryKeepsOccupancy",
 	OptimisticRetryDecidesOnFirstRead:  "OptimisticRetryDecidesOnFirstRead",
 	OptimisticComparesWindowOnly:       "OptimisticComparesWindowOnly",

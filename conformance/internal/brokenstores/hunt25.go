@@ -124,10 +124,6 @@ func (a *admission) stored25(i int, c domain.Counter, now domain.Instant) domain
 		if r := c.Expires % millisecond; r > 0 && c.Expires < domain.Instant(1<<62) {
 			c.Expires += millisecond - r
 		}
-	case WindowEndWrapsAtMax:
-		win := a.check(i).Policy().Window()
-		// The defect: plain int64 addition, which wraps.
-		c.Expires = domain.Instant(int64(c.Start) + int64(win/time.Microsecond))
 	case SingleCheckStoresMillis:
 		if a.single {
 			c.Start, c.Expires = truncate(c.Start, time.Millisecond), truncate(c.Expires, time.Millisecond)
