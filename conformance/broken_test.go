@@ -296,6 +296,7 @@ var targets = map[bs.Fault]string{
 	bs.WriteBehindBatches:                 "paths/single_check_and_batch_of_one_share_a_counter",
 	bs.AnchorsAtLastSeenTime:              "windows/renewal_after_expiry_anchors_at_the_renewing_check",
 	bs.StatsHeadroomSpread:                "stats/partitions_agree_with_partition_of",
+	bs.KeysAsJSONStrings:                  "lookalikes/keys_an_encoding_folds_keep_counters_of_their_own",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -680,7 +680,8 @@
 // attempt's, conditional writes that compare a counter's window but not
 // its count, Stats, cleanup and batches behind a write-behind cache, a
 // capacity count kept for the whole process, keys cut at a zero byte or
-// to 50 bytes or with their letters' case folded, Stats cached for a
+// to 50 bytes, with their letters' case folded or made valid UTF-8 as a
+// JSON string is, Stats cached for a
 // clock instant or with the free slots spread over the partitions, a
 // write rolled back for a late cancellation but answered as allowed, a
 // cleanup that counts the counters it skipped or stops at the first one

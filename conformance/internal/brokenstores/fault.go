@@ -1211,6 +1211,11 @@ const (
 	// free slots spread evenly over its partitions, as a store counting
 	// only its total does.
 	StatsHeadroomSpread
+	// KeysAsJSONStrings keys each counter by its key's bytes made a Go
+	// string and encoded as JSON (a document store's key or field name),
+	// which replaces every byte that is not UTF-8 with U+FFFD: keys that
+	// differ only in such bytes share a counter.
+	KeysAsJSONStrings
 
 	faultCount
 )
@@ -1475,6 +1480,7 @@ var faultNames = [faultCount]string{
 	WriteBehindBatches:                 "WriteBehindBatches",
 	AnchorsAtLastSeenTime:              "AnchorsAtLastSeenTime",
 	StatsHeadroomSpread:                "StatsHeadroomSpread",
+	KeysAsJSONStrings:                  "KeysAsJSONStrings",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -1,6 +1,8 @@
 package brokenstores
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"maps"
 	"slices"
 	"sync"
@@ -87,6 +89,8 @@ func hunt25Key(f Fault, k domain.CounterKey) domain.CounterKey {
 		}
 	case KeysCutTo50Bytes:
 		clear(b[50:])
+	case KeysAsJSONStrings:
+		return jsonStringKey(k)
 	case KeysFoldRawCase:
 		for i := range b {
 			if i != 0 && i != 32 && b[i] >= 'A' && b[i] <= 'Z' {
@@ -306,4 +310,18 @@ func (s *Store) cleanup25(max int) (int, bool) {
 		}
 	}
 	return removed, true
+}
+
+// jsonStringKey is KeysAsJSONStrings's key for k: a digest of k's bytes
+// encoded as a JSON string, whose first bytes keep k's partition.
+func jsonStringKey(k domain.CounterKey) domain.CounterKey {
+	b := k.Bytes()
+	text, err := json.Marshal(string(b[:]))
+	if err != nil {
+		return k
+	}
+	sub := sha256.Sum256(text)
+	var fp domain.Fingerprint
+	fp[0] = b[0] ^ b[32] ^ sub[0]
+	return domain.NewCounterKey(fp, domain.SubjectKeyFromBytes(sub))
 }
