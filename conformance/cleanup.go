@@ -16,13 +16,16 @@ import (
 // active one, and nothing when asked for zero or a negative number (then
 // with [ports.ErrNegativeMax]); and it answers a done context in the order
 // ports.Cleaner documents: a negative maximum first, then a zero maximum
-// as (0, nil), and only then the context's error.
-// (capacity/new_key_fits_after_cleanup checks that it frees their slots.)
+// as (0, nil), and only then the context's error. A cleanup that passes a
+// counter an admission holds goes on to the others, and counts only what
+// it removed. (capacity/new_key_fits_after_cleanup checks that it frees
+// their slots.)
 func cleanupScenario() scenario {
 	return scenario{name: "cleanup", cases: []testCase{
 		{name: "removes_only_expired_counters", single: true, run: testCleanupRemovesOnlyExpired},
 		{name: "window_end_is_the_boundary", single: true, run: testCleanupBoundary},
 		{name: "one_call_removes_every_expired_counter_up_to_its_maximum", single: true, run: testCleanupRemovesUpToItsMax},
+		{name: "a_cleanup_passing_a_held_counter_removes_the_others_it_may", run: testCleanupPassesHeldCounter},
 		{name: "zero_or_negative_max_removes_nothing", single: true, run: testCleanupZeroOrNegative},
 		{name: "done_context_is_checked_after_the_maximum", run: testCleanupDoneContext},
 	}}

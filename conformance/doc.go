@@ -672,7 +672,20 @@
 // decision, or an error that does not match its context's, an answer
 // judged at a later clock read than the one the admission wrote at, or at
 // an optimistic store's first attempt's sample after a later one stood,
-// and a capacity retry time that skips the counters the refused batch
-// names. Each must
+// a capacity retry time that skips the counters the refused batch names,
+// window lengths kept as float seconds and truncated, window times read
+// back from float seconds a microsecond short, window ends rounded up to a
+// millisecond, capacity retry times cut down to one, optimistic retries
+// that count free slots as of their read or decide on their first
+// attempt's, conditional writes that compare a counter's window but not
+// its count, Stats, cleanup and batches behind a write-behind cache, a
+// capacity count kept for the whole process, keys cut at a zero byte or
+// to 50 bytes, with their letters' case folded or made valid UTF-8 as a
+// JSON string is, Stats cached for a
+// clock instant or with the free slots spread over the partitions, a
+// write rolled back for a late cancellation but answered as allowed, a
+// cleanup that counts the counters it skipped or stops at the first one
+// an admission holds, single checks stored in whole milliseconds, and
+// windows anchored at the time of the previous round trip. Each must
 // fail, in one default run, the case written for it.
 package conformance

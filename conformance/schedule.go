@@ -94,6 +94,9 @@ type pin struct {
 	release  chan struct{}
 	used     bool // the first read was pinned; later ones pass (the member's goroutine only)
 	released sync.Once
+	// next, when set, pins the member's next clock read once this one is
+	// released (pinnedRetryRace).
+	next *pin
 	// later counts the member's clock reads after the pinned one.
 	later atomic.Int64
 }
@@ -215,11 +218,14 @@ func (s *schedule) inClock(id int64, read func() time.Duration) time.Duration {
 	}
 	m.inClock.Store(true)
 	defer m.inClock.Store(false)
-	if m.pin != nil && !m.pin.used {
-		m.pin.used = true
+	if p := m.pin; p != nil && !p.used {
+		p.used = true
 		now := read()
-		close(m.pin.sampled)
-		<-m.pin.release
+		close(p.sampled)
+		<-p.release
+		if p.next != nil {
+			m.pin = p.next
+		}
 		return now
 	}
 	if m.pin != nil {

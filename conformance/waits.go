@@ -29,6 +29,14 @@ import (
 // lock, a counter it collected from an earlier one is renewed, and a
 // cleanup that does not look again removes the renewed counter (an
 // admitted unit forgotten) or frees its slot.
+//
+// An optimistic store waits in its own way: it starts again after a
+// conflict. A retry that counts its new keys' free slots as of its read
+// (or its first attempt's), not under its conditional write, lets a new
+// key that takes the last slot between that read and the write into the
+// partition beside its own. The case pins the retry's clock sample as
+// well as the first attempt's, so that the last slot is always taken in
+// between.
 func waitsScenario() scenario {
 	return scenario{name: "waits", cases: []testCase{
 		{name: "a_batch_that_waited_for_a_lock_counts_free_slots_after_the_wait", single: true,
@@ -41,6 +49,8 @@ func waitsScenario() scenario {
 			opts: capacityOptions, run: testBatchWaitingForCleanupFindsKeyRemoved},
 		{name: "a_renewal_a_cleanup_let_in_before_it_removed_the_key_is_kept", single: true,
 			opts: capacityOptions, run: testRenewalDuringCleanupIsKept},
+		{name: "a_batch_that_starts_again_after_a_conflict_counts_free_slots_as_of_its_write", single: true,
+			opts: capacityOptions, run: testRetryRecountsSlots},
 	}}
 }
 

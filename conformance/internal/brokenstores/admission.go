@@ -54,6 +54,9 @@ type admission struct {
 	// sampled is ClampedClockBeforeLocks's time, taken before the locks
 	// (hunt20.go).
 	sampled domain.Instant
+	// seenAt is the latest time the store had read when the admission
+	// began (AnchorsAtLastSeenTime, hunt25.go).
+	seenAt domain.Instant
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -65,13 +68,15 @@ func (a *admission) run() error {
 	a.before = make([]domain.Counter, a.n)
 	a.versions = make([]uint64, a.n)
 	a.present = make([]bool, a.n)
+	a.seenAt = domain.Instant(s.last.Load())
+	a.flushWriteBehind() // hunt25.go
 	if a.single && s.cfg.Fault == SingleCheckSharedReads {
 		// The defect: one buffer for every single check's read, which
 		// s.mu guards for each read and each observation, but not from
 		// one to the other.
 		a.before, a.present = s.sharedBefore, s.sharedPresent
 	}
-	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -168,6 +173,10 @@ func (a *admission) run() error {
 	if a.dropsCancelledWrite() {
 		return &Error{Op: "admit", Err: a.ctx.Err()}
 	}
+	if commit && a.dropsLateWrite() {
+		// The defect: the write is rolled back, and the allowance stands.
+		return nil
+	}
 	if commit {
 		if err := a.write(now); err != nil {
 			return &Error{Op: "admit", Err: err}
@@ -191,6 +200,8 @@ func (a *admission) run() error {
 func (a *admission) runOptimistic() error {
 	s := a.s
 	var first domain.Instant
+	var firstBefore []domain.Counter
+	var firstPresent []bool
 	for attempt := 0; ; attempt++ {
 		if err := a.ctx.Err(); err != nil {
 			return &Error{Op: "admit", Err: err}
@@ -199,6 +210,7 @@ func (a *admission) runOptimistic() error {
 		now := s.now()
 		if attempt == 0 {
 			first = now
+			firstBefore, firstPresent = slices.Clone(a.before), slices.Clone(a.present)
 		}
 		if err := a.lock(); err != nil {
 			return &Error{Op: "admit", Err: err}
@@ -207,6 +219,10 @@ func (a *admission) runOptimistic() error {
 		same, orphaned := true, false
 		for i, k := range a.keys {
 			e, ok := s.entries[k]
+			if unchanged, applies := a.unchanged(i, e, ok); applies {
+				same = same && unchanged // hunt25.go
+				continue
+			}
 			switch {
 			case s.cfg.Fault == OptimisticCountOnly:
 				// The defect: the condition compares the count alone, not
@@ -230,11 +246,19 @@ func (a *admission) runOptimistic() error {
 			}
 		}
 		// New keys hold their partitions' locks: the occupancy is current.
-		a.stored = slices.Clone(s.stored)
+		if attempt == 0 || s.cfg.Fault != OptimisticRetryKeepsOccupancy {
+			a.stored = slices.Clone(s.stored)
+		}
 		s.mu.Unlock()
 		if !same {
 			a.unlock()
 			continue
+		}
+		if s.cfg.Fault == OptimisticRetryDecidesOnFirstRead {
+			// The defect: the write's condition is the fresh read, the
+			// decision the first.
+			copy(a.before, firstBefore)
+			copy(a.present, firstPresent)
 		}
 		a.observe(now)
 		commit, err := a.evaluate(now)
@@ -614,6 +638,9 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		return total >= c*s.cfg.Partitions
 	case f == OverfillsInBatch:
 		return a.stored[p] >= c
+	case f == CapacityPerProcess:
+		// The defect: the process's count, whatever store took the slots.
+		return processSlot(p, 0)+claims[p] >= c
 	case f == AnyFullPartitionRefuses:
 		for q := range a.stored {
 			if a.stored[q]+claims[q] >= c {
@@ -714,7 +741,7 @@ func (a *admission) write(now domain.Instant) error {
 				return err
 			}
 		}
-		s.put(a, i, targets[i], a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now))
+		s.put(a, i, targets[i], a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now))
 	}
 	return nil
 }
@@ -727,6 +754,9 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 			s.evictFirstExpiring(p, a.keys)
 		}
 		s.stored[p]++
+		if s.cfg.Fault == CapacityPerProcess {
+			processSlot(p, 1)
+		}
 		if !s.insertIndex(k, p) {
 			return // TombstonesFillTable: the slot is taken, the key stored nowhere
 		}
@@ -749,6 +779,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	}
 	s.versions[k]++
 	s.wrote(a, k, c)
+	s.bufferWrite(a, i, k, c)
 }
 
 // deny applies the faults that write after a denial; a correct store

@@ -1116,6 +1116,107 @@ const (
 	// counters its own replica created.
 	ReplicaCleansOwnKeys
 
+	// Faults of the twenty-fifth blind hunt (hunt25.go).
+
+	// WindowSecondsTruncated keeps a window's length as float64 seconds
+	// and turns it back into a duration with time.Duration(secs) *
+	// time.Second, which drops the fraction: a window of 1.5 s lasts 1 s,
+	// one under a second not at all.
+	WindowSecondsTruncated
+	// TimesFloatSecondsTruncated keeps window times as float64 seconds
+	// since the epoch and reads them back as int64(secs * 1e6)
+	// microseconds, which truncates 2.9999999999999996 to 2: some window
+	// ends come back a microsecond early.
+	TimesFloatSecondsTruncated
+	// WindowEndRoundedUpToMillis stores a window's end rounded up to the
+	// next whole millisecond (a PEXPIREAT given a ceiling), while its
+	// start keeps its microseconds: a window lasts up to a millisecond
+	// too long.
+	WindowEndRoundedUpToMillis
+	// CapacityRetryTruncatedToMillis reports a capacity denial's retry
+	// time cut down to a whole millisecond, as a store whose expiry index
+	// is scored in milliseconds does: the retry comes before the slot is
+	// free.
+	CapacityRetryTruncatedToMillis
+	// OptimisticRetryKeepsOccupancy admits every batch optimistically and
+	// reads its partitions' occupancy once, on its first attempt: a retry
+	// after a conflict judges new keys against slots another admission
+	// has taken since.
+	OptimisticRetryKeepsOccupancy
+	// OptimisticRetryDecidesOnFirstRead admits every batch optimistically
+	// and, after a conflict, conditions its write on a fresh read but
+	// decides on what its first attempt read: the units counted between
+	// the two are lost.
+	OptimisticRetryDecidesOnFirstRead
+	// OptimisticComparesWindowOnly admits every batch optimistically with
+	// a conditional write that compares each counter's window times but
+	// not its count: two admissions in one window both stand, and one's
+	// units are lost.
+	OptimisticComparesWindowOnly
+	// WriteBehindStats reports Stats from the backend a write-behind cache
+	// flushes to at the start of the next admission: the latest
+	// admission's new counters are missing from the report.
+	WriteBehindStats
+	// WriteBehindCleanup judges in CleanupExpired which counters have
+	// ended from the backend a write-behind cache flushes to at the start
+	// of the next admission, and deletes them from the cache: a counter
+	// the latest admission renewed is removed while active.
+	WriteBehindCleanup
+	// CapacityPerProcess counts each partition's occupancy in a table kept
+	// for the whole process, shared by every store value in it (a
+	// package-level variable), rather than per store.
+	CapacityPerProcess
+	// KeysCutAtNulByte keys each counter by its key's bytes up to the
+	// subject key's first zero byte, as a store passing keys to C as
+	// strings does: subject keys that agree up to a zero byte share a
+	// counter.
+	KeysCutAtNulByte
+	// KeysCutTo50Bytes keys each counter by the first 50 bytes of its key,
+	// as a key column or a backend key limit that truncates does.
+	KeysCutTo50Bytes
+	// KeysFoldRawCase keys each counter by its raw bytes with ASCII
+	// letters folded to lower case, as a binary key kept in a
+	// case-insensitive text column is compared.
+	KeysFoldRawCase
+	// StatsCachedPerInstant serves Stats from the report it built last
+	// while the store's clock reads the same instant, as a report cached
+	// for a clock tick: an admission in that instant is not in it.
+	StatsCachedPerInstant
+	// LateCancelDropsWriteAnswersAllowed, when the context ends after the
+	// evaluation of an admission that commits, rolls its write back and
+	// returns no error, so the caller reads an allowance nothing paid for.
+	LateCancelDropsWriteAnswersAllowed
+	// CleanupCountsSkipped returns the number of expired counters it
+	// found, counting those it skipped because an admission held them.
+	CleanupCountsSkipped
+	// CleanupStopsAtLockedKey stops at the first expired counter an
+	// admission holds and returns what it removed until then, fewer than
+	// asked, though expired counters it could remove remain.
+	CleanupStopsAtLockedKey
+	// SingleCheckStoresMillis writes the counters of AdmitCheck with their
+	// window times cut to whole milliseconds, while Admit keeps their
+	// microseconds: the two paths disagree.
+	SingleCheckStoresMillis
+	// WriteBehindBatches buffers the counters a batch of two or more
+	// checks writes and flushes them at the start of the next batch;
+	// AdmitCheck reads the backend without flushing, and a later flush
+	// overwrites what it wrote.
+	WriteBehindBatches
+	// AnchorsAtLastSeenTime anchors a new or renewed window at the latest
+	// time the store had seen before the admission (the server time of
+	// its previous round trip), while it judges at its fresh clock read:
+	// after time passes, a window starts, and ends, early.
+	AnchorsAtLastSeenTime
+	// StatsHeadroomSpread reports every partition's headroom as the store's
+	// free slots spread evenly over its partitions, as a store counting
+	// only its total does.
+	StatsHeadroomSpread
+	// KeysAsJSONStrings keys each counter by its key's bytes made a Go
+	// string and encoded as JSON (a document store's key or field name),
+	// which replaces every byte that is not UTF-8 with U+FFFD: keys that
+	// differ only in such bytes share a counter.
+	KeysAsJSONStrings
+
 	faultCount
 )
 
@@ -1357,6 +1458,29 @@ var faultNames = [faultCount]string{
 	ReplicaCachesOwnWrites: "ReplicaCachesOwnWrites",
 	ReplicaClampsOwnClock:  "ReplicaClampsOwnClock",
 	ReplicaCleansOwnKeys:   "ReplicaCleansOwnKeys",
+
+	WindowSecondsTruncated:             "WindowSecondsTruncated",
+	TimesFloatSecondsTruncated:         "TimesFloatSecondsTruncated",
+	WindowEndRoundedUpToMillis:         "WindowEndRoundedUpToMillis",
+	CapacityRetryTruncatedToMillis:     "CapacityRetryTruncatedToMillis",
+	OptimisticRetryKeepsOccupancy:      "OptimisticRetryKeepsOccupancy",
+	OptimisticRetryDecidesOnFirstRead:  "OptimisticRetryDecidesOnFirstRead",
+	OptimisticComparesWindowOnly:       "OptimisticComparesWindowOnly",
+	WriteBehindStats:                   "WriteBehindStats",
+	WriteBehindCleanup:                 "WriteBehindCleanup",
+	CapacityPerProcess:                 "CapacityPerProcess",
+	KeysCutAtNulByte:                   "KeysCutAtNulByte",
+	KeysCutTo50Bytes:                   "KeysCutTo50Bytes",
+	KeysFoldRawCase:                    "KeysFoldRawCase",
+	StatsCachedPerInstant:              "StatsCachedPerInstant",
+	LateCancelDropsWriteAnswersAllowed: "LateCancelDropsWriteAnswersAllowed",
+	CleanupCountsSkipped:               "CleanupCountsSkipped",
+	CleanupStopsAtLockedKey:            "CleanupStopsAtLockedKey",
+	SingleCheckStoresMillis:            "SingleCheckStoresMillis",
+	WriteBehindBatches:                 "WriteBehindBatches",
+	AnchorsAtLastSeenTime:              "AnchorsAtLastSeenTime",
+	StatsHeadroomSpread:                "StatsHeadroomSpread",
+	KeysAsJSONStrings:                  "KeysAsJSONStrings",
 }
 
 // Faults returns every deliberate defect, None excluded.

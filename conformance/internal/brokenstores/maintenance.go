@@ -233,6 +233,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	if s.cfg.Fault == CleanupCutShortReportsNone {
 		return s.cleanupInRounds(ctx, max)
 	}
+	if removed, ok := s.cleanup25(max); ok {
+		return removed, nil
+	}
 	if s.cfg.Fault == CleanupLocksPartitionsDescending {
 		// The defect: admissions take partition locks upwards.
 		for p := s.cfg.Partitions - 1; p >= 0; p-- {
@@ -410,6 +413,9 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 		s.stored[s.PartitionOf(k)] -= 2
 	default:
 		s.stored[s.PartitionOf(k)]--
+		if s.cfg.Fault == CapacityPerProcess {
+			processSlot(s.PartitionOf(k), -1)
+		}
 	}
 	s.removeIndex(k)
 	if s.cfg.Fault == CleanupRemovesSubject && !perCheck {
@@ -455,6 +461,10 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	if s.closed.Load() && s.cfg.Fault != IgnoresClose && s.cfg.Fault != StatsBesideClosedError {
 		return ports.Stats{}, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
+	cached, ok, keep := s.tickStats()
+	if ok {
+		return cached, nil
+	}
 	var now domain.Instant
 	if s.cfg.Fault == StatsCountActiveOnly {
 		now = s.now()
@@ -466,7 +476,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	defer s.mu.Unlock()
 	parts := s.cfg.Partitions
 	st := ports.Stats{Capacity: int64(parts * s.cfg.Capacity), Shards: parts, Headroom: make([]int64, parts)}
-	held := slices.Clone(s.stored)
+	held := s.statsHeld(slices.Clone(s.stored))
 	switch s.cfg.Fault {
 	case StatsCountActiveOnly, RenewalTakesSlot:
 		// RenewalTakesSlot's Stats count the counters stored, not its
@@ -498,5 +508,9 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 		// The defect: the report travels with the error.
 		return st, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
-	return s.statsAfter(ctx, s.report(st))
+	st, err := s.statsAfter(ctx, s.spreadHeadroom(s.report(st)))
+	if err == nil {
+		keep(st)
+	}
+	return st, err
 }

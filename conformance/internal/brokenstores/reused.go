@@ -29,6 +29,9 @@ type reused struct {
 // one applies. The caller holds s.mu.
 func (s *Store) retryFault(a *admission, i, p int, now domain.Instant) (at domain.Instant, has, applies bool) {
 	switch s.cfg.Fault {
+	case CapacityRetryTruncatedToMillis:
+		at, has = s.retryTruncated(a, i, p) // hunt25.go
+		return at, has, true
 	case CapacityRetrySkipsBatchKeys:
 		at, has = s.retrySkippingBatch(a, p) // hunt24.go
 		return at, has, true

@@ -74,6 +74,7 @@ type Store struct {
 	index
 	results
 	lifecycle
+	hunt25
 }
 
 var (
@@ -298,6 +299,8 @@ func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 	case KeysByInt32Limit, KeysByFloatLimit, KeysByInt32WindowMillis, KeysByJoinedText, KeysByUnseparatedFields,
 		KeysByFingerprintPrefix, KeysByFingerprintSuffix:
 		return s.joinedKey(c)
+	case KeysCutAtNulByte, KeysCutTo50Bytes, KeysFoldRawCase, KeysAsJSONStrings:
+		return hunt25Key(s.cfg.Fault, k)
 	case ShadowSeparateCounter:
 		if c.Policy().Mode() == domain.Shadow {
 			fp := k.Fingerprint()
