@@ -6,10 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +32,7 @@ type Database struct {
 }
 
 // New returns a fresh database with Runlimit's schema applied, dropped when
-// the test ends, or under [Main] once every test has run.
+// the test ends.
 func New(t testing.TB) *Database {
 	t.Helper()
 	srv := mustServer(t)
@@ -47,7 +44,7 @@ func New(t testing.TB) *Database {
 }
 
 // NewEmpty returns a fresh database without Runlimit's schema, dropped when
-// the test ends, or under [Main] once every test has run.
+// the test ends.
 func NewEmpty(t testing.TB) *Database {
 	t.Helper()
 	return mustServer(t).newDatabase(t, "")
@@ -91,7 +88,7 @@ func mustServer(t testing.TB) *server {
 // is "") and registers its removal.
 func (s *server) newDatabase(t testing.TB, template string) *Database {
 	t.Helper()
-	name := testDatabasePrefix + strconv.FormatInt(time.Now().Unix(), 10) + "_" + randomSuffix()
+	name := "runlimit_test_" + randomSuffix()
 	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
 	if template != "" {
 		sql += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
@@ -103,9 +100,6 @@ func (s *server) newDatabase(t testing.TB, template string) *Database {
 	}
 	// Registered before the pool's Close, so it runs after it.
 	t.Cleanup(func() {
-		if s.deferDrop(name) {
-			return
-		}
 		if err := s.dropDatabase(name); err != nil {
 			t.Errorf("pgtest: drop database %s: %v", name, err)
 		}
@@ -117,91 +111,6 @@ func (s *server) newDatabase(t testing.TB, template string) *Database {
 	d := &Database{Name: name, URL: u, Source: s.source}
 	d.Pool = d.NewPool(t, nil)
 	return d
-}
-
-// testDatabasePrefix begins the name of every database New and NewEmpty
-// create, followed by its creation time in Unix seconds, "_" and a random
-// suffix: dropStale reads the time.
-const testDatabasePrefix = "runlimit_test_"
-
-// staleAfter is the age from which dropStale removes a test database that
-// its run left behind.
-const staleAfter = 2 * time.Hour
-
-// deferDrop keeps a test's database, to be dropped by dropDeferred once
-// every test has run, when Main runs the tests (it reports whether it
-// did). PostgreSQL (15 and earlier) makes every DROP DATABASE request an
-// immediate checkpoint and wait for it: a test's cleanup then waited for
-// the server to write and sync every dirty page of every other test's
-// database, which cost each test of the PostgreSQL store's package a
-// quarter of a second, in a run of a few hundred databases, and loaded
-// the disk under the tests that measure latency. Dropped one after another
-// at the end, with nothing else running, each checkpoint finds little to
-// write. A run killed before then leaves its databases behind, which the
-// next run's dropStale removes.
-func (s *server) deferDrop(name string) bool {
-	if !harness.inMain.Load() {
-		return false
-	}
-	s.deferred.Lock()
-	defer s.deferred.Unlock()
-	s.deferred.names = append(s.deferred.names, name)
-	return true
-}
-
-// dropDeferred drops the databases deferDrop kept, and reports the
-// failures.
-func (s *server) dropDeferred() error {
-	s.deferred.Lock()
-	names := s.deferred.names
-	s.deferred.names = nil
-	s.deferred.Unlock()
-	var errs []error
-	for _, name := range names {
-		if err := s.dropDatabase(name); err != nil {
-			errs = append(errs, fmt.Errorf("pgtest: drop database %s: %w", name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// dropStale drops the test databases that runs which ended before Main
-// could drop them (a panic, a timeout, a killed process) left behind, once
-// they are staleAfter old. A database someone is still connected to is
-// left alone, as is any whose name does not carry a creation time.
-func (s *server) dropStale(ctx context.Context) {
-	rows, err := s.admin.Query(ctx, "SELECT datname FROM pg_catalog.pg_database WHERE starts_with(datname, $1)", testDatabasePrefix)
-	if err != nil {
-		return
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return
-	}
-	for _, name := range names {
-		created, ok := createdAt(name)
-		if !ok || time.Since(created) < staleAfter {
-			continue
-		}
-		_, _ = s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-	}
-}
-
-// createdAt reads the creation time from a test database's name.
-func createdAt(name string) (time.Time, bool) {
-	rest, ok := strings.CutPrefix(name, testDatabasePrefix)
-	if !ok {
-		return time.Time{}, false
-	}
-	stamp, _, ok := strings.Cut(rest, "_")
-	if !ok {
-		return time.Time{}, false
-	}
-	sec, err := strconv.ParseInt(stamp, 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(sec, 0), true
 }
 
 // dropDatabase drops a database with a context of its own: the test's is

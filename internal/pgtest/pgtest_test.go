@@ -2,12 +2,8 @@ package pgtest
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
@@ -89,47 +85,12 @@ func TestNewPoolAppliesConfiguration(t *testing.T) {
 	require.Equal(t, "pgtest-probe", app)
 }
 
-// requireDropped checks that the database of a test that has ended is
-// gone once Main's drops have run, which it runs itself: they drop only
-// databases whose tests have ended.
 func requireDropped(t *testing.T, name string) {
 	t.Helper()
 	srv, err := getServer()
 	require.NoError(t, err)
-	srv.deferred.Lock()
-	kept := slices.Contains(srv.deferred.names, name)
-	srv.deferred.Unlock()
-	require.True(t, kept, "the database of a test that ended under Main was not kept for Main to drop")
-	require.NoError(t, srv.dropDeferred())
 	var exists bool
 	require.NoError(t, srv.admin.QueryRow(context.Background(),
 		"SELECT EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname = $1)", name).Scan(&exists))
 	require.False(t, exists, "the test's database outlived the test")
-}
-
-// TestStaleDatabasesAreDropped: a run that ends before Main drops its
-// databases leaves them behind; the next run drops those older than
-// staleAfter, and leaves younger ones (another run's, still in use) and
-// databases whose names carry no creation time alone.
-func TestStaleDatabasesAreDropped(t *testing.T) {
-	skipShort(t)
-	srv, err := getServer()
-	require.NoError(t, err)
-	ctx := context.Background()
-	now := time.Now()
-	stale := fmt.Sprintf("%s%d_%s", testDatabasePrefix, now.Add(-staleAfter-time.Minute).Unix(), randomSuffix())
-	young := fmt.Sprintf("%s%d_%s", testDatabasePrefix, now.Add(-staleAfter+time.Minute).Unix(), randomSuffix())
-	unstamped := testDatabasePrefix + "x" + randomSuffix()
-	for _, name := range []string{stale, young, unstamped} {
-		_, err := srv.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = srv.dropDatabase(name) })
-	}
-	srv.dropStale(ctx)
-	for name, want := range map[string]bool{stale: false, young: true, unstamped: true} {
-		var exists bool
-		require.NoError(t, srv.admin.QueryRow(ctx,
-			"SELECT EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname = $1)", name).Scan(&exists))
-		require.Equal(t, want, exists, name)
-	}
 }

@@ -46,13 +46,6 @@ type server struct {
 	templateOnce sync.Once
 	template     string
 	templateErr  error
-
-	// deferred holds the databases whose tests have ended, for Main to
-	// drop (see deferDrop).
-	deferred struct {
-		sync.Mutex
-		names []string
-	}
 }
 
 var shared struct {
@@ -69,14 +62,7 @@ var errNoServer = errors.New("pgtest: no PostgreSQL server for the tests. Provid
 
 // getServer finds the server once per test binary.
 func getServer() (*server, error) {
-	shared.once.Do(func() {
-		shared.srv, shared.err = findServer()
-		if shared.err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			shared.srv.dropStale(ctx)
-		}
-	})
+	shared.once.Do(func() { shared.srv, shared.err = findServer() })
 	return shared.srv, shared.err
 }
 
@@ -201,9 +187,8 @@ func databaseURL(adminURL, name string) (string, error) {
 	return adminURL + " dbname=" + name, nil
 }
 
-// Main runs a package's tests, then drops the databases they created,
-// closes the pool pgtest keeps on the server and removes the container, if
-// any, that pgtest started for them,
+// Main runs a package's tests, then closes the pool pgtest keeps on the
+// server and removes the container, if any, that pgtest started for them,
 // and then fails a passing run that left goroutines behind, as
 // goleak.VerifyTestMain does, with opts (goleak's options). Call it from
 // TestMain:
@@ -217,12 +202,6 @@ func databaseURL(adminURL, name string) (string, error) {
 // Under go test -short, tests that need a server are skipped and the run
 // does not fail.
 //
-// Under Main, a test's database is dropped once every test has run
-// rather than when the test ends (see deferDrop): a drop makes the server
-// checkpoint, and a checkpoint while other tests run costs them time. A
-// run that ends before Main can drop them leaves its databases behind;
-// the first test binary to find the server hours later drops them.
-//
 // The leak check runs once pgtest's own pool is closed, so that its
 // goroutines do not count; every pool a test opens through pgtest closes
 // in that test's cleanups. A goroutine left running is a leak of the
@@ -232,10 +211,6 @@ func Main(m interface{ Run() int }, opts ...goleak.Option) {
 	harness.inMain.Store(true)
 	code := report(m.Run())
 	if shared.srv != nil {
-		if err := shared.srv.dropDeferred(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
 		shared.srv.admin.Close()
 		if shared.srv.purge != nil {
 			shared.srv.purge()
