@@ -148,7 +148,7 @@ func TestKeyIndexFindsEveryPrintedKey(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			r := mrand.New(mrand.NewPCG(seed, 3))
-			for range 200 {
+			for range propertyRounds(200) {
 				ks := randomKeys(1 + r.IntN(4))
 				x := newKeyIndex()
 				for _, k := range ks {
@@ -173,7 +173,7 @@ func TestKeyIndexAgreesWithTheReference(t *testing.T) {
 	t.Parallel()
 	r := mrand.New(mrand.NewPCG(4, 5))
 	shown, clean := 0, 0
-	for range 3000 {
+	for range propertyRounds(3000) {
 		ks := randomKeys(1 + r.IntN(3))
 		x := newKeyIndex()
 		for _, k := range ks {
@@ -217,4 +217,16 @@ func TestKeyLeakFindsKeysMadeAfterAnEarlierScan(t *testing.T) {
 	leak := l.keyLeak(err)
 	require.Contains(t, leak, "the subject key of k2: its bytes in hex")
 	require.Contains(t, leak, "its message shows")
+}
+
+// propertyRounds is how many random cases a property test of the key index
+// tries: n, or a tenth of it under the race detector. The index is
+// single-threaded code the race detector slows tenfold and has nothing to
+// find in; the run without it tries every case, and the suite's runs under
+// it still exercise the index from every case's goroutines.
+func propertyRounds(n int) int {
+	if raceEnabled {
+		return n / 10
+	}
+	return n
 }
