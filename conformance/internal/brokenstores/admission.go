@@ -117,6 +117,7 @@ func (a *admission) run() error {
 		if s.cfg.Fault != ReadsBeforeLocking {
 			a.read(domain.Instant(s.last.Load()))
 		}
+		a.shareObservations(false) // hunt26.go
 		if s.cfg.Fault == ReleasesLockBeforeDeciding {
 			// The defect: the state read here is decided on and written
 			// back without the locks that read it.
@@ -132,8 +133,8 @@ func (a *admission) run() error {
 	if s.cfg.Fault == ClockReadAfterFirstLock {
 		now = a.early
 	}
+	a.shareObservations(true) // hunt26.go
 	a.observe(now)
-	a.shareObservations() // hunt26.go
 	if s.cfg.Fault == CancelKeepsClaimedSlots && a.ctx.Err() != nil {
 		// The defect: the slots claimed for the new keys are counted as
 		// taken, and the admission gives up without giving them back.

@@ -1262,11 +1262,11 @@ const (
 	// StatsShardsNonEmpty reports as Shards the number of partitions that
 	// hold at least one counter, as a ledger query WHERE row_count > 0.
 	StatsShardsNonEmpty
-	// SharedObservationBuffer keeps the observations of an admission in
-	// one buffer for the whole store, guarded for each write and each
-	// read but not from the observation to the evaluation, as a scratch
-	// slice kept on the store to save allocations: a concurrent admission
-	// evaluates another's counters.
+	// SharedObservationBuffer reads an admission's counters into one
+	// buffer for the whole store, a scratch slice kept on the store to
+	// save allocations, guarded for each write and each read but not from
+	// the read, across the clock read, to the evaluation: a concurrent
+	// admission evaluates another's counters.
 	SharedObservationBuffer
 	// DenialRollsBackOwnShardOnly runs a batch as a two-phase commit over
 	// its partitions' backends and, when a check is denied, rolls back

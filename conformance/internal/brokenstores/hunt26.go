@@ -3,7 +3,6 @@ package brokenstores
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -119,24 +118,31 @@ func (s *Store) stats26(st ports.Stats) ports.Stats {
 	return st
 }
 
-// shareObservations passes a's observations through the store's one
-// buffer (SharedObservationBuffer): written after the observation, read
-// back for the evaluation after a round trip's pause.
-func (a *admission) shareObservations() {
+// shareObservations keeps a's reads in the store's one observation
+// buffer (SharedObservationBuffer) from the moment they are read: the
+// buffer is filled before the clock read and read back after it, for the
+// evaluation.
+func (a *admission) shareObservations(filled bool) {
 	s := a.s
 	if s.cfg.Fault != SharedObservationBuffer {
 		return
 	}
 	s.mu.Lock()
-	if len(s.sharedObs) < a.n {
-		s.sharedObs = make([]domain.Observation, a.n)
+	defer s.mu.Unlock()
+	if !filled {
+		if len(s.sharedObs) < a.n {
+			s.sharedObs = make([]domain.Observation, a.n)
+		}
+		for i := range a.n {
+			s.sharedObs[i] = domain.Observation{Counter: a.before[i], Full: !a.present[i]}
+		}
+		return
 	}
-	copy(s.sharedObs, a.obs)
-	s.mu.Unlock()
-	runtime.Gosched()
-	s.mu.Lock()
-	copy(a.obs, s.sharedObs[:a.n])
-	s.mu.Unlock()
+	// The defect: what another admission read since replaces a's reads.
+	for i := range a.n {
+		o := s.sharedObs[i]
+		a.before[i], a.present[i] = o.Counter, !o.Full
+	}
 }
 
 // rollBackOwnShard is DenialRollsBackOwnShardOnly's denial of a batch
