@@ -297,6 +297,24 @@ var targets = map[bs.Fault]string{
 	bs.AnchorsAtLastSeenTime:              "windows/renewal_after_expiry_anchors_at_the_renewing_check",
 	bs.StatsHeadroomSpread:                "stats/partitions_agree_with_partition_of",
 	bs.KeysAsJSONStrings:                  "lookalikes/keys_an_encoding_folds_keep_counters_of_their_own",
+	bs.RetryKeepsFirstClock:               "sampling/a_check_answers_from_the_sample_it_counted_at",
+	bs.KeysByWindowSeconds:                "windows/counters_independent_per_fingerprint",
+	bs.KeysWithoutLimit:                   "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysWithoutWindow:                  "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.DoneContextDeadlineOnly:            "context/done_context_admits_nothing",
+	bs.DoneContextCanceledOnly:            "context/done_context_admits_nothing",
+	bs.SingleCheckIgnoresClose:            "close/closed_store_fails_closed/AdmitCheck",
+	bs.SingleCheckIgnoresDoneContext:      "context/done_context_admits_nothing/AdmitCheck",
+	bs.StatsCapacityPerPartition:          "stats/occupancy_follows_admissions",
+	bs.StatsHeadroomSortedByFill:          "stats/partitions_agree_with_partition_of",
+	bs.StatsHeadroomExcludesExpired:       "capacity/expired_counters_hold_their_slots_until_removed",
+	bs.StatsShardsNonEmpty:                "harness",
+	bs.SharedObservationBuffer:            "concurrency/admissions_of_other_keys_racing_decide_on_their_own_counters",
+	bs.DenialRollsBackOwnShardOnly:        "batches/all_or_nothing",
+	bs.ClockRefreshedEveryFourth:          "windows/renewal_exactly_at_expiry",
+	bs.CleanupSkipsLastPartition:          "cleanup/removes_only_expired_counters",
+	bs.ConflictRetryReappliesWrite:        "concurrency/batch_reads_the_clock_with_every_lock_held",
+	bs.CapacityClaimsInKeyOrder:           "capacity/denied_batch_keeps_no_slot",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a
@@ -363,9 +381,10 @@ func TestBrokenStoresAreCaught(t *testing.T) {
 	}
 }
 
-// failLine matches a failing case (scenario/case, or scenario/case/path)
-// in -test.v output.
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStores/\w+/(\S+/\S+) `)
+// failLine matches a failing case (scenario/case, or scenario/case/path),
+// or the harness subtest that probes the store before any case runs, in
+// -test.v output.
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: TestBrokenStores/\w+/(harness|\S+/\S+) `)
 
 // runBrokenStore runs the suite's case target (scenario/case or
 // scenario/case/path), or with -brokenstores.whole the whole suite,

@@ -38,6 +38,7 @@ func concurrencyScenario() scenario {
 		{name: "opposite_order_batches_holding_their_first_lock_do_not_deadlock", run: testOppositeOrderFirstLocksHeld},
 		{name: "batches_crossing_partitions_holding_their_first_lock_do_not_deadlock", run: testCrossedBatchesFirstLocksHeld},
 		{name: "clock_is_read_with_the_locks_held", single: true, run: testClockReadWithLocksHeld},
+		{name: "admissions_of_other_keys_racing_decide_on_their_own_counters", single: true, run: testOtherKeysDecideOnTheirOwn},
 		{name: "batch_reads_the_clock_with_every_lock_held", single: true, run: testBatchClockReadWithLocksHeld},
 		{name: "different_keys_racing_each_decide_on_their_own", single: true, run: testIndependentKeysRace},
 		{name: "large_batches_never_wait_on_their_own_locks", opts: largeBatchOptions, run: testLargeBatchesOwnLocks},
@@ -567,4 +568,31 @@ func (f *fixture) raceHeldBatches(t *testing.T, g string, round int, xn [2]strin
 		require.NoError(t, rs[0].err, "%s: the store failed a valid batch", g)
 		require.Equal(t, domain.Allowed, rs[0].outcome, "%s: every batch is within the limit", g)
 	}
+}
+
+// testOtherKeysDecideOnTheirOwn races a check of an exhausted key with a
+// check of a new one. Held inside their clock reads, both have read their
+// counters before either decides: a store that keeps what an admission
+// read anywhere another admission can write (one scratch buffer for the
+// store, say) decides one check on the other's counter, and lets the
+// exhausted key through or refuses the new one.
+func testOtherKeysDecideOnTheirOwn(t *testing.T, f *fixture) {
+	const g = "concurrency: admissions of different keys racing each decide on their own counter"
+	p := f.policy(1, window)
+	ks := f.keys(2)
+	spent, fresh := f.check(p, ks[0]), f.check(p, ks[1])
+	f.allow(spent, 0, g+" (the first key spends its limit)")
+	results := f.race(g, true, []worker{
+		{name: "exhausted key", ops: []raceOp{f.checkOp(spent, f.path)}},
+		{name: "new key", ops: []raceOp{f.checkOp(fresh, f.path)}},
+	})
+	f.logRace(fmt.Sprintf("a check of an exhausted key racing a check of a new key via %s", f.path), true, results)
+	r1, r2 := results[0][0], results[1][0]
+	require.NoError(t, r1.err, "%s: the store failed a valid check", g)
+	require.NoError(t, r2.err, "%s: the store failed a valid check", g)
+	require.True(t, r1.outcome == domain.Denied && r1.reason == domain.QuotaExhausted,
+		"%s: the exhausted key is denied for its quota, got %s (%s): it was decided on another key's counter", g, r1.outcome, r1.reason)
+	require.Equal(t, domain.Allowed, r2.outcome,
+		"%s: the new key is allowed, got %s (%s): it was decided on another key's counter", g, r2.outcome, r2.reason)
+	f.deny(fresh, domain.QuotaExhausted, g+" (the new key's check was counted on its own counter)")
 }

@@ -540,7 +540,10 @@
 // before its decision is read), or that stores its latest time after it
 // unlocks, is wrong only when the scheduler interleaves two admissions
 // there: review what an admission shares outside its locks, and run with
-// -race. Likewise a store that adds a check's cost first and, when the
+// -race. (One that fills such a buffer before its clock read is caught:
+// a case holds a check of an exhausted key and a check of a new key in
+// their clock reads, each having read its counter, and requires each to
+// be decided on its own.) Likewise a store that adds a check's cost first and, when the
 // check is denied, takes it back in a step of its own after it let its
 // lock go (a Redis rate limiter's INCRBY, then DECRBY when over the
 // limit, two commands apart): a racing check of the key is denied for

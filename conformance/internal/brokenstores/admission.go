@@ -76,7 +76,7 @@ func (a *admission) run() error {
 		// one to the other.
 		a.before, a.present = s.sharedBefore, s.sharedPresent
 	}
-	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -117,6 +117,7 @@ func (a *admission) run() error {
 		if s.cfg.Fault != ReadsBeforeLocking {
 			a.read(domain.Instant(s.last.Load()))
 		}
+		a.shareObservations(false) // hunt26.go
 		if s.cfg.Fault == ReleasesLockBeforeDeciding {
 			// The defect: the state read here is decided on and written
 			// back without the locks that read it.
@@ -132,6 +133,7 @@ func (a *admission) run() error {
 	if s.cfg.Fault == ClockReadAfterFirstLock {
 		now = a.early
 	}
+	a.shareObservations(true) // hunt26.go
 	a.observe(now)
 	if s.cfg.Fault == CancelKeepsClaimedSlots && a.ctx.Err() != nil {
 		// The defect: the slots claimed for the new keys are counted as
@@ -212,6 +214,10 @@ func (a *admission) runOptimistic() error {
 			first = now
 			firstBefore, firstPresent = slices.Clone(a.before), slices.Clone(a.present)
 		}
+		if s.cfg.Fault == RetryKeepsFirstClock {
+			// The defect: a retry keeps its first attempt's clock.
+			now = first
+		}
 		if err := a.lock(); err != nil {
 			return &Error{Op: "admit", Err: err}
 		}
@@ -248,6 +254,9 @@ func (a *admission) runOptimistic() error {
 		// New keys hold their partitions' locks: the occupancy is current.
 		if attempt == 0 || s.cfg.Fault != OptimisticRetryKeepsOccupancy {
 			a.stored = slices.Clone(s.stored)
+		}
+		if !same {
+			s.reapplyOnConflict(a, now) // hunt26.go
 		}
 		s.mu.Unlock()
 		if !same {
@@ -293,6 +302,9 @@ func (a *admission) clock() domain.Instant {
 	}
 	if now, ok := a.clampFault(); ok {
 		return now
+	}
+	if now, ok := a.clock26(); ok {
+		return now // hunt26.go
 	}
 	if a.single && a.s.cfg.Fault == SingleCheckReusesLastTime {
 		return domain.Instant(a.s.last.Load())
@@ -513,7 +525,8 @@ func (a *admission) observe(now domain.Instant) {
 		return
 	}
 	claims := make([]int, s.cfg.Partitions)
-	for i, k := range a.keys {
+	for _, i := range a.observeOrder() {
+		k := a.keys[i]
 		a.claimed[i] = -1
 		c, ok := a.before[i], a.present[i]
 		if ok && s.lapsed(k, c, now) {
@@ -808,6 +821,8 @@ func (a *admission) deny(now domain.Instant) {
 		s.charge(a, idx, now)
 	case ConsumesOnDenial:
 		s.charge(a, idx, now)
+	case DenialRollsBackOwnShardOnly:
+		s.rollBackOwnShard(a, idx) // hunt26.go
 	case KeepsSlotsOfDeniedBatch:
 		for _, p := range a.claimed {
 			if p >= 0 {

@@ -1217,6 +1217,80 @@ const (
 	// differ only in such bytes share a counter.
 	KeysAsJSONStrings
 
+	// The faults of the twenty-sixth blind hunt (hunt26.go).
+
+	// RetryKeepsFirstClock admits every batch optimistically, as a SQL
+	// store retrying on a serialization failure does, and evaluates and
+	// writes a retried attempt at the clock its first attempt read.
+	RetryKeepsFirstClock
+	// KeysByWindowSeconds keys each counter by its policy with the window
+	// in whole seconds, as a Redis key "id:scope:limit:secs" does:
+	// policies whose windows differ below a second share a counter.
+	KeysByWindowSeconds
+	// KeysWithoutLimit keys each counter by its policy without the limit,
+	// so that an operator can change a limit "live" without resetting the
+	// counters: the new policy counts on in the old one's window.
+	KeysWithoutLimit
+	// KeysWithoutWindow keys each counter by its policy without the
+	// window: a policy whose window changes keeps its old window.
+	KeysWithoutWindow
+	// DoneContextDeadlineOnly refuses a done context only when its
+	// deadline passed, as a store that turns the deadline into a statement
+	// timeout and never looks at cancellation does: a cancelled context
+	// is admitted.
+	DoneContextDeadlineOnly
+	// DoneContextCanceledOnly refuses a done context only when it was
+	// cancelled: a context whose deadline passed is admitted.
+	DoneContextCanceledOnly
+	// SingleCheckIgnoresClose admits AdmitCheck on a closed store; Admit
+	// fails closed.
+	SingleCheckIgnoresClose
+	// SingleCheckIgnoresDoneContext admits AdmitCheck with a done context;
+	// Admit refuses it.
+	SingleCheckIgnoresDoneContext
+	// StatsCapacityPerPartition reports one partition's capacity as the
+	// store's, as a ledger's "rows per shard" setting read as the total.
+	StatsCapacityPerPartition
+	// StatsHeadroomSortedByFill reports the partitions' headroom ordered
+	// from the most free to the least, as a ledger query ORDER BY
+	// row_count does, not by partition index.
+	StatsHeadroomSortedByFill
+	// StatsHeadroomExcludesExpired reports an expired counter's slot as
+	// free in the headroom, though it holds its slot until it is removed
+	// (Entries still counts it).
+	StatsHeadroomExcludesExpired
+	// StatsShardsNonEmpty reports as Shards the number of partitions that
+	// hold at least one counter, as a ledger query WHERE row_count > 0.
+	StatsShardsNonEmpty
+	// SharedObservationBuffer reads an admission's counters into one
+	// buffer for the whole store, a scratch slice kept on the store to
+	// save allocations, guarded for each write and each read but not from
+	// the read, across the clock read, to the evaluation: a concurrent
+	// admission evaluates another's counters.
+	SharedObservationBuffer
+	// DenialRollsBackOwnShardOnly runs a batch as a two-phase commit over
+	// its partitions' backends and, when a check is denied, rolls back
+	// only the denied check's partition: checks before it on other
+	// partitions stay consumed.
+	DenialRollsBackOwnShardOnly
+	// ClockRefreshedEveryFourth reads the backend's clock on every fourth
+	// admission only and reuses the latest reading in between, as a store
+	// saving a round trip does: after time passes, a window runs on.
+	ClockRefreshedEveryFourth
+	// CleanupSkipsLastPartition lets CleanupExpired walk partitions 0 to
+	// n-2 of n (n > 1): an off-by-one that leaves the last partition's
+	// expired counters while it reports fewer than asked.
+	CleanupSkipsLastPartition
+	// ConflictRetryReappliesWrite admits every batch optimistically and,
+	// when the conditional write conflicts, treats it as a commit that
+	// failed after it applied: the attempt's units are added to what it
+	// read, and the retry adds them again.
+	ConflictRetryReappliesWrite
+	// CapacityClaimsInKeyOrder hands a batch's free slots to its new keys
+	// in ascending key order, as the locks are taken, not in caller order:
+	// the check reported full is not the first one beyond the free slots.
+	CapacityClaimsInKeyOrder
+
 	faultCount
 )
 
@@ -1481,6 +1555,25 @@ var faultNames = [faultCount]string{
 	AnchorsAtLastSeenTime:              "AnchorsAtLastSeenTime",
 	StatsHeadroomSpread:                "StatsHeadroomSpread",
 	KeysAsJSONStrings:                  "KeysAsJSONStrings",
+
+	RetryKeepsFirstClock:          "RetryKeepsFirstClock",
+	KeysByWindowSeconds:           "KeysByWindowSeconds",
+	KeysWithoutLimit:              "KeysWithoutLimit",
+	KeysWithoutWindow:             "KeysWithoutWindow",
+	DoneContextDeadlineOnly:       "DoneContextDeadlineOnly",
+	DoneContextCanceledOnly:       "DoneContextCanceledOnly",
+	SingleCheckIgnoresClose:       "SingleCheckIgnoresClose",
+	SingleCheckIgnoresDoneContext: "SingleCheckIgnoresDoneContext",
+	StatsCapacityPerPartition:     "StatsCapacityPerPartition",
+	StatsHeadroomSortedByFill:     "StatsHeadroomSortedByFill",
+	StatsHeadroomExcludesExpired:  "StatsHeadroomExcludesExpired",
+	StatsShardsNonEmpty:           "StatsShardsNonEmpty",
+	SharedObservationBuffer:       "SharedObservationBuffer",
+	DenialRollsBackOwnShardOnly:   "DenialRollsBackOwnShardOnly",
+	ClockRefreshedEveryFourth:     "ClockRefreshedEveryFourth",
+	CleanupSkipsLastPartition:     "CleanupSkipsLastPartition",
+	ConflictRetryReappliesWrite:   "ConflictRetryReappliesWrite",
+	CapacityClaimsInKeyOrder:      "CapacityClaimsInKeyOrder",
 }
 
 // Faults returns every deliberate defect, None excluded.

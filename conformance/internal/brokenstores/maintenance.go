@@ -291,7 +291,7 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 	}
 	var cs []candidate
 	for k, c := range s.entries {
-		if p >= 0 && s.PartitionOf(k) != p || s.cleansElsewhere(k) {
+		if p >= 0 && s.PartitionOf(k) != p || s.cleansElsewhere(k) || s.skipsPartition26(k, p) {
 			continue
 		}
 		expired := c.Expires <= now
@@ -508,6 +508,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 		// The defect: the report travels with the error.
 		return st, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
+	st = s.stats26(st) // hunt26.go
 	st, err := s.statsAfter(ctx, s.spreadHeadroom(s.report(st)))
 	if err == nil {
 		keep(st)

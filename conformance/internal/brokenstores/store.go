@@ -75,6 +75,7 @@ type Store struct {
 	results
 	lifecycle
 	hunt25
+	hunt26
 }
 
 var (
@@ -187,6 +188,7 @@ func (s *Store) Admit(ctx context.Context, b *domain.Batch) error {
 			return err
 		}
 	}
+	ctx = s.context26(ctx, false) // hunt26.go
 	if err := s.usable(ctx, b.Key(0)); err != nil {
 		return err
 	}
@@ -244,7 +246,8 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 		}
 		return domain.Decision{}, err
 	}
-	if err := s.usable(ctx, c.CounterKey()); err != nil {
+	ctx = s.context26(ctx, true) // hunt26.go
+	if err := s.usableSingle(ctx, c.CounterKey()); err != nil {
 		return domain.Decision{}, err
 	}
 	var (
@@ -276,6 +279,9 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 // storageKey returns the key the store keeps c's counter under: its
 // counter key, or what a keying fault makes of it.
 func (s *Store) storageKey(c domain.Check) domain.CounterKey {
+	if k, ok := s.hunt26Key(c); ok {
+		return k // hunt26.go
+	}
 	k := c.CounterKey()
 	switch s.cfg.Fault {
 	case KeysBySubjectOnly:
