@@ -200,66 +200,51 @@ func surviveKilledBackends(t *testing.T, e entry) {
 			controls  []attempt
 			wg        sync.WaitGroup
 		)
+		// caller admits from own on st until stop closes, each admission
+		// under within (none when 0), and hands each one to record.
+		caller := func(st *postgres.Store, own [][]domain.Check, within time.Duration, record func(a attempt, took time.Duration, err error)) {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// A context that can end, with or without a deadline, so
+				// that every admission takes the same path.
+				ctx, cancel := context.WithCancel(context.Background())
+				if within > 0 {
+					ctx, cancel = context.WithTimeout(context.Background(), within)
+				}
+				began := time.Now()
+				_, err := e.admit(ctx, st, own[n%len(own)])
+				took := time.Since(began)
+				cancel()
+				mu.Lock()
+				record(attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil}, took, err)
+				mu.Unlock()
+				// A caller is busy at most half the time, as a service is:
+				// four callers admitting back to back would keep both CPUs
+				// of a small machine saturated, and measure its run queue.
+				time.Sleep(took)
+			}
+		}
 		for i := range controlCallers {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					ctx, cancel := context.WithCancel(context.Background())
-					if controlDeadline > 0 {
-						ctx, cancel = context.WithTimeout(context.Background(), controlDeadline)
-					}
-					began := time.Now()
-					_, err := e.admit(ctx, control, controlAdmissions[i][n%len(controlAdmissions[i])])
-					took := time.Since(began)
-					cancel()
-					mu.Lock()
-					controls = append(controls, attempt{at: began.Sub(start), end: began.Sub(start) + took,
-						ok: err == nil && (controlDeadline > 0 || took <= deadline)})
-					mu.Unlock()
-					time.Sleep(took)
-				}
-			}()
+			go caller(control, controlAdmissions[i], controlDeadline, func(a attempt, took time.Duration, _ error) {
+				a.ok = a.ok && (controlDeadline > 0 || took <= deadline)
+				controls = append(controls, a)
+			})
 		}
 		for i := range callers {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					// A context that can end, with or without a deadline,
-					// so that every admission takes the same path.
-					ctx, cancel := context.WithCancel(context.Background())
-					if deadline > 0 {
-						ctx, cancel = context.WithTimeout(context.Background(), deadline)
-					}
-					began := time.Now()
-					_, err := e.admit(ctx, store, admissions[i][n%len(admissions[i])])
-					took := time.Since(began)
-					cancel()
-					mu.Lock()
-					outcomes = append(outcomes, attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil})
-					latencies = append(latencies, took)
-					if err != nil {
-						errs = append(errs, err)
-					}
-					mu.Unlock()
-					// A caller is busy at most half the time, as a service
-					// is: four callers admitting back to back would keep
-					// both CPUs of a small machine saturated, and measure
-					// its run queue.
-					time.Sleep(took)
+			go caller(store, admissions[i], deadline, func(a attempt, took time.Duration, err error) {
+				outcomes = append(outcomes, a)
+				latencies = append(latencies, took)
+				if err != nil {
+					errs = append(errs, err)
 				}
-			}()
+			})
 		}
 		<-stop
 		wg.Wait()
