@@ -17,8 +17,8 @@ import (
 )
 
 // wire watches the connections of a pool: it counts network round trips
-// (each turn from writing to reading is one request waiting for its
-// answer) and can stall reads from a given round trip on, as a network
+// (each turn from reading to writing starts one request, which then waits
+// for its answer) and can stall reads from a given round trip on, as a network
 // partition would, until the client gives up and sets a deadline, or until
 // the test lets them through. Cancel requests, which the driver sends on
 // connections of their own, are counted apart and never stalled.
@@ -71,7 +71,13 @@ func (c *wireConn) Write(b []byte) (int, error) {
 			c.w.cancels.Add(1)
 		}
 	})
-	c.writing.Store(true)
+	// A trip is counted as its request is written, not as a read
+	// begins: the driver's background reader, started when a write is
+	// slow, can have a read under way before the next request is written,
+	// and that read then returns its answer.
+	if !c.cancel && !c.writing.Swap(true) {
+		c.w.trips.Add(1)
+	}
 	return c.Conn.Write(b)
 }
 
@@ -79,10 +85,8 @@ func (c *wireConn) Read(b []byte) (int, error) {
 	if c.cancel {
 		return c.Conn.Read(b)
 	}
+	c.writing.Store(false)
 	trip := c.w.trips.Load()
-	if c.writing.Swap(false) {
-		trip = c.w.trips.Add(1)
-	}
 	if from := c.w.stallFrom.Load(); from > 0 && trip >= from {
 		c.w.heldOnce.Do(func() { close(c.w.held) })
 		c.mu.Lock()

@@ -46,7 +46,12 @@ type cutter struct {
 func (c *cutter) install(cfg *pgxpool.Config) { c.installConn(cfg.ConnConfig) }
 
 // installConn stands c between the connections of cfg and the server.
+// The cutter reads the protocol in the clear, so these connections never
+// negotiate TLS: with sslmode prefer (a URL that does not say), a
+// connection would open with an SSLRequest whose one-byte answer is no
+// protocol message, or carry nothing but TLS records.
 func (c *cutter) installConn(cfg *pgx.ConnConfig) {
+	cfg.TLSConfig, cfg.Fallbacks = nil, nil
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)

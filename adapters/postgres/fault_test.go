@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -112,6 +113,29 @@ func (e entry) allow(t *testing.T, s *postgres.Store, checks []domain.Check) {
 	r, err := e.admit(context.Background(), s, checks)
 	require.NoError(t, err)
 	require.Equal(t, domain.Allowed, r.outcome)
+}
+
+// allowOnNewConnection requires s to allow checks on a connection it must
+// open and make ready first. Making a connection ready is the step whose
+// time is the machine's, not the store's (a new server process, its
+// statements prepared): under the one-second budget of these tests a
+// loaded machine can miss it, which fails that admission with an acquire
+// timeout that consumed nothing. Such an attempt is made again, up to
+// four more times; any other failure fails at once, and a store that can
+// never make a connection ready fails on the last attempt.
+func (e entry) allowOnNewConnection(t *testing.T, s *postgres.Store, checks []domain.Check) {
+	t.Helper()
+	for try := 1; ; try++ {
+		r, err := e.admit(context.Background(), s, checks)
+		var ae *postgres.AdmissionError
+		if try < 5 && errors.As(err, &ae) && ae.Op == postgres.OpAcquire && ae.Timeout && !ae.MayHaveConsumed {
+			t.Logf("attempt %d: making a new connection ready outlasted the budget: %v", try, err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, domain.Allowed, r.outcome)
+		return
+	}
 }
 
 // requireUsed requires every check's stored counter to hold used units.
@@ -282,7 +306,7 @@ func TestAdmitClientDeadlineBeforeCommitClosesConnection(t *testing.T) {
 
 		w.stallFrom.Store(0)
 		f.requireAbsent(t, fresh)
-		e.allow(t, store, fresh)
+		e.allowOnNewConnection(t, store, fresh)
 	})
 }
 

@@ -34,6 +34,47 @@ func (c *panickingConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
+// callerContexts are the kinds of context a caller may pass, each of
+// which the store serves on a path of its own.
+var callerContexts = map[string]func() (context.Context, context.CancelFunc){
+	"no deadline": func() (context.Context, context.CancelFunc) { return context.Background(), func() {} },
+	"cancellable": func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+	"deadline": func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), time.Minute)
+	},
+}
+
+// hostPanicStore returns a fixture and a store on a pool of one
+// connection, which the pool dials through wrap, as a host's DialFunc
+// handing the driver a connection of its own would. The pool is closed
+// when the test ends, unless it failed: closing a pool waits for its
+// connections, and one that never came back would hold the test for good.
+func hostPanicStore(t *testing.T, wrap func(net.Conn) net.Conn) (*fixture, *postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	f := setup(t, postgres.Config{})
+	cfg, err := pgxpool.ParseConfig(f.db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(conn), nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			pool.Close()
+		}
+	})
+	store, err := postgres.New(pool, postgres.Config{})
+	require.NoError(t, err)
+	return f, store, pool
+}
+
 // TestAPanicOfTheHostsCodeGivesTheConnectionBack: a panic of the host's
 // code on the store's connection, in the middle of an admission, reaches
 // the caller, as a store's panics do, whatever the caller's context, and
@@ -43,40 +84,11 @@ func (c *panickingConn) Read(b []byte) (int, error) {
 // panic ended the test binary, as it would the host's process.
 func TestAPanicOfTheHostsCodeGivesTheConnectionBack(t *testing.T) {
 	t.Parallel()
-	contexts := map[string]func() (context.Context, context.CancelFunc){
-		"no deadline": func() (context.Context, context.CancelFunc) { return context.Background(), func() {} },
-		"cancellable": func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
-		"deadline": func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), time.Minute)
-		},
-	}
-	for name, newCtx := range contexts {
+	for name, newCtx := range callerContexts {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, postgres.Config{})
 			var armed atomic.Bool
-			cfg, err := pgxpool.ParseConfig(f.db.URL)
-			require.NoError(t, err)
-			cfg.MaxConns = 1
-			dial := cfg.ConnConfig.DialFunc
-			cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				conn, err := dial(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				return &panickingConn{Conn: conn, armed: &armed}, nil
-			}
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				// Closing a pool waits for its connections: one that never
-				// came back would hold the test for good.
-				if !t.Failed() {
-					pool.Close()
-				}
-			})
-			store, err := postgres.New(pool, postgres.Config{})
-			require.NoError(t, err)
+			f, store, pool := hostPanicStore(t, func(conn net.Conn) net.Conn { return &panickingConn{Conn: conn, armed: &armed} })
 			c := f.check(policy(t, "host.panic", 5, time.Hour), name)
 			requireAllowed(t, admit(t, store, c)) // connects and warms up
 			requireNoneAcquired(t, pool)
@@ -99,19 +111,8 @@ func TestAPanicOfTheHostsCodeGivesTheConnectionBack(t *testing.T) {
 // closed, and the store serves on.
 func TestAPanicOfTheHostsCodeWhileWarmingIdleConnectionsIsContained(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
 	var armed atomic.Bool
-	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
-		c.MaxConns = 1
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &panickingConn{Conn: conn, armed: &armed}, nil
-		}
-	})
+	f, store, pool := hostPanicStore(t, func(conn net.Conn) net.Conn { return &panickingConn{Conn: conn, armed: &armed} })
 	// The only connection, cold, is the test's: a caller who gives up
 	// waiting for one leaves the store waiting to warm it.
 	conn, err := pool.Acquire(context.Background())
@@ -155,29 +156,11 @@ func (c *closePanickingConn) Close() error {
 // the host's panic, and the pool serves on.
 func TestAPanicOfTheHostsCodeAsTheStoreClosesTheConnectionReachesTheCaller(t *testing.T) {
 	t.Parallel()
-	contexts := map[string]func() (context.Context, context.CancelFunc){
-		"no deadline": func() (context.Context, context.CancelFunc) { return context.Background(), func() {} },
-		"cancellable": func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
-		"deadline": func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), time.Minute)
-		},
-	}
-	for name, newCtx := range contexts {
+	for name, newCtx := range callerContexts {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := setup(t, postgres.Config{})
 			var armed atomic.Bool
-			store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
-				c.MaxConns = 1
-				dial := c.ConnConfig.DialFunc
-				c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-					conn, err := dial(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					return &closePanickingConn{Conn: conn, armed: &armed}, nil
-				}
-			})
+			f, store, pool := hostPanicStore(t, func(conn net.Conn) net.Conn { return &closePanickingConn{Conn: conn, armed: &armed} })
 			c := f.check(policy(t, "host.panic.close", 5, time.Hour), name)
 			requireAllowed(t, admit(t, store, c)) // connects and warms up
 			requireNoneAcquired(t, pool)
@@ -208,19 +191,8 @@ func TestAPanicOfTheHostsCodeAsTheStoreClosesTheConnectionReachesTheCaller(t *te
 // serves on.
 func TestAPanicOfTheHostsCodeAsTheWarmUpClosesAnIdleConnectionIsContained(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
 	var armed atomic.Bool
-	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
-		c.MaxConns = 1
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &closePanickingConn{Conn: conn, armed: &armed}, nil
-		}
-	})
+	f, store, pool := hostPanicStore(t, func(conn net.Conn) net.Conn { return &closePanickingConn{Conn: conn, armed: &armed} })
 	// The only connection, cold, is the test's: a caller who gives up
 	// waiting for one leaves the store waiting to warm it, which fails.
 	conn, err := pool.Acquire(context.Background())
@@ -268,19 +240,8 @@ func (c *twicePanickingConn) Close() error {
 // serving a caller with a deadline the second ended the host's process.
 func TestTheFirstPanicOfTheHostsCodeReachesTheCaller(t *testing.T) {
 	t.Parallel()
-	f := setup(t, postgres.Config{})
 	var reads, closes atomic.Bool
-	store, pool := f.newStore(t, postgres.Config{}, func(c *pgxpool.Config) {
-		c.MaxConns = 1
-		dial := c.ConnConfig.DialFunc
-		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &twicePanickingConn{Conn: conn, reads: &reads, closes: &closes}, nil
-		}
-	})
+	f, store, pool := hostPanicStore(t, func(conn net.Conn) net.Conn { return &twicePanickingConn{Conn: conn, reads: &reads, closes: &closes} })
 	c := f.check(policy(t, "host.panic.twice", 5, time.Hour), "twice")
 	requireAllowed(t, admit(t, store, c)) // connects and warms up
 	requireNoneAcquired(t, pool)

@@ -136,7 +136,7 @@ func surviveKilledBackends(t *testing.T, e entry) {
 	// control is a second store on a pool of its own that no kill
 	// touches, admitting beside the first under the same deadline: what it
 	// serves in a stretch is what the machine allowed then.
-	control, _ := f.newStore(t, e.cfg(postgres.Config{}), func(c *pgxpool.Config) {
+	control, controlPool := f.newStore(t, e.cfg(postgres.Config{}), func(c *pgxpool.Config) {
 		c.MaxConns = 2 * controlCallers
 		c.ConnConfig.RuntimeParams["application_name"] = app + "-control"
 		c.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
@@ -148,11 +148,41 @@ func surviveKilledBackends(t *testing.T, e entry) {
 		}
 	}
 
+	// fill opens every connection pool may hold and waits until the store
+	// has warmed them all: a calibration that timed the first admissions
+	// would time connections being opened and prepared, and set deadlines
+	// that no warm admission comes near.
+	fill := func(store *postgres.Store, pool *pgxpool.Pool) {
+		t.Helper()
+		held := make([]*pgxpool.Conn, pool.Config().MaxConns)
+		for i := range held {
+			var err error
+			held[i], err = pool.Acquire(context.Background())
+			require.NoError(t, err)
+		}
+		for _, c := range held {
+			c.Release()
+		}
+		require.Eventually(t, func() bool {
+			store.WarmIdle()
+			conns := pool.AcquireAllIdle(context.Background())
+			ok := len(conns) == len(held)
+			for _, c := range conns {
+				ok = ok && store.IsWarm(c)
+				c.Release()
+			}
+			return ok
+		}, 10*time.Second, 10*time.Millisecond, "the pool's connections were never all warm")
+	}
+
 	// run has every caller admit until stop closes, each admission under
 	// deadline (none when 0), and returns what happened, with the errors,
-	// and what happened meanwhile on the control store, when there is a
-	// deadline.
-	run := func(deadline time.Duration, stop <-chan struct{}, start time.Time) ([]attempt, []time.Duration, []error, []attempt) {
+	// and what happened meanwhile on the control store, whose callers
+	// admit beside them under controlDeadline. With none, a control
+	// admission counts as served when it took no longer than deadline: the
+	// share of them that did is what the machine allowed a store that
+	// never had a deadline to handle, at the same moments.
+	run := func(deadline, controlDeadline time.Duration, stop <-chan struct{}, start time.Time) ([]attempt, []time.Duration, []error, []attempt) {
 		var stalls func() []span
 		if deadline > 0 {
 			probeConn, err := f.db.Pool.Acquire(context.Background())
@@ -170,64 +200,51 @@ func surviveKilledBackends(t *testing.T, e entry) {
 			controls  []attempt
 			wg        sync.WaitGroup
 		)
-		if deadline > 0 {
-			for i := range controlCallers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for n := 0; ; n++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						ctx, cancel := context.WithTimeout(context.Background(), deadline)
-						began := time.Now()
-						_, err := e.admit(ctx, control, controlAdmissions[i][n%len(controlAdmissions[i])])
-						took := time.Since(began)
-						cancel()
-						mu.Lock()
-						controls = append(controls, attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil})
-						mu.Unlock()
-						time.Sleep(took)
-					}
-				}()
+		// caller admits from own on st until stop closes, each admission
+		// under within (none when 0), and hands each one to record.
+		caller := func(st *postgres.Store, own [][]domain.Check, within time.Duration, record func(a attempt, took time.Duration, err error)) {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// A context that can end, with or without a deadline, so
+				// that every admission takes the same path.
+				ctx, cancel := context.WithCancel(context.Background())
+				if within > 0 {
+					ctx, cancel = context.WithTimeout(context.Background(), within)
+				}
+				began := time.Now()
+				_, err := e.admit(ctx, st, own[n%len(own)])
+				took := time.Since(began)
+				cancel()
+				mu.Lock()
+				record(attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil}, took, err)
+				mu.Unlock()
+				// A caller is busy at most half the time, as a service is:
+				// four callers admitting back to back would keep both CPUs
+				// of a small machine saturated, and measure its run queue.
+				time.Sleep(took)
 			}
+		}
+		for i := range controlCallers {
+			wg.Add(1)
+			go caller(control, controlAdmissions[i], controlDeadline, func(a attempt, took time.Duration, _ error) {
+				a.ok = a.ok && (controlDeadline > 0 || took <= deadline)
+				controls = append(controls, a)
+			})
 		}
 		for i := range callers {
 			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					// A context that can end, with or without a deadline,
-					// so that every admission takes the same path.
-					ctx, cancel := context.WithCancel(context.Background())
-					if deadline > 0 {
-						ctx, cancel = context.WithTimeout(context.Background(), deadline)
-					}
-					began := time.Now()
-					_, err := e.admit(ctx, store, admissions[i][n%len(admissions[i])])
-					took := time.Since(began)
-					cancel()
-					mu.Lock()
-					outcomes = append(outcomes, attempt{at: began.Sub(start), end: began.Sub(start) + took, ok: err == nil})
-					latencies = append(latencies, took)
-					if err != nil {
-						errs = append(errs, err)
-					}
-					mu.Unlock()
-					// A caller is busy at most half the time, as a service
-					// is: four callers admitting back to back would keep
-					// both CPUs of a small machine saturated, and measure
-					// its run queue.
-					time.Sleep(took)
+			go caller(store, admissions[i], deadline, func(a attempt, took time.Duration, err error) {
+				outcomes = append(outcomes, a)
+				latencies = append(latencies, took)
+				if err != nil {
+					errs = append(errs, err)
 				}
-			}()
+			})
 		}
 		<-stop
 		wg.Wait()
@@ -274,23 +291,34 @@ func surviveKilledBackends(t *testing.T, e entry) {
 	}
 
 	// Steady state: deadlines 5 times the median latency measured just
-	// before at this concurrency, connections warm, and the pool's server
-	// processes noted. The bar is 95% of admissions served; when other
-	// work on the machine (other test binaries, the race detector)
+	// before at this concurrency (the control store's callers admitting
+	// beside, as they do in every run), connections warm, and the pool's
+	// server processes noted. The bar is 95% of admissions served; when
+	// other work on the machine (other test binaries, the race detector)
 	// stretches the latency's tail so far that the machine itself, with no
 	// deadline to handle, finished fewer than 97% of the calibration's
 	// admissions within the deadline, the bar is that share less two
 	// points: a deadline the machine cannot meet would measure the
-	// machine, not the store. The calibration is the machine's measure,
-	// so up to three are taken; the kills below get no second chance.
+	// machine, not the store. The load on a shared machine changes from
+	// one second to the next, so the machine is measured during the
+	// steady run too: the control store admits beside it with no deadline,
+	// and when fewer of its admissions than the bar took no longer than
+	// the deadline, the store is held to that share instead, within the
+	// sampling error. A store that loses its connections, or otherwise
+	// pays for the deadlines it is given, falls short of a control store
+	// that was given none. The calibration is the machine's measure, so
+	// up to three are taken; the kills below get no second chance.
 	var (
 		deadline    time.Duration
 		steadyRatio float64
 		bar         float64
+		steadyBar   float64
 		before      []uint32
 	)
 	for try := 1; try <= 3; try++ {
-		_, latencies, errs, _ := run(0, after(500*time.Millisecond), time.Now())
+		fill(store, pool)
+		fill(control, controlPool)
+		_, latencies, errs, _ := run(0, 0, after(500*time.Millisecond), time.Now())
 		require.Empty(t, errs)
 		slices.Sort(latencies)
 		median := latencies[len(latencies)/2]
@@ -298,18 +326,23 @@ func surviveKilledBackends(t *testing.T, e entry) {
 		within, _ := slices.BinarySearch(latencies, deadline+1)
 		machine := float64(within) / float64(len(latencies))
 		before = backends(t, pool)
-		outcomes, _, errs, _ := run(deadline, after(steadyFor), time.Now())
+		outcomes, _, errs, controls := run(deadline, 0, after(steadyFor), time.Now())
 		checkErrors(errs)
 		var n int
 		steadyRatio, n = ratio(outcomes, 0, steadyFor)
 		bar = min(0.95, machine-0.02)
-		t.Logf("median %v over %d admissions, %.4f of them within %v; with that deadline %.4f of %d admissions succeeded (bar %.4f)",
-			median, len(latencies), machine, deadline, steadyRatio, n, bar)
-		if steadyRatio >= bar {
+		steadyBar = bar
+		cr, cn := ratio(controls, 0, steadyFor)
+		if cn > 0 && n > 0 && cr < bar {
+			steadyBar = cr - 3*math.Sqrt(cr*(1-cr)/float64(n))
+		}
+		t.Logf("median %v over %d admissions, %.4f of them within %v; with that deadline %.4f of %d admissions succeeded (bar %.4f; the control store with no deadline: %.4f of %d within it)",
+			median, len(latencies), machine, deadline, steadyRatio, n, steadyBar, cr, cn)
+		if steadyRatio >= steadyBar {
 			break
 		}
 	}
-	require.GreaterOrEqual(t, steadyRatio, bar, "in steady state, admissions with deadlines 5 times the median latency fail too often")
+	require.GreaterOrEqual(t, steadyRatio, steadyBar, "in steady state, admissions with deadlines 5 times the median latency fail too often")
 	// The admissions that missed their deadline cost no connection: the
 	// same server processes serve on.
 	later := backends(t, pool)
@@ -349,7 +382,7 @@ func surviveKilledBackends(t *testing.T, e entry) {
 		// The run lasts until holdFor after the recovery's second, and a
 		// little longer, so that its last stretch is whole whenever the
 		// kill landed.
-		outcomes, _, errs, controls := run(deadline, after(killAt+recoverWithin+holdFor+bucket), start)
+		outcomes, _, errs, controls := run(deadline, deadline, after(killAt+recoverWithin+holdFor+bucket), start)
 		k := <-killed
 		require.NoError(t, k.err, "the backends could not be killed")
 		require.NotEmpty(t, k.pids)

@@ -17,6 +17,38 @@ import (
 	"github.com/runlimit/runlimit/internal/pgtest"
 )
 
+// holdLock has another session of db hold the advisory lock of c's
+// counter, so that an admission of c waits for it with a connection, and
+// returns what lets it go; calling that again does nothing.
+func holdLock(t *testing.T, db *pgtest.Database, c domain.Check) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	holder, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	var once sync.Once
+	release = func() { once.Do(func() { _ = holder.Rollback(ctx) }) }
+	_, err = holder.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.AdvisoryLockID(c.CounterKey()))
+	if err != nil {
+		release()
+	}
+	require.NoError(t, err)
+	return release
+}
+
+// awaitLockWait returns once a session waits for an advisory lock in db
+// (tests of other databases on the same server wait for theirs).
+func awaitLockWait(t *testing.T, db *pgtest.Database) {
+	t.Helper()
+	for waiting := 0; waiting == 0; {
+		require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_locks
+			WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())`).Scan(&waiting))
+		if waiting == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
 // TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft: the
 // PostgreSQL store's Close waits for the work of callers who left at
 // their deadline, which goes on, on a goroutine of the store's, to give
@@ -61,18 +93,8 @@ func TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft(t *testing.T)
 
 	// Another session holds the key's advisory lock, so the admission
 	// waits with the pool's connection.
-	holder, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			_ = holder.Rollback(ctx)
-		}
-	}
+	release := holdLock(t, db, c)
 	defer release()
-	_, err = holder.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.AdvisoryLockID(c.CounterKey()))
-	require.NoError(t, err)
 	hold.Store(true)
 	callerCtx, leave := context.WithTimeout(ctx, time.Hour)
 	defer leave()
@@ -81,13 +103,7 @@ func TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft(t *testing.T)
 		_, err := r.Limiter().Check(callerCtx, c)
 		checked <- err
 	}()
-	for waiting := 0; waiting == 0; {
-		require.NoError(t, db.Pool.QueryRow(ctx,
-			"SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting))
-		if waiting == 0 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	awaitLockWait(t, db)
 	// The caller leaves; its work stays behind, waiting for the lock.
 	leave()
 	require.ErrorIs(t, <-checked, context.Canceled)

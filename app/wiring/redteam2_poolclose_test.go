@@ -36,30 +36,14 @@ func TestCloseKeepsItsDeadlineWhileAdmissionsHoldConnections(t *testing.T) {
 
 	// Another session holds the key's advisory lock, so the admission
 	// waits with a connection of the Runtime's pool.
-	holder, err := db.Pool.Begin(ctx)
-	require.NoError(t, err)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			_ = holder.Rollback(ctx)
-		}
-	}
+	release := holdLock(t, db, check)
 	defer release()
-	_, err = holder.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.AdvisoryLockID(check.CounterKey()))
-	require.NoError(t, err)
 	checked := make(chan error, 1)
 	go func() {
 		_, err := r.Limiter().Check(ctx, check)
 		checked <- err
 	}()
-	for waiting := 0; waiting == 0; {
-		require.NoError(t, db.Pool.QueryRow(ctx,
-			"SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&waiting))
-		if waiting == 0 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	awaitLockWait(t, db)
 
 	closed := make(chan error, 1)
 	go func() { closed <- r.Close(doneContext()) }()
