@@ -42,17 +42,11 @@ test-short: ## run only the tests that need no PostgreSQL server (go test -short
 # binary beside them, so that another package's burst of work is not
 # measured as the store's.
 ALONE ?= github.com/runlimit/runlimit/adapters/postgres
-# ALONE_PARALLEL is how many of their parallel tests run at once. Most of
-# them wait on the server (new connections, held locks, timeouts), so
-# twice go test's default on this two-core machine takes 131 s rather
-# than 160 s for the PostgreSQL store's package (measured back to back on
-# 2026-12-02).
-ALONE_PARALLEL ?= 4
 alone_last = set -e; pkgs=$$($(GO) list $(PKGS)); \
 	rest=$$(printf '%s\n' $$pkgs | grep -vxF $(patsubst %,-e %,$(ALONE)) || true); \
 	alone=$$(printf '%s\n' $$pkgs | grep -xF $(patsubst %,-e %,$(ALONE)) || true); \
 	if [ -n "$$rest" ]; then echo "$(1) <$(PKGS) but $(ALONE)>"; $(1) $$rest; fi; \
-	if [ -n "$$alone" ]; then echo "$(1) -parallel $(ALONE_PARALLEL)" $$alone; $(1) -parallel $(ALONE_PARALLEL) $$alone; fi
+	if [ -n "$$alone" ]; then echo "$(1)" $$alone; $(1) $$alone; fi
 
 # in_example_modules runs a command in each example module, saying where.
 in_example_modules = set -e; for m in $(EXAMPLE_MODULES); do echo "cd $$m && $(1)"; (cd $$m && $(1)); done
