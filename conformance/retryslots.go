@@ -49,30 +49,7 @@ func testRetryRecountsSlots(t *testing.T, f *fixture) {
 		require.NoError(t, r.err, "%s: the store failed a valid check or batch (operation %d of 3)", g, i+1)
 	}
 	require.Equal(t, domain.Allowed, rs[1].outcome, "%s: the check of stored key x is within its limit, got %s (%s)", g, rs[1].outcome, rs[1].reason)
-	took := func(r result, who string) bool {
-		switch {
-		case r.outcome == domain.Allowed:
-			return true
-		case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
-			return false
-		}
-		require.Failf(t, g, "%s is admitted or refused for storage capacity, got %s (%s)", who, r.outcome, r.reason)
-		return false
-	}
-	nTook, mTook := took(rs[0], "the batch [x, n]"), took(rs[2], "the new key m")
-	require.True(t, nTook != mTook, "%s: exactly one of the new keys n (in the batch: %t) and m (%t) takes the "+
-		"partition's one free slot", g, nTook, mTook)
-	stored[part] = f.opts.Capacity
-	f.requireOccupancy(stored, g+" (the partition is full, and holds no more)")
-	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the partition is full)")
-	used := int64(2)
-	if nTook {
-		used++
-	}
-	if used < limit {
-		f.allow(f.checkCost(p, x, limit-used), 0, g+" (x counted once by its checks and once by the batch when it was admitted)")
-	}
-	f.deny(f.check(p, x), domain.QuotaExhausted, g+" (x's limit is used up)")
+	f.requireLastSlotTakenOnce(g, p, part, stored, f.opts.Capacity, x, limit, rs[0], rs[2], "x counted once by its checks and once by the batch when it was admitted")
 }
 
 // pinnedRetryRace runs first pinned just after its clock sample, then

@@ -95,30 +95,7 @@ func testWaitingBatchRecountsSlots(t *testing.T, f *fixture) {
 		require.NoError(t, rs[0].err, "%s: the store failed a valid check or batch (worker %d)", g, i+1)
 	}
 	require.Equal(t, domain.Allowed, results[0][0].outcome, "%s: the check of stored key x is within its limit", g)
-	took := func(r result, who string) bool {
-		switch {
-		case r.outcome == domain.Allowed:
-			return true
-		case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
-			return false
-		}
-		require.Failf(t, g, "%s is admitted or refused for storage capacity, got %s (%s)", who, r.outcome, r.reason)
-		return false
-	}
-	nTook, mTook := took(results[1][0], "the batch [x, n]"), took(results[2][0], "the new key m")
-	require.True(t, nTook != mTook, "%s: exactly one of the new keys n (in the batch: %t) and m (%t) takes the "+
-		"partition's one free slot", g, nTook, mTook)
-	stored[part] = c
-	f.requireOccupancy(stored, g+" (the partition is full, and holds no more)")
-	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the partition is full)")
-	used := int64(2)
-	if nTook {
-		used++
-	}
-	if used < limit {
-		f.allow(f.checkCost(p, x, limit-used), 0, g+" (x counted once by the check and once by the batch when it was admitted)")
-	}
-	f.deny(f.check(p, x), domain.QuotaExhausted, g+" (x's limit is used up)")
+	f.requireLastSlotTakenOnce(g, p, part, stored, c, x, limit, results[1][0], results[2][0], "x counted once by the check and once by the batch when it was admitted")
 }
 
 // testWaitingCleanupLooksAgain lets a key k expire in a lower partition,
@@ -170,4 +147,40 @@ func (f *fixture) partsAscending(p domain.Policy) (lo, hi int) {
 		lo, hi = min(lo, q), max(lo, q)
 	}
 	return lo, hi
+}
+
+// requireLastSlotTakenOnce is the verdict of a race in which batch [x, n]
+// (answered in batch) and a check of new key m (answered in single) both
+// wanted the last free slot of partition part, whose bound is capacity: x
+// is stored, with limit - 1 of its quota used before the race, and stored
+// is the partition's occupancy before it. Exactly one of n and m took the
+// slot, the partition is then full, and x's quota is what was admitted of
+// it; counted says how x was counted, for the message.
+func (f *fixture) requireLastSlotTakenOnce(g string, p domain.Policy, part int, stored occupancy, capacity int,
+	x domain.SubjectKey, limit int64, batch, single result, counted string) {
+	t := f.t
+	took := func(r result, who string) bool {
+		switch {
+		case r.outcome == domain.Allowed:
+			return true
+		case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
+			return false
+		}
+		require.Failf(t, g, "%s is admitted or refused for storage capacity, got %s (%s)", who, r.outcome, r.reason)
+		return false
+	}
+	nTook, mTook := took(batch, "the batch [x, n]"), took(single, "the new key m")
+	require.True(t, nTook != mTook, "%s: exactly one of the new keys n (in the batch: %t) and m (%t) takes the "+
+		"partition's one free slot", g, nTook, mTook)
+	stored[part] = capacity
+	f.requireOccupancy(stored, g+" (the partition is full, and holds no more)")
+	f.deny(f.check(p, f.keyIn(p, part)), domain.StorageCapacity, g+" (the partition is full)")
+	used := int64(2)
+	if nTook {
+		used++
+	}
+	if used < limit {
+		f.allow(f.checkCost(p, x, limit-used), 0, g+" ("+counted+")")
+	}
+	f.deny(f.check(p, x), domain.QuotaExhausted, g+" (x's limit is used up)")
 }
