@@ -60,36 +60,11 @@ func awaitLockWait(t *testing.T, db *pgtest.Database) {
 func TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
-	pc, err := pgxpool.ParseConfig(db.URL)
-	require.NoError(t, err)
-	pc.MaxConns = 1
-	var hold atomic.Bool
-	let := make(chan struct{})
-	var letOnce sync.Once
-	letGo := func() { letOnce.Do(func() { close(let) }) }
+	// A dialer that ignores its context: the cancel request's connection
+	// waits for the test.
+	db, r, pool, c, hd := openHeldDialRuntime(t, postgres.Config{OperationTimeout: postgres.MaxTimeout}, "auth.closework")
+	hold, letGo := &hd.hold, hd.letGo
 	defer letGo()
-	dial := pc.ConnConfig.DialFunc
-	pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if hold.Load() {
-			// A dialer that ignores its context: the cancel request's
-			// connection waits for the test.
-			<-let
-		}
-		return dial(ctx, network, addr)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	require.NoError(t, err)
-	defer pool.Close()
-	r, err := wiring.Open(ctx, wiring.Config{
-		Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool), SecretEnv: setEnv(t, testSecret),
-		Postgres: postgres.Config{OperationTimeout: postgres.MaxTimeout}, CleanupInterval: -1,
-	})
-	require.NoError(t, err)
-	p := loginPolicy(t, "auth.closework")
-	c := domain.NewCheck(p, r.KeyHasher().KeyString(p, "alice@example.test"))
-	_, err = r.Limiter().Check(ctx, c) // warms the connection
-	require.NoError(t, err)
 
 	// Another session holds the key's advisory lock, so the admission
 	// waits with the pool's connection.
@@ -138,40 +113,10 @@ func TestCloseKeepsItsDeadlineWhileTheStoreFinishesWorkCallersLeft(t *testing.T)
 func TestCloseKeepsItsDeadlineWhileACheckWaitsForANewConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.New(t)
-	pc, err := pgxpool.ParseConfig(db.URL)
-	require.NoError(t, err)
-	pc.MaxConns = 1
-	var hold atomic.Bool
-	dialing := make(chan struct{}, 1)
-	let := make(chan struct{})
-	var letOnce sync.Once
-	letGo := func() { letOnce.Do(func() { close(let) }) }
+	// A server slow to answer: the connection waits for the test.
+	_, r, pool, c, hd := openHeldDialRuntime(t, postgres.Config{AcquireTimeout: postgres.MaxTimeout}, "auth.closeacquire")
+	hold, dialing, letGo := &hd.hold, hd.dialing, hd.letGo
 	defer letGo()
-	dial := pc.ConnConfig.DialFunc
-	pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if hold.Load() {
-			// A server slow to answer: the connection waits for the test.
-			select {
-			case dialing <- struct{}{}:
-			default:
-			}
-			<-let
-		}
-		return dial(ctx, network, addr)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	require.NoError(t, err)
-	defer pool.Close()
-	r, err := wiring.Open(ctx, wiring.Config{
-		Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool), SecretEnv: setEnv(t, testSecret),
-		Postgres: postgres.Config{AcquireTimeout: postgres.MaxTimeout}, CleanupInterval: -1,
-	})
-	require.NoError(t, err)
-	p := loginPolicy(t, "auth.closeacquire")
-	c := domain.NewCheck(p, r.KeyHasher().KeyString(p, "alice@example.test"))
-	_, err = r.Limiter().Check(ctx, c) // connects and warms up
-	require.NoError(t, err)
 
 	// The pool's only connection goes; the next check waits for a new one.
 	hold.Store(true)
@@ -203,4 +148,57 @@ func TestCloseKeepsItsDeadlineWhileACheckWaitsForANewConnection(t *testing.T) {
 	require.NoError(t, <-checked, "the check that found the store open is served")
 	require.NoError(t, r.Close(ctx), "a later Close waits for the store")
 	require.Zero(t, pool.Stat().AcquiredConns())
+}
+
+// heldDialer holds up the connections its pool dials once hold is set:
+// each says so on dialing (if no one has yet) and waits until letGo.
+type heldDialer struct {
+	hold    atomic.Bool
+	dialing chan struct{}
+	letGo   func()
+}
+
+// openHeldDialRuntime opens a Runtime with the PostgreSQL store configured
+// by cfg on a database of its own, through a borrowed pool of one
+// connection whose dialer a heldDialer holds up, and admits one check of
+// policy id (returned) to warm the connection. The pool and the Runtime's
+// store close when the test ends; hd.letGo, which the test also calls,
+// lets every held dial go.
+func openHeldDialRuntime(t *testing.T, cfg postgres.Config, id string) (*pgtest.Database, *wiring.Runtime, *pgxpool.Pool, domain.Check, *heldDialer) {
+	t.Helper()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	pc, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	pc.MaxConns = 1
+	hd := &heldDialer{dialing: make(chan struct{}, 1)}
+	let := make(chan struct{})
+	var letOnce sync.Once
+	hd.letGo = func() { letOnce.Do(func() { close(let) }) }
+	t.Cleanup(hd.letGo)
+	dial := pc.ConnConfig.DialFunc
+	pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if hd.hold.Load() {
+			select {
+			case hd.dialing <- struct{}{}:
+			default:
+			}
+			<-let
+		}
+		return dial(ctx, network, addr)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	cfg2 := wiring.Config{
+		Backend: wiring.BackendPostgres, Pool: wiring.BorrowPool(pool), SecretEnv: setEnv(t, testSecret),
+		Postgres: cfg, CleanupInterval: -1,
+	}
+	r, err := wiring.Open(ctx, cfg2)
+	require.NoError(t, err)
+	p := loginPolicy(t, id)
+	c := domain.NewCheck(p, r.KeyHasher().KeyString(p, "alice@example.test"))
+	_, err = r.Limiter().Check(ctx, c) // connects and warms up
+	require.NoError(t, err)
+	return db, r, pool, c, hd
 }
