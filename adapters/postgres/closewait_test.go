@@ -49,11 +49,17 @@ func TestCloseWaitsForTheWorkOfCallersWhoLeft(t *testing.T) {
 		held, let := w.holdNext(1)
 		var letOnce sync.Once
 		defer letOnce.Do(let)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-		defer cancel()
-		_, err = store.AdmitCheck(ctx, f.check(policy(t, "close.wait", 5, time.Hour), "warm-up"))
-		require.ErrorIs(t, err, context.DeadlineExceeded)
+		// The deadline strikes once the warm-up's round trip is held, not
+		// after a fixed time, which could pass before it was sent.
+		deadline := newStrikingDeadline(time.Hour)
+		answer := make(chan error, 1)
+		go func() {
+			_, err := store.AdmitCheck(deadline, f.check(policy(t, "close.wait", 5, time.Hour), "warm-up"))
+			answer <- err
+		}()
 		testkit.Receive(t, held, failSafe, "the warm-up's round trip")
+		deadline.strike()
+		require.ErrorIs(t, testkit.Receive(t, answer, failSafe, "the caller's answer"), context.DeadlineExceeded)
 
 		require.NoError(t, store.Close())
 		require.Zero(t, pool.Stat().AcquiredConns(), "Close returned while the store's work held a connection")
@@ -124,9 +130,7 @@ func TestCloseEndsTheWaitForAConnectionToWarm(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Release()
 	before := goleak.IgnoreCurrent()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-	defer cancel()
-	_, err = store.AdmitCheck(ctx, f.check(policy(t, "close.wait", 5, time.Hour), "no connection"))
+	_, err = store.AdmitCheck(newDeadlineStrikingWhenAwaited(), f.check(policy(t, "close.wait", 5, time.Hour), "no connection"))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoError(t, store.Close())
 	goleak.VerifyNone(t, before)

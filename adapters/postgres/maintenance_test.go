@@ -174,14 +174,34 @@ type strikingDeadline struct {
 	deadline time.Time
 	done     chan struct{}
 	once     sync.Once
+	awaited  bool
 }
 
 func newStrikingDeadline(far time.Duration) *strikingDeadline {
 	return &strikingDeadline{Context: context.Background(), deadline: time.Now().Add(far), done: make(chan struct{})}
 }
 
+// newDeadlineStrikingWhenAwaited returns a deadline that strikes the
+// first time anything waits on it (asks for Done), as a caller's deadline
+// of a moment does when the store starts waiting, however slow the
+// machine: the store checks Err before any work, and first waits on the
+// context for a connection. A deadline of 1 ms could strike before that
+// check, on a loaded machine, and the caller left before the wait the
+// test meant to cut short.
+func newDeadlineStrikingWhenAwaited() *strikingDeadline {
+	c := newStrikingDeadline(time.Hour)
+	c.awaited = true
+	return c
+}
+
 func (c *strikingDeadline) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *strikingDeadline) Done() <-chan struct{}       { return c.done }
+
+func (c *strikingDeadline) Done() <-chan struct{} {
+	if c.awaited {
+		c.strike()
+	}
+	return c.done
+}
 
 func (c *strikingDeadline) Err() error {
 	select {

@@ -117,10 +117,8 @@ func TestAPanicOfTheHostsCodeWhileWarmingIdleConnectionsIsContained(t *testing.T
 	// waiting for one leaves the store waiting to warm it.
 	conn, err := pool.Acquire(context.Background())
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-	defer cancel()
 	c := f.check(policy(t, "host.panic", 5, time.Hour), "idle")
-	_, err = store.AdmitCheck(ctx, c)
+	_, err = store.AdmitCheck(newDeadlineStrikingWhenAwaited(), c)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	armed.Store(true)
 	conn.Release()
@@ -201,10 +199,8 @@ func TestAPanicOfTheHostsCodeAsTheWarmUpClosesAnIdleConnectionIsContained(t *tes
 	_, err = conn.Conn().PgConn().Exec(context.Background(),
 		"PREPARE runlimit_"+hex.EncodeToString(sum[:4])+"_read_one AS SELECT 1").ReadAll()
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-	defer cancel()
 	c := f.check(policy(t, "host.panic.close", 5, time.Hour), "idle")
-	_, err = store.AdmitCheck(ctx, c)
+	_, err = store.AdmitCheck(newDeadlineStrikingWhenAwaited(), c)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	armed.Store(true)
 	conn.Release()

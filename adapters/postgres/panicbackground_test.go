@@ -61,8 +61,8 @@ func TestAPanicOfTheHostsTracerAsTheWarmUpWaitsForAConnectionIsContained(t *test
 	conn, err := pool.Acquire(marked)
 	require.NoError(t, err)
 	armed.Store(true)
-	ctx, cancel := context.WithTimeout(marked, time.Millisecond)
-	defer cancel()
+	ctx := newDeadlineStrikingWhenAwaited()
+	ctx.Context = marked
 	c := f.check(policy(t, "host.panic", 5, time.Hour), "tracer")
 	_, err = store.AdmitCheck(ctx, c)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
