@@ -150,6 +150,7 @@ func (a *admission) run() error {
 	if s.cfg.Fault == WritesBeforeDeciding {
 		a.writeAhead(now)
 	}
+	a.resetExpired27(now) // hunt27.go
 	commit, err := a.evaluate(a.evaluationTime(now))
 	if err != nil {
 		return &Error{Op: "admit", Err: err}
@@ -511,6 +512,7 @@ func (a *admission) read(at domain.Instant) {
 		}
 		a.before[i], a.present[i] = s.read(a, k, at)
 		a.versions[i] = s.versions[k]
+		a.read27(i) // hunt27.go
 	}
 }
 
@@ -754,7 +756,11 @@ func (a *admission) write(now domain.Instant) error {
 				return err
 			}
 		}
-		s.put(a, i, targets[i], a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now))
+		c, skip := a.stored27(i, a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now), now)
+		if skip {
+			continue // hunt27.go
+		}
+		s.put(a, i, targets[i], c)
 	}
 	return nil
 }
@@ -791,6 +797,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		s.heapWrote(k, s.PartitionOf(k))
 	}
 	s.versions[k]++
+	s.put27(a, i, k, existed) // hunt27.go
 	s.wrote(a, k, c)
 	s.bufferWrite(a, i, k, c)
 }
@@ -802,6 +809,7 @@ func (a *admission) deny(now domain.Instant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idx, outcome := a.denied()
+	a.denied27(outcome) // hunt27.go
 	switch s.cfg.Fault {
 	case SingleCheckIgnoresCommit:
 		if a.single {
