@@ -335,6 +335,8 @@ var targets = map[bs.Fault]string{
 	bs.KeysFoldIdentifierCase:        "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
 	bs.KeysSanitizeIdentifiers:       "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
 	bs.KeysCleanScopePath:            "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.CapacityPerPolicy:             "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
+	bs.BatchInclusiveEnd:             "anchoring/a_batch_renewing_active_windows_keeps_where_they_end",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

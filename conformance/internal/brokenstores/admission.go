@@ -57,6 +57,8 @@ type admission struct {
 	// seenAt is the latest time the store had read when the admission
 	// began (AnchorsAtLastSeenTime, hunt25.go).
 	seenAt domain.Instant
+	// observing is the check observe is at (CapacityPerPolicy, hunt27.go).
+	observing int
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -530,6 +532,7 @@ func (a *admission) observe(now domain.Instant) {
 	for _, i := range a.observeOrder() {
 		k := a.keys[i]
 		a.claimed[i] = -1
+		a.observing = i
 		c, ok := a.before[i], a.present[i]
 		if ok && s.lapsed(k, c, now) {
 			// The backend deleted the key at its deadline: the write
@@ -653,6 +656,8 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		return total >= c*s.cfg.Partitions
 	case f == OverfillsInBatch:
 		return a.stored[p] >= c
+	case f == CapacityPerPolicy:
+		return s.policySlots(a, p) >= c // hunt27.go
 	case f == CapacityPerProcess:
 		// The defect: the process's count, whatever store took the slots.
 		return processSlot(p, 0)+claims[p] >= c
@@ -724,6 +729,9 @@ func (a *admission) evaluationTime(now domain.Instant) domain.Instant {
 			continue
 		}
 		switch {
+		case a.s.cfg.Fault == BatchInclusiveEnd && a.n > 1 && now == c.Expires:
+			// The defect: the multi-key script compares expires >= now.
+			at = min(at, c.Expires-1)
 		case a.s.cfg.Fault == RenewsLate && now >= c.Expires && now < c.Expires.Add(time.Millisecond),
 			a.s.cfg.Fault == InclusiveEnd && now == c.Expires:
 			at = min(at, c.Expires-1)

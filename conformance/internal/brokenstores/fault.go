@@ -1384,6 +1384,14 @@ const (
 	// read as a path and cleaned (path.Clean): scopes "t/1/" and "t/1",
 	// or "t//1", share a counter.
 	KeysCleanScopePath
+	// CapacityPerPolicy bounds each partition per policy, as a ledger keyed
+	// by shard and fingerprint does: counters of other policies in a
+	// partition leave a new key's policy its whole bound there.
+	CapacityPerPolicy
+	// BatchInclusiveEnd treats a window as still active at its very end in
+	// batches of two or more checks, as a multi-key script comparing
+	// expires >= now does, while single checks renew there.
+	BatchInclusiveEnd
 
 	faultCount
 )
@@ -1688,6 +1696,8 @@ var faultNames = [faultCount]string{
 	KeysFoldIdentifierCase:        "KeysFoldIdentifierCase",
 	KeysSanitizeIdentifiers:       "KeysSanitizeIdentifiers",
 	KeysCleanScopePath:            "KeysCleanScopePath",
+	CapacityPerPolicy:             "CapacityPerPolicy",
+	BatchInclusiveEnd:             "BatchInclusiveEnd",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -100,6 +100,26 @@ func sanitized(id string) string {
 	}, id)
 }
 
+// policySlots is CapacityPerPolicy's count of partition p's slots taken
+// by the policy of the check a observes: its stored counters there and
+// the slots the admission's earlier checks of that policy claimed. The
+// caller holds s.mu.
+func (s *Store) policySlots(a *admission, p int) int {
+	fp := a.keys[a.observing].Fingerprint()
+	n := 0
+	for k := range s.entries {
+		if s.PartitionOf(k) == p && k.Fingerprint() == fp {
+			n++
+		}
+	}
+	for j := range a.observing {
+		if a.claimed[j] == p && a.keys[j].Fingerprint() == fp {
+			n++
+		}
+	}
+	return n
+}
+
 // read27 applies the row-reset faults to check i's read. The caller holds
 // s.mu.
 func (a *admission) read27(i int) {
