@@ -25,6 +25,7 @@ func batchesScenario() scenario {
 		{name: "unprepared_batch_is_the_callers_mistake", run: testUnpreparedBatch},
 		{name: "unready_batch_is_reported_before_a_nil_context", run: testBatchBeforeNilContext},
 		{name: "repeated_batches_count_every_time", run: testRepeatedBatches},
+		{name: "each_check_of_a_batch_counts_its_cost", run: testBatchCosts},
 		{name: "one_subject_under_several_policies", run: testOneSubjectSeveralPolicies},
 	}}
 }
@@ -290,4 +291,38 @@ func (f *fixture) admitDirect(b *domain.Batch, name, guarantee string) error {
 	err := f.guard(func() error { return f.inst.Store.Admit(f.ctx, b) })
 	f.log.add("Admit(%s) → error: %v", name, err)
 	return err
+}
+
+// testBatchCosts sends a batch whose checks cost more than one unit each,
+// on a new key, on an active window and on an ended one, and then spends
+// what each counter has left: a batch script ported from a cost-one
+// version (a counter created, or a window started again, at 1 rather than
+// at the cost) reports the right allowances, computed by the domain, but
+// stores less than it reported.
+func testBatchCosts(t *testing.T, f *fixture) {
+	const g = "batches: each check of a batch counts its own cost, on a new key, an active window and an ended one"
+	const limit = 7
+	p := f.policy(limit, window)
+	short := f.policyOf("conformance.short", "subject", limit, time.Minute)
+	fresh, active, ended := f.key(), f.key(), f.key()
+	f.allow(f.check(p, active), limit-1, g)
+	f.allow(f.checkCost(short, ended, 5), limit-5, g)
+	f.advance(time.Minute)
+	rem := f.admitAllowed([]domain.Check{
+		f.checkCost(p, fresh, 3), f.checkCost(p, active, 2), f.checkCost(short, ended, 4),
+	}, g)
+	require.Equal(t, []int64{limit - 3, limit - 1 - 2, limit - 4}, rem, "%s: remaining units after the batch", g)
+	for _, c := range []struct {
+		name string
+		p    domain.Policy
+		k    domain.SubjectKey
+		left int64
+	}{
+		{"the new key", p, fresh, limit - 3},
+		{"the active window", p, active, limit - 3},
+		{"the ended window started again", short, ended, limit - 4},
+	} {
+		f.allow(f.checkCost(c.p, c.k, c.left), 0, g+" ("+c.name+" has exactly what the batch reported left)")
+		f.deny(f.check(c.p, c.k), domain.QuotaExhausted, g+" ("+c.name+" is then exhausted)")
+	}
 }

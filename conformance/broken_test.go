@@ -315,6 +315,28 @@ var targets = map[bs.Fault]string{
 	bs.CleanupSkipsLastPartition:          "cleanup/removes_only_expired_counters",
 	bs.ConflictRetryReappliesWrite:        "concurrency/batch_reads_the_clock_with_every_lock_held",
 	bs.CapacityClaimsInKeyOrder:           "capacity/denied_batch_keeps_no_slot",
+
+	bs.CleanupStopsAtFirstActive:     "cleanup/removes_only_expired_counters",
+	bs.CleanupCutoffTakesTies:        "cleanup/removes_only_expired_counters",
+	bs.CleanupOffByOneMax:            "cleanup/removes_only_expired_counters",
+	bs.CleanupAtWholeMilliseconds:    "cleanup/removes_only_expired_counters",
+	bs.RenewalChargesOneUnit:         "batches/each_check_of_a_batch_counts_its_cost",
+	bs.BatchNewKeysChargeOneUnit:     "batches/each_check_of_a_batch_counts_its_cost",
+	bs.RenewalInsertIgnoresConflict:  "windows/renewal_exactly_at_expiry",
+	bs.StartRoundedUpToMillis:        "windows/short_windows_are_exact",
+	bs.RenewalKeepsStart:             "windows/renewal_exactly_at_expiry",
+	bs.KeysByPrintedSubject:          "windows/counters_independent_per_fingerprint",
+	bs.ConfigColumnsResetOnChange:    "windows/counters_independent_per_fingerprint",
+	bs.ModeSwitchResetsCounter:       "shadow/switching_to_enforce_keeps_the_counter",
+	bs.ShadowDeniedKeepsClaimedSlots: "capacity/denied_batch_keeps_no_slot",
+	bs.ShadowKeysTakeNoSlot:          "shadow/capacity_denial_never_shadowed",
+	bs.PartitionByFingerprintOnly:    "stats/partitions_agree_with_partition_of",
+	bs.ExpiredResetBeforeDeciding:    "expiry/batch_renewing_an_expired_key_keeps_its_slot",
+	bs.KeysFoldIdentifierCase:        "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysSanitizeIdentifiers:       "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.KeysCleanScopePath:            "fingerprints/policies_alike_in_part_keep_counters_of_their_own",
+	bs.CapacityPerPolicy:             "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
+	bs.BatchInclusiveEnd:             "anchoring/a_batch_renewing_active_windows_keeps_where_they_end",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

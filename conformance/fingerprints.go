@@ -19,7 +19,10 @@ import (
 // agree on what it kept: the usual policies of a case never do. So the suite
 // chooses them: policies whose limits or windows agree in their low 32 bits
 // or whose limits are one float64,
-// identifiers that join alike around a separator, and fingerprints that
+// identifiers that join alike around a separator, identifiers that differ
+// only in letter case or in one mark (alike under a case-insensitive
+// collation, once made safe for a key name, or cleaned as a path), and
+// fingerprints that
 // share their first or last four bytes. It also checks what touches one
 // subject under several fingerprints at once, as a policy whose limit or
 // window changes during a rolling deploy does: each new counter of a batch
@@ -82,6 +85,27 @@ func policyPairs() []policyPair {
 			return pairOf(id(n)+d, scope, limit, window, id(n), d+scope, limit, window)
 		}, variants})
 	}
+	// Identifiers are case-sensitive and every allowed mark is their own:
+	// a store whose key columns compare under a case-insensitive collation,
+	// that makes identifiers safe for a key name, or that cleans a scope as
+	// a path, keys such policies alike.
+	pairs = append(pairs,
+		policyPair{"has the first's policy id in another letter case (alike under a case-insensitive collation)", func(n int) (a, b domain.Policy, err error) {
+			return pairOf(fmt.Sprintf("conformance.Case%d", n), scope, limit, window, fmt.Sprintf("conformance.case%d", n), scope, limit, window)
+		}, variants},
+		policyPair{"has the first's scope in another letter case (alike under a case-insensitive collation)", func(n int) (a, b domain.Policy, err error) {
+			return pairOf(id(n), "Subject", limit, window, id(n), scope, limit, window)
+		}, variants},
+		policyPair{"has a '_' where the first's policy id has a '.' (alike once marks are made safe for a key name)", func(n int) (a, b domain.Policy, err error) {
+			return pairOf(id(n)+".x", scope, limit, window, id(n)+"_x", scope, limit, window)
+		}, variants},
+		policyPair{"has a '-' where the first's scope has a ':' (alike once marks are made safe for a key name)", func(n int) (a, b domain.Policy, err error) {
+			return pairOf(id(n), "tenant:1", limit, window, id(n), "tenant-1", limit, window)
+		}, variants},
+		policyPair{"has the first's scope without its trailing '/' (alike as a cleaned path)", func(n int) (a, b domain.Policy, err error) {
+			return pairOf(id(n), "tenant/1/", limit, window, id(n), "tenant/1", limit, window)
+		}, variants},
+	)
 	fixed := func(limitA, limitB int64) func(int) (a, b domain.Policy, err error) {
 		return func(int) (a, b domain.Policy, err error) {
 			return pairOf(alikeFingerprintID, scope, limitA, alikeFingerprintWindow, alikeFingerprintID, scope, limitB, alikeFingerprintWindow)

@@ -57,6 +57,8 @@ type admission struct {
 	// seenAt is the latest time the store had read when the admission
 	// began (AnchorsAtLastSeenTime, hunt25.go).
 	seenAt domain.Instant
+	// observing is the check observe is at (CapacityPerPolicy, hunt27.go).
+	observing int
 }
 
 // run applies the admission: lock, read every key, read the clock,
@@ -150,6 +152,7 @@ func (a *admission) run() error {
 	if s.cfg.Fault == WritesBeforeDeciding {
 		a.writeAhead(now)
 	}
+	a.resetExpired27(now) // hunt27.go
 	commit, err := a.evaluate(a.evaluationTime(now))
 	if err != nil {
 		return &Error{Op: "admit", Err: err}
@@ -511,6 +514,7 @@ func (a *admission) read(at domain.Instant) {
 		}
 		a.before[i], a.present[i] = s.read(a, k, at)
 		a.versions[i] = s.versions[k]
+		a.read27(i) // hunt27.go
 	}
 }
 
@@ -528,6 +532,7 @@ func (a *admission) observe(now domain.Instant) {
 	for _, i := range a.observeOrder() {
 		k := a.keys[i]
 		a.claimed[i] = -1
+		a.observing = i
 		c, ok := a.before[i], a.present[i]
 		if ok && s.lapsed(k, c, now) {
 			// The backend deleted the key at its deadline: the write
@@ -651,6 +656,8 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		return total >= c*s.cfg.Partitions
 	case f == OverfillsInBatch:
 		return a.stored[p] >= c
+	case f == CapacityPerPolicy:
+		return s.policySlots(a, p) >= c // hunt27.go
 	case f == CapacityPerProcess:
 		// The defect: the process's count, whatever store took the slots.
 		return processSlot(p, 0)+claims[p] >= c
@@ -722,6 +729,9 @@ func (a *admission) evaluationTime(now domain.Instant) domain.Instant {
 			continue
 		}
 		switch {
+		case a.s.cfg.Fault == BatchInclusiveEnd && a.n > 1 && now == c.Expires:
+			// The defect: the multi-key script compares expires >= now.
+			at = min(at, c.Expires-1)
 		case a.s.cfg.Fault == RenewsLate && now >= c.Expires && now < c.Expires.Add(time.Millisecond),
 			a.s.cfg.Fault == InclusiveEnd && now == c.Expires:
 			at = min(at, c.Expires-1)
@@ -754,7 +764,11 @@ func (a *admission) write(now domain.Instant) error {
 				return err
 			}
 		}
-		s.put(a, i, targets[i], a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now))
+		c, skip := a.stored27(i, a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now), now)
+		if skip {
+			continue // hunt27.go
+		}
+		s.put(a, i, targets[i], c)
 	}
 	return nil
 }
@@ -791,6 +805,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 		s.heapWrote(k, s.PartitionOf(k))
 	}
 	s.versions[k]++
+	s.put27(a, i, k, existed) // hunt27.go
 	s.wrote(a, k, c)
 	s.bufferWrite(a, i, k, c)
 }
@@ -802,6 +817,7 @@ func (a *admission) deny(now domain.Instant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idx, outcome := a.denied()
+	a.denied27(outcome) // hunt27.go
 	switch s.cfg.Fault {
 	case SingleCheckIgnoresCommit:
 		if a.single {

@@ -1291,6 +1291,108 @@ const (
 	// the check reported full is not the first one beyond the free slots.
 	CapacityClaimsInKeyOrder
 
+	// The faults of the twenty-seventh blind hunt (hunt27.go).
+
+	// CleanupStopsAtFirstActive walks the counters in the order they were
+	// created, as a cleanup reading a log of creations (a Redis list, a
+	// serial id) does, and stops at the first one still active, taking
+	// windows to end in the order they began: an expired counter created
+	// after a longer window, or after a renewed one, stays.
+	CleanupStopsAtFirstActive
+	// CleanupCutoffTakesTies removes every expired counter ending no later
+	// than the max-th earliest end, as DELETE WHERE expires <= (SELECT
+	// expires ... OFFSET max-1 LIMIT 1) does: counters ending together at
+	// the cut-off are all removed, beyond max.
+	CleanupCutoffTakesTies
+	// CleanupOffByOneMax removes up to max+1 expired counters (for removed
+	// <= max).
+	CleanupOffByOneMax
+	// CleanupAtWholeMilliseconds removes the counters that ended by the
+	// cleanup's time truncated to the millisecond, as WHERE expires <=
+	// date_trunc('milliseconds', now()) does: a counter that ended earlier
+	// in the current millisecond stays, though the call removes fewer than
+	// it may.
+	CleanupAtWholeMilliseconds
+	// RenewalChargesOneUnit starts a window that renews an ended one with a
+	// count of 1, whatever the check's cost, as an upsert ported from a
+	// cost-one script (CASE WHEN expired THEN 1 ELSE used + cost) does; a
+	// new key and an active window count the cost.
+	RenewalChargesOneUnit
+	// BatchNewKeysChargeOneUnit creates the new keys of a batch of two or
+	// more with a count of 1, whatever their costs, as a batch script
+	// copied from a cost-one version does; single checks count the cost.
+	BatchNewKeysChargeOneUnit
+	// RenewalInsertIgnoresConflict writes an absent or ended window as an
+	// INSERT ... ON CONFLICT DO NOTHING: a renewal of an ended counter that
+	// cleanup has not removed yet writes nothing, and every check is
+	// allowed until cleanup runs.
+	RenewalInsertIgnoresConflict
+	// StartRoundedUpToMillis keeps a window's start in a millisecond
+	// column (timestamp(3)) rounded up, and its end exact: a check in the
+	// start's millisecond is told the window resets sooner than it does.
+	StartRoundedUpToMillis
+	// RenewalKeepsStart renews an ended window with an UPDATE that sets
+	// the count and the end but forgets the start column: the stored
+	// window is longer than its policy's.
+	RenewalKeepsStart
+	// KeysByPrintedSubject keys each counter by fmt.Sprintf("%v/%v") of its
+	// fingerprint and subject key, and a subject key prints redacted:
+	// every subject of a policy shares one counter.
+	KeysByPrintedSubject
+	// ConfigColumnsResetOnChange keys each row by policy id, scope and
+	// subject, with the limit and window in columns of their own; a check
+	// whose limit or window differs from the row's takes the row over and
+	// starts it afresh, so policies alike but for the limit or window
+	// reset each other's counters and share one slot.
+	ConfigColumnsResetOnChange
+	// ModeSwitchResetsCounter keeps the quota mode in a column beside the
+	// counter and starts the counter afresh when a check in the other
+	// mode reads it: switching a policy from shadow to enforce forgets
+	// what shadow mode counted.
+	ModeSwitchResetsCounter
+	// ShadowDeniedKeepsClaimedSlots reserves slots for a batch's new keys
+	// and hands them back only when the batch is refused: a shadow-denied
+	// batch, which lets the request through, writes nothing but keeps the
+	// slots.
+	ShadowDeniedKeepsClaimedSlots
+	// ShadowKeysTakeNoSlot writes a shadow check's new counter but does not
+	// charge its slot to the capacity ledger, taking shadow mode for a dry
+	// run: shadow keys fill a partition beyond its bound, and their
+	// removal frees slots they never took.
+	ShadowKeysTakeNoSlot
+	// PartitionByFingerprintOnly counts a key's slot in the partition of
+	// its fingerprint's first byte, forgetting the XOR with the subject
+	// key's that PartitionOf (and PostgreSQL's ledger) applies.
+	PartitionByFingerprintOnly
+	// ExpiredResetBeforeDeciding starts every ended window a batch reads
+	// afresh, with its check's cost, before the domain decides, as a
+	// script that "resets stale keys" first does: a batch refused by
+	// another check leaves those windows started and counted.
+	ExpiredResetBeforeDeciding
+	// KeysFoldIdentifierCase keys each counter by its policy with the
+	// policy id and scope in lower case, as key columns under a
+	// case-insensitive collation (MySQL's default) compare them:
+	// identifiers are case-sensitive, and policies differing only in case
+	// share a counter.
+	KeysFoldIdentifierCase
+	// KeysSanitizeIdentifiers keys each counter by its policy with every
+	// '-', '.', ':' and '/' of the policy id and scope replaced by '_', as
+	// a store making them safe for a key or table name does: "a.b" and
+	// "a_b" share a counter.
+	KeysSanitizeIdentifiers
+	// KeysCleanScopePath keys each counter by its policy with the scope
+	// read as a path and cleaned (path.Clean): scopes "t/1/" and "t/1",
+	// or "t//1", share a counter.
+	KeysCleanScopePath
+	// CapacityPerPolicy bounds each partition per policy, as a ledger keyed
+	// by shard and fingerprint does: counters of other policies in a
+	// partition leave a new key's policy its whole bound there.
+	CapacityPerPolicy
+	// BatchInclusiveEnd treats a window as still active at its very end in
+	// batches of two or more checks, as a multi-key script comparing
+	// expires >= now does, while single checks renew there.
+	BatchInclusiveEnd
+
 	faultCount
 )
 
@@ -1574,6 +1676,28 @@ var faultNames = [faultCount]string{
 	CleanupSkipsLastPartition:     "CleanupSkipsLastPartition",
 	ConflictRetryReappliesWrite:   "ConflictRetryReappliesWrite",
 	CapacityClaimsInKeyOrder:      "CapacityClaimsInKeyOrder",
+
+	CleanupStopsAtFirstActive:     "CleanupStopsAtFirstActive",
+	CleanupCutoffTakesTies:        "CleanupCutoffTakesTies",
+	CleanupOffByOneMax:            "CleanupOffByOneMax",
+	CleanupAtWholeMilliseconds:    "CleanupAtWholeMilliseconds",
+	RenewalChargesOneUnit:         "RenewalChargesOneUnit",
+	BatchNewKeysChargeOneUnit:     "BatchNewKeysChargeOneUnit",
+	RenewalInsertIgnoresConflict:  "RenewalInsertIgnoresConflict",
+	StartRoundedUpToMillis:        "StartRoundedUpToMillis",
+	RenewalKeepsStart:             "RenewalKeepsStart",
+	KeysByPrintedSubject:          "KeysByPrintedSubject",
+	ConfigColumnsResetOnChange:    "ConfigColumnsResetOnChange",
+	ModeSwitchResetsCounter:       "ModeSwitchResetsCounter",
+	ShadowDeniedKeepsClaimedSlots: "ShadowDeniedKeepsClaimedSlots",
+	ShadowKeysTakeNoSlot:          "ShadowKeysTakeNoSlot",
+	PartitionByFingerprintOnly:    "PartitionByFingerprintOnly",
+	ExpiredResetBeforeDeciding:    "ExpiredResetBeforeDeciding",
+	KeysFoldIdentifierCase:        "KeysFoldIdentifierCase",
+	KeysSanitizeIdentifiers:       "KeysSanitizeIdentifiers",
+	KeysCleanScopePath:            "KeysCleanScopePath",
+	CapacityPerPolicy:             "CapacityPerPolicy",
+	BatchInclusiveEnd:             "BatchInclusiveEnd",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -259,6 +259,9 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	now := s.cleanupNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if removed, ok := s.cleanup27(now, max); ok {
+		return removed, nil // hunt27.go
+	}
 	switch s.cfg.Fault {
 	case CleanupIgnoresMax:
 		max = math.MaxInt

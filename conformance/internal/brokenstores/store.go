@@ -76,6 +76,7 @@ type Store struct {
 	lifecycle
 	hunt25
 	hunt26
+	hunt27
 }
 
 var (
@@ -142,6 +143,7 @@ func newOver(cfg Config, b *backend) *Store {
 		caches:    newCaches(),
 		lifetimes: newLifetimes(cfg.Partitions),
 		index:     newIndex(cfg.Partitions),
+		hunt27:    newHunt27(),
 
 		sharedBefore:  make([]domain.Counter, 1),
 		sharedPresent: make([]bool, 1),
@@ -281,6 +283,9 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 func (s *Store) storageKey(c domain.Check) domain.CounterKey {
 	if k, ok := s.hunt26Key(c); ok {
 		return k // hunt26.go
+	}
+	if k, ok := s.hunt27Key(c); ok {
+		return k // hunt27.go
 	}
 	k := c.CounterKey()
 	switch s.cfg.Fault {
