@@ -84,7 +84,9 @@ func closeAfterLeavingRoundTrip1(t *testing.T, f *fixture, cfg postgres.Config) 
 	store, pool, w := f.newWiredStore(t, cfg)
 	defer pool.Close()
 	c := f.check(policy(t, "close.wait", 5, time.Hour), "round trip 1")
-	requireAllowed(t, admit(t, store, c)) // warms the connection
+	// The connection is warmed under the default budget, which the
+	// store's 300 ms on a loaded machine may not cover.
+	warmFor(t, store, pool)
 	held, let := w.holdNext(1)
 	var letOnce sync.Once
 	defer letOnce.Do(let)
