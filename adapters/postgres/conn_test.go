@@ -207,21 +207,3 @@ func backends(t *testing.T, pool *pgxpool.Pool) []uint32 {
 	}, 10*time.Second, time.Millisecond, "a connection was never given back")
 	return pids
 }
-
-// heldOrReleased waits, up to within, until the store's work left behind
-// by a caller either reaches the round trip held by holdNext (true) or
-// gives its connection back to pool without reaching it (false); what
-// names the held round trip in the failure message.
-func heldOrReleased(t *testing.T, held <-chan struct{}, pool *pgxpool.Pool, within time.Duration, what string) (reached bool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		select {
-		case <-held:
-			reached = true
-			return true
-		default:
-			return pool.Stat().AcquiredConns() == 0
-		}
-	}, within, time.Millisecond, "the work neither reached %s nor gave the connection back", what)
-	return reached
-}

@@ -70,14 +70,14 @@ type verdict struct {
 }
 
 // admitWithin runs one admission of checks through the entry point under a
-// caller deadline of d, or with no deadline when d is 0, and returns its
+// caller deadline of d from when the store first asks for it (see
+// lookedAtDeadline), or with no deadline when d is 0, and returns its
 // error.
 func (e entry) admitWithin(s *postgres.Store, checks []domain.Check, d time.Duration) error {
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	var ctx context.Context = context.Background()
 	if d > 0 {
-		ctx, cancel = context.WithTimeout(ctx, d)
+		ctx = newLookedAtDeadline(d)
 	}
-	defer cancel()
 	_, err := e.admit(ctx, s, checks)
 	return err
 }

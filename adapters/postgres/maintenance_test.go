@@ -215,6 +215,44 @@ func (c *strikingDeadline) Err() error {
 // strike makes the deadline pass.
 func (c *strikingDeadline) strike() { c.once.Do(func() { close(c.done) }) }
 
+// lookedAtDeadline is a caller's deadline d away from the moment the
+// store first asks for it (Deadline), not from the moment the test made
+// it: the store reads it when it starts waiting for a connection, and
+// sets the server's timeouts from it. A deadline counted from before the
+// call could pass, on a loaded machine, before the store had begun, and
+// the call then ended at its first Err check instead of at the step under
+// test. Until the store has asked, it is not done.
+type lookedAtDeadline struct {
+	context.Context
+	d    time.Duration
+	once sync.Once
+	at   time.Time
+	done chan struct{}
+}
+
+func newLookedAtDeadline(d time.Duration) *lookedAtDeadline {
+	return &lookedAtDeadline{Context: context.Background(), d: d, done: make(chan struct{})}
+}
+
+func (c *lookedAtDeadline) Deadline() (time.Time, bool) {
+	c.once.Do(func() {
+		c.at = time.Now().Add(c.d)
+		time.AfterFunc(c.d, func() { close(c.done) })
+	})
+	return c.at, true
+}
+
+func (c *lookedAtDeadline) Done() <-chan struct{} { return c.done }
+
+func (c *lookedAtDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // appBackends returns the server process ids of the sessions of
 // application app, in order.
 func (f *fixture) appBackends(t *testing.T, app string) []int32 {

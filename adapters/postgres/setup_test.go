@@ -164,3 +164,24 @@ func (f *fixture) databaseNow(t *testing.T) domain.Instant {
 	require.NoError(t, f.db.Pool.QueryRow(context.Background(), "SELECT pg_catalog.clock_timestamp()").Scan(&now))
 	return domain.InstantFromTime(now)
 }
+
+// warmFor makes the one connection of pool, a pool of one, ready for
+// store's admissions through a store with the default budgets, which
+// making a connection ready (a new server process, its statements
+// prepared) stays within however slow a loaded machine makes it. store,
+// whose budget may be a few hundred milliseconds, then only acquires a
+// warm connection: its budget bounds the step under test, not the
+// warm-up.
+func warmFor(t testing.TB, store *postgres.Store, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	require.EqualValues(t, 1, pool.Config().MaxConns, "warmFor warms a pool of one")
+	warm, err := postgres.New(pool, postgres.Config{})
+	require.NoError(t, err)
+	require.NoError(t, warm.Ready(ctx))
+	require.NoError(t, warm.Close())
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	require.True(t, store.IsWarm(conn), "the store under test finds the connection cold")
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runlimit/runlimit/adapters/postgres"
 	"github.com/runlimit/runlimit/domain"
+	"github.com/runlimit/runlimit/internal/testkit"
 )
 
 // lockTable takes an ACCESS EXCLUSIVE lock on the counters table in tx, as
@@ -27,23 +28,49 @@ func lockTable(t *testing.T, tx pgx.Tx) {
 // connection. The optimistic read waits for the table's lock when the
 // server binds it, before any expression of its own could set a timeout.
 // Once the lock is gone, the same connection admits.
+//
+// The caller's deadline strikes once the admission is seen waiting for
+// the lock on the server, not after a fixed 5 ms: on a loaded machine
+// that could pass before the lock was even asked for, and the admission
+// then failed at an earlier step than the one under test.
 func TestAdmitTimesOutOnAHeldTableLock(t *testing.T) {
 	t.Parallel()
 	eachEntry(t, func(t *testing.T, e entry) {
-		for _, deadline := range []time.Duration{0, 5 * time.Millisecond} {
+		for _, deadline := range []string{"none", "struck during the wait"} {
 			f := setup(t, e.cfg(postgres.Config{}))
 			// A budget of 3 s: the server's timeout ends the wait 250 ms
 			// before it (appendServerTimeout's largest margin), which a
 			// loaded machine's scheduling delays stay under; with 1 s the
 			// margin was 100 ms, and a busy run saw the budget end first.
-			store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: 3 * time.Second}), named("table-lock"))
+			// With a deadline, a budget far beyond it: the server's timeout
+			// set from the budget cannot end the wait before the deadline
+			// strikes, however slow the look for the wait is.
+			budget := 3 * time.Second
+			if deadline != "none" {
+				budget = time.Minute
+			}
+			store, pool := f.newStore(t, e.cfg(postgres.Config{OperationTimeout: budget}), named("table-lock"))
 			checks := e.checks(f, policy(t, "table.lock", 5, time.Hour), "held")
 			e.allow(t, store, checks)
 			before := backends(t, pool)
 
 			tx := f.hold(t)
 			lockTable(t, tx)
-			err := e.admitWithin(store, checks, deadline)
+			var err error
+			if deadline == "none" {
+				_, err = e.admit(context.Background(), store, checks)
+			} else {
+				ctx := newStrikingDeadline(time.Hour)
+				answer := make(chan error, 1)
+				go func() {
+					_, err := e.admit(ctx, store, checks)
+					answer <- err
+				}()
+				f.waitForLockWait(t, "table-lock")
+				ctx.strike()
+				err = testkit.Receive(t, answer, failSafe, "the admission's answer")
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+			}
 			ae := requireAdmissionError(t, err, postgres.OpLock, false)
 			require.True(t, ae.Timeout, "deadline %v", deadline)
 			require.ErrorIs(t, err, postgres.ErrTimeout)
