@@ -76,6 +76,7 @@ type Store struct {
 	lifecycle
 	hunt25
 	hunt26
+	chunkWaits
 }
 
 var (
