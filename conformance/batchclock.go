@@ -28,13 +28,18 @@ func testBatchClockReadWithLocksHeld(t *testing.T, f *fixture) {
 	const limit, late = 5, time.Minute
 	p := f.policy(limit, window)
 	const rounds = 3
+	var lo, hi int
+	var loFirst bool
 	for race := range 2 * rounds {
 		target := race % 2
-		a := f.key()
-		b := f.key()
-		if q := f.otherPart(p, f.partOf(p, a)); q >= 0 {
-			b = f.keyIn(p, q)
+		if target == 0 {
+			lo, hi = 0, 0
+			if f.parts > 1 {
+				lo = f.somePart(p)
+				hi = f.otherPart(p, lo)
+			}
 		}
+		a, b := f.keyOrderedPair(p, lo, hi, target == 1, &loFirst)
 		batch := []domain.Check{f.check(p, a), f.check(p, b)}
 		c := batch[target]
 		f.allow(batch[0], limit-1, g)
@@ -73,4 +78,51 @@ func testBatchClockReadWithLocksHeld(t *testing.T, f *fixture) {
 		f.allow(f.checkCost(p, c.SubjectKey(), limit-3), 0, g+" (every unit of the raced key was counted once)")
 		f.allow(f.checkCost(p, other.SubjectKey(), limit-2), 0, g+" (the batch counted its other key once)")
 	}
+}
+
+// keyOrderedPair returns two new keys of p, one in partition lo and one
+// in hi, a sorting before b: the batch's caller order is its key order.
+// With match set, the key in lo sorts first exactly when *loFirst says, as
+// it did in the round's first race; without, *loFirst records whether it
+// does. So each round checks the key a store locks second, whether it
+// locks in key order or by partition, ascending or descending: its first
+// race checks a, and its second b of a pair whose partitions lie the same
+// way. With two random keys a round checked the key that a store locking
+// in key order locked first, in both races, one time in four, and a store
+// that samples its clock after its first lock passed the case when every
+// round did (about one run in 64 on each path).
+func (f *fixture) keyOrderedPair(p domain.Policy, lo, hi int, match bool, loFirst *bool) (a, b domain.SubjectKey) {
+	f.t.Helper()
+	draw := func(part int) domain.SubjectKey {
+		for range 1000 * f.parts {
+			if k := randomKey(); f.partOf(p, k) == part {
+				return k
+			}
+		}
+		require.FailNow(f.t, "harness: PartitionOf", "no random key landed in partition %d of %d", part, f.parts)
+		return domain.SubjectKey{}
+	}
+	// A pair lies one way or the other; a partition function that does
+	// not tie partitions to key order gives the way wanted half the time.
+	for range 64 {
+		a, b = draw(lo), draw(hi)
+		if !f.less(p, a, b) {
+			a, b = b, a
+		}
+		first := f.partOf(p, a) == lo
+		if match && first != *loFirst {
+			continue
+		}
+		*loFirst = first
+		f.log.nameKey(a, f.partOf(p, a), f.parts)
+		f.log.nameKey(b, f.partOf(p, b), f.parts)
+		return a, b
+	}
+	require.FailNow(f.t, "harness: PartitionOf", "no pair of keys in partitions %d and %d lies as the round's first did", lo, hi)
+	return a, b
+}
+
+// less reports whether j's counter key under p sorts before k's.
+func (f *fixture) less(p domain.Policy, j, k domain.SubjectKey) bool {
+	return domain.NewCounterKey(p.Fingerprint(), j).Compare(domain.NewCounterKey(p.Fingerprint(), k)) < 0
 }

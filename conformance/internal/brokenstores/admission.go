@@ -414,7 +414,7 @@ func (a *admission) lock() error {
 	}
 	a.parts = a.lockEveryPartition(a.parts)
 	for _, p := range a.parts {
-		s.partLocks[p].Lock()
+		s.lockPartitionQueued(p) // hunt19.go
 	}
 	return nil
 }

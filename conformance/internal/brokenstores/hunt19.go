@@ -2,8 +2,8 @@ package brokenstores
 
 import (
 	"math"
-	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/runlimit/runlimit/domain"
 )
@@ -132,7 +132,7 @@ func (s *Store) cleanupUnderPartitionLocks(max int) int {
 				// admissions before it, and the counter not looked at again.
 				s.mu.Unlock()
 				s.partLocks[p].Unlock()
-				runtime.Gosched()
+				s.letQueueIn(p)
 				s.partLocks[p].Lock()
 				s.mu.Lock()
 				if _, ok := s.entries[e.k]; !ok {
@@ -150,4 +150,49 @@ func (s *Store) cleanupUnderPartitionLocks(max int) int {
 		s.partLocks[p].Unlock()
 	}
 	return removed
+}
+
+// chunkWaits is CleanupChunksWithoutRecheck's queue of the admissions
+// waiting for each partition's lock. Its cleanup lets every admission
+// queued for the lock in before it takes the lock back for its next
+// chunk, as a database's lock manager grants a lock to the transactions
+// queued for it before a new request of the one that let it go: with a
+// bare yield (runtime.Gosched) the Go scheduler chose whether the
+// waiting renewal got in, and the fault escaped its case about one run
+// in a hundred.
+type chunkWaits struct {
+	queueMu sync.Mutex
+	queued  sync.Cond // signalled on queueMu when an admission got its lock
+	queue   map[int]int
+}
+
+// lockPartitionQueued takes partition p's lock for an admission, queued
+// for CleanupChunksWithoutRecheck's cleanup to let it in.
+func (s *Store) lockPartitionQueued(p int) {
+	if s.cfg.Fault != CleanupChunksWithoutRecheck {
+		s.partLocks[p].Lock()
+		return
+	}
+	s.queueMu.Lock()
+	if s.queue == nil {
+		s.queue = map[int]int{}
+		s.queued.L = &s.queueMu
+	}
+	s.queue[p]++
+	s.queueMu.Unlock()
+	s.partLocks[p].Lock()
+	s.queueMu.Lock()
+	s.queue[p]--
+	s.queued.Broadcast()
+	s.queueMu.Unlock()
+}
+
+// letQueueIn waits, with no lock of the store held, until every admission
+// queued for partition p's lock has got it.
+func (s *Store) letQueueIn(p int) {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	for s.queue[p] > 0 {
+		s.queued.Wait()
+	}
 }
