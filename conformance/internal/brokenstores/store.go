@@ -77,6 +77,7 @@ type Store struct {
 	hunt25
 	hunt26
 	hunt27
+	hunt28
 }
 
 var (
