@@ -349,6 +349,8 @@ var targets = map[bs.Fault]string{
 	bs.CapacityCountsDistinctSubjects: "fingerprints/one_subject_new_under_two_policies_needs_two_slots",
 	bs.DoneContextMayHaveConsumed:     "context/done_context_admits_nothing",
 	bs.TransactionSplitAt25:           "extents/a_full_size_batch_refused_at_its_last_check_counts_nothing",
+	bs.ActiveUntilLeaseMinTTL:         "windows/short_windows_are_exact",
+	bs.BatchWriteDropsUnprocessed:     "extents/a_full_size_batch_refused_at_its_last_check_counts_nothing",
 	bs.WriteBackLRUDropsEvicted:       "concurrency/large_batches_never_wait_on_their_own_locks",
 }
 

@@ -36,7 +36,9 @@ import (
 //     in transactions of 25 items (DynamoDB's TransactWriteItems limit),
 //     each decided and committed before the next, leaves the first chunk
 //     counted when a check past it is refused, which a batch of eight
-//     never shows.
+//     never shows; one that writes a batch through one call of 25 items
+//     and drops the items it returns unprocessed counts no check past
+//     the 25th.
 func extentsScenario() scenario {
 	return scenario{name: "extents", cases: []testCase{
 		{name: "cleanup_with_a_maximum_beyond_32_bits_removes_every_expired_counter",
@@ -86,7 +88,8 @@ func testCleanupBeyondBackendBatch(t *testing.T, f *fixture) {
 // batch of the largest size whose last check names that key, and requires
 // the batch refused at its last check with none of its 31 new keys
 // counted: the same 31 keys are then allowed as a batch, each with its
-// whole limit.
+// whole limit, and that batch counted its last check too (a store whose
+// batch write drops the items past the 25th does not).
 func testFullBatchRefusedAtEnd(t *testing.T, f *fixture) {
 	const g = "extents: a batch of the largest size refused at its last check counts none of its checks (a store that " +
 		"commits a batch in transactions of 25 items counts the first 25)"
@@ -102,6 +105,10 @@ func testFullBatchRefusedAtEnd(t *testing.T, f *fixture) {
 	for i, rem := range f.admitAllowed(fresh, g+" (the refused batch's new keys, again)") {
 		require.Zero(t, rem, "%s: check %d of the refused batch was counted", g, i)
 	}
+	// The allowed batch counted every check, its last (past any chunk of
+	// 25 a store writes in one call) too.
+	last := len(fresh) - 1
+	f.deny(fresh[last], domain.QuotaExhausted, fmt.Sprintf("%s (check %d of the allowed batch was counted)", g, last))
 }
 
 // manyCountersOptions give a partition more counters than a sample of

@@ -773,8 +773,8 @@ func (a *admission) write(now domain.Instant) error {
 			}
 		}
 		c, skip := a.stored27(i, a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now), now)
-		if skip {
-			continue // hunt27.go
+		if skip || a.dropsUnprocessed(i) {
+			continue // hunt27.go, hunt28.go
 		}
 		s.put(a, i, targets[i], c)
 	}

@@ -1455,6 +1455,16 @@ const (
 	// entries in front of its backend and drops an evicted entry without
 	// flushing it: a live counter pushed out by 64 others starts afresh.
 	WriteBackLRUDropsEvicted
+	// ActiveUntilLeaseMinTTL keeps each counter under an etcd lease of its
+	// window and reads a key that still exists as running: etcd raises a
+	// TTL below its minimum (1.5 s by default), so a window shorter than
+	// that keeps denying until the lease runs out.
+	ActiveUntilLeaseMinTTL
+	// BatchWriteDropsUnprocessed writes an allowed batch through one
+	// DynamoDB BatchWriteItem call, which takes 25 items and returns the
+	// rest unprocessed, and does not send those again: a batch of more than
+	// 25 checks is allowed, but its checks past the 25th are not counted.
+	BatchWriteDropsUnprocessed
 
 	faultCount
 )
@@ -1774,6 +1784,8 @@ var faultNames = [faultCount]string{
 	DoneContextMayHaveConsumed:     "DoneContextMayHaveConsumed",
 	TransactionSplitAt25:           "TransactionSplitAt25",
 	WriteBackLRUDropsEvicted:       "WriteBackLRUDropsEvicted",
+	ActiveUntilLeaseMinTTL:         "ActiveUntilLeaseMinTTL",
+	BatchWriteDropsUnprocessed:     "BatchWriteDropsUnprocessed",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -64,11 +64,33 @@ func (s *Store) lapsed28(c domain.Counter, now domain.Instant) (bool, bool) {
 	return false, false
 }
 
-// ttlSecondActive reports, for ActiveUntilTTLSecond, whether the store
-// still counts c at now though it ended: a read filtering on ttl >= now in
-// epoch seconds finds it until the second its expiry rounds up to.
+// ttlSecondActive reports, for ActiveUntilTTLSecond and
+// ActiveUntilLeaseMinTTL, whether the store still counts c at now though it
+// ended: a read filtering on ttl >= now in epoch seconds finds it until
+// the second its expiry rounds up to, and a key under an etcd lease lives
+// until the lease, granted at least its minimum TTL, runs out.
 func (s *Store) ttlSecondActive(c domain.Counter, now domain.Instant) bool {
-	return s.cfg.Fault == ActiveUntilTTLSecond && now >= c.Expires && now < ceilSecond(c.Expires)
+	if now < c.Expires {
+		return false
+	}
+	switch s.cfg.Fault {
+	case ActiveUntilTTLSecond:
+		return now < ceilSecond(c.Expires)
+	case ActiveUntilLeaseMinTTL:
+		return now < c.Start.Add(max(c.Expires.Sub(c.Start), etcdMinLeaseTTL))
+	}
+	return false
+}
+
+// etcdMinLeaseTTL is the shortest lease etcd grants with its default
+// election timeout (1.5 times 1 s): a shorter TTL asked for is raised.
+const etcdMinLeaseTTL = 1500 * time.Millisecond
+
+// dropsUnprocessed reports whether BatchWriteDropsUnprocessed leaves check
+// i of a's write out: the items after the first 25 of a batch write come
+// back unprocessed, and the store does not send them again.
+func (a *admission) dropsUnprocessed(i int) bool {
+	return a.s.cfg.Fault == BatchWriteDropsUnprocessed && i >= dynamoItemsPerCall
 }
 
 // ttlSecondsExpired is CleanupByTTLSeconds's expiry test: the counter's
