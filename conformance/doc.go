@@ -350,7 +350,12 @@
 //   - extents: CleanupExpired with a maximum beyond 32 bits (math.MaxInt,
 //     2^31, 2^32, 2^32+1) removes every expired counter, and a partition
 //     of twelve names its earliest end as a capacity retry time whichever
-//     counter, newest or oldest of them, ends first;
+//     counter, newest or oldest of them, ends first; a call asked for
+//     more than 25 (one DynamoDB batch write) removes 37 expired counters
+//     at once; and a batch of 32 refused at its last check leaves its
+//     other 31 keys untouched (no chunk of 25 committed ahead), and the
+//     same 31 allowed as a batch are all counted (no item past the 25th
+//     dropped);
 //   - tiers: one subject under two tiers of a policy (one policy id and
 //     scope, so one subject key, another window) is two counters, and
 //     two batches naming both tiers in opposite orders, each holding its

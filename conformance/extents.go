@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -26,13 +27,88 @@ import (
 //     few) instead of an expiry index names a later end once the
 //     partition holds more counters than the sample, which a partition of
 //     four never does.
+//   - CleanupExpired removes every expired counter up to max in one call.
+//     A store that deletes through one backend call of fixed size (25
+//     items, DynamoDB's BatchWriteItem) and returns that count removes
+//     fewer than max while expired counters remain, which three counters
+//     never show.
+//   - A batch is all-or-nothing at any size. A store that writes a batch
+//     in transactions of 25 items (DynamoDB's TransactWriteItems limit),
+//     each decided and committed before the next, leaves the first chunk
+//     counted when a check past it is refused, which a batch of eight
+//     never shows; one that writes a batch through one call of 25 items
+//     and drops the items it returns unprocessed counts no check past
+//     the 25th.
 func extentsScenario() scenario {
 	return scenario{name: "extents", cases: []testCase{
 		{name: "cleanup_with_a_maximum_beyond_32_bits_removes_every_expired_counter",
 			run: testCleanupWideMaximum},
 		{name: "capacity_retry_is_the_earliest_end_among_many_counters",
 			opts: manyCountersOptions, run: testRetryAmongManyCounters},
+		{name: "cleanup_removes_more_than_one_backend_batch_in_a_call",
+			opts: wideOptions, run: testCleanupBeyondBackendBatch},
+		{name: "a_full_size_batch_refused_at_its_last_check_counts_nothing",
+			opts: wideOptions, run: testFullBatchRefusedAtEnd},
 	}}
+}
+
+// wideOptions give a partition room for more counters than a backend
+// call of 25 items, and batches longer than one transaction of 25.
+var wideOptions = Options{Capacity: 40, MaxBatchSize: 32}
+
+// wideExpired is how many counters testCleanupBeyondBackendBatch lets
+// end together: beyond 25 and 32, and no multiple of a round chunk size.
+const wideExpired = 37
+
+// testCleanupBeyondBackendBatch lets 37 counters of one partition end
+// beside one that runs on, and requires one CleanupExpired call with a
+// larger max to remove all 37.
+func testCleanupBeyondBackendBatch(t *testing.T, f *fixture) {
+	const g = "extents: one CleanupExpired call removes every expired counter up to max (a store that deletes through " +
+		"one backend call of 25 items removes fewer while expired counters remain)"
+	cleanup := f.requireCleaner()
+	p, long := f.policy(1, window), f.policy(1, 100*window)
+	part := f.somePart(p)
+	f.allow(f.check(long, f.keyIn(long, part)), 0, g+" (a counter that runs on)")
+	for range wideExpired {
+		f.allow(f.check(p, f.keyIn(p, part)), 0, g)
+	}
+	f.advance(window)
+	const max = 1000
+	n, err := cleanup(max)
+	require.NoError(t, err, "%s: CleanupExpired(%d) failed", g, max)
+	require.Equal(t, wideExpired, n, "%s: CleanupExpired(%d) removes the %d counters that have ended, in one call",
+		g, max, wideExpired)
+	n, err = cleanup(max)
+	require.NoError(t, err, "%s: CleanupExpired(%d) failed", g, max)
+	require.Zero(t, n, "%s: nothing else has ended", g)
+}
+
+// testFullBatchRefusedAtEnd spends a key of a limit-one policy, admits a
+// batch of the largest size whose last check names that key, and requires
+// the batch refused at its last check with none of its 31 new keys
+// counted: the same 31 keys are then allowed as a batch, each with its
+// whole limit, and that batch counted its last check too (a store whose
+// batch write drops the items past the 25th does not).
+func testFullBatchRefusedAtEnd(t *testing.T, f *fixture) {
+	const g = "extents: a batch of the largest size refused at its last check counts none of its checks (a store that " +
+		"commits a batch in transactions of 25 items counts the first 25)"
+	p := f.policy(1, window)
+	part := f.somePart(p)
+	spent := f.keyIn(p, part)
+	f.allow(f.check(p, spent), 0, g+" (the key the batch's last check names, spent)")
+	fresh := make([]domain.Check, f.opts.MaxBatchSize-1)
+	for i := range fresh {
+		fresh[i] = f.check(p, f.keyIn(p, part))
+	}
+	f.admitDenied(append(slices.Clone(fresh), f.check(p, spent)), len(fresh), domain.QuotaExhausted, g)
+	for i, rem := range f.admitAllowed(fresh, g+" (the refused batch's new keys, again)") {
+		require.Zero(t, rem, "%s: check %d of the refused batch was counted", g, i)
+	}
+	// The allowed batch counted every check, its last (past any chunk of
+	// 25 a store writes in one call) too.
+	last := len(fresh) - 1
+	f.deny(fresh[last], domain.QuotaExhausted, fmt.Sprintf("%s (check %d of the allowed batch was counted)", g, last))
 }
 
 // manyCountersOptions give a partition more counters than a sample of

@@ -78,7 +78,7 @@ func (a *admission) run() error {
 		// one to the other.
 		a.before, a.present = s.sharedBefore, s.sharedPresent
 	}
-	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() || s.optimistic28() ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -233,6 +233,11 @@ func (a *admission) runOptimistic() error {
 				continue
 			}
 			switch {
+			case s.cfg.Fault == CreateWithoutAbsentCondition && !a.present[i]:
+				// The defect: a key read as absent is written with no
+				// condition (a put without create_revision == 0, a set
+				// instead of add): another admission's creation since is
+				// overwritten.
 			case s.cfg.Fault == OptimisticCountOnly:
 				// The defect: the condition compares the count alone, not
 				// the window it counts in.
@@ -656,6 +661,8 @@ func (s *Store) full(a *admission, p int, claims []int, now domain.Instant) bool
 		return total >= c*s.cfg.Partitions
 	case f == OverfillsInBatch:
 		return a.stored[p] >= c
+	case f == CapacityCountsDistinctSubjects:
+		return s.full28(a, p) // hunt28.go
 	case f == CapacityPerPolicy:
 		return s.policySlots(a, p) >= c // hunt27.go
 	case f == CapacityPerProcess:
@@ -733,7 +740,8 @@ func (a *admission) evaluationTime(now domain.Instant) domain.Instant {
 			// The defect: the multi-key script compares expires >= now.
 			at = min(at, c.Expires-1)
 		case a.s.cfg.Fault == RenewsLate && now >= c.Expires && now < c.Expires.Add(time.Millisecond),
-			a.s.cfg.Fault == InclusiveEnd && now == c.Expires:
+			a.s.cfg.Fault == InclusiveEnd && now == c.Expires,
+			a.s.ttlSecondActive(c, now): // hunt28.go
 			at = min(at, c.Expires-1)
 		}
 	}
@@ -765,8 +773,8 @@ func (a *admission) write(now domain.Instant) error {
 			}
 		}
 		c, skip := a.stored27(i, a.stored25(i, a.slideBatchRenewal(i, s.encode(a.next(i), a.before[i], a.present[i], now), now), now), now)
-		if skip {
-			continue // hunt27.go
+		if skip || a.dropsUnprocessed(i) {
+			continue // hunt27.go, hunt28.go
 		}
 		s.put(a, i, targets[i], c)
 	}
@@ -806,6 +814,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	}
 	s.versions[k]++
 	s.put27(a, i, k, existed) // hunt27.go
+	s.wrote28(a, k)           // hunt28.go
 	s.wrote(a, k, c)
 	s.bufferWrite(a, i, k, c)
 }
@@ -818,6 +827,7 @@ func (a *admission) deny(now domain.Instant) {
 	defer s.mu.Unlock()
 	idx, outcome := a.denied()
 	a.denied27(outcome) // hunt27.go
+	a.denied28(idx)     // hunt28.go
 	switch s.cfg.Fault {
 	case SingleCheckIgnoresCommit:
 		if a.single {

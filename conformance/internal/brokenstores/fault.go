@@ -1393,6 +1393,79 @@ const (
 	// expires >= now does, while single checks renew there.
 	BatchInclusiveEnd
 
+	// The faults of the twenty-eighth blind hunt (hunt28.go).
+
+	// LongWindowTTLReadAsAbsolute keeps each counter in memcached with its
+	// window as a relative TTL, and memcached reads a TTL over 30 days as a
+	// Unix time, long past: a counter of a longer window is gone at once,
+	// and its policy never denies.
+	LongWindowTTLReadAsAbsolute
+	// TTLWholeSecondsDropsEarly sets each counter's TTL on creation to its
+	// window in whole seconds, rounded down, as memcached's integer TTLs
+	// take it: a window of 1.5 s is gone after 1 s, and its key starts
+	// afresh half a second early.
+	TTLWholeSecondsDropsEarly
+	// ActiveUntilTTLSecond reads a counter as running until its TTL
+	// attribute, its end in epoch seconds rounded up, has passed, as a
+	// DynamoDB read filtering on ttl >= now does: a window ending inside a
+	// second keeps denying until that second ends.
+	ActiveUntilTTLSecond
+	// CleanupByTTLSeconds removes the counters whose TTL attribute, their
+	// end in epoch seconds rounded up, has passed: a counter that ended
+	// inside the current second stays, though the call removes fewer than
+	// it may.
+	CleanupByTTLSeconds
+	// CleanupCappedAt25PerCall removes at most 25 expired counters a call,
+	// what one DynamoDB BatchWriteItem takes, whatever max asks, and
+	// returns that count: a call asked for more removes fewer while
+	// expired counters remain, and a loop draining the store stops early.
+	CleanupCappedAt25PerCall
+	// CreateWithoutAbsentCondition runs every admission as a conditional
+	// write that compares the keys it read as stored but writes a key it
+	// read as absent unconditionally (an etcd put without create_revision
+	// == 0, a memcached set instead of add): two admissions creating one key
+	// both commit, and the later overwrites the earlier's count.
+	CreateWithoutAbsentCondition
+	// IncrementNarrowedToInt32 adds each check's cost as MongoDB's $inc with
+	// NumberInt does, narrowed to 32 bits, while the count itself is 64-bit:
+	// a cost beyond 2^31-1 wraps.
+	IncrementNarrowedToInt32
+	// StartTruncatedToSeconds keeps a window's start in SQLite's datetime
+	// text, whole seconds, and its end in microseconds: a window starting
+	// inside a second reads back longer than its policy's.
+	StartTruncatedToSeconds
+	// StatsEntriesDistinctSubjects reports Entries as the number of
+	// distinct subjects stored, as a HyperLogLog of subject keys estimates
+	// it: one subject under two policies is one entry.
+	StatsEntriesDistinctSubjects
+	// CapacityCountsDistinctSubjects bounds each partition by the distinct
+	// subjects it holds, as a per-partition HyperLogLog of subjects does: a
+	// subject already counted there takes no new slot for another policy,
+	// and the partition overfills.
+	CapacityCountsDistinctSubjects
+	// DoneContextMayHaveConsumed answers a done context with an error whose
+	// MayHaveConsumedQuota is true, as a store mapping every context error
+	// to the commit-timeout case does, though nothing was tried.
+	DoneContextMayHaveConsumed
+	// TransactionSplitAt25 writes a batch of more than 25 checks as DynamoDB
+	// transactions of 25 items, each decided and committed before the next:
+	// a check refused in a later chunk leaves the earlier chunks counted.
+	TransactionSplitAt25
+	// WriteBackLRUDropsEvicted keeps counters in a write-back LRU of 64
+	// entries in front of its backend and drops an evicted entry without
+	// flushing it: a live counter pushed out by 64 others starts afresh.
+	WriteBackLRUDropsEvicted
+	// ActiveUntilLeaseMinTTL keeps each counter under an etcd lease of its
+	// window and reads a key that still exists as running: etcd raises a
+	// TTL below its minimum (1.5 s by default), so a window shorter than
+	// that keeps denying until the lease runs out.
+	ActiveUntilLeaseMinTTL
+	// BatchWriteDropsUnprocessed writes an allowed batch through one
+	// DynamoDB BatchWriteItem call, which takes 25 items and returns the
+	// rest unprocessed, and does not send those again: a batch of more than
+	// 25 checks is allowed, but its checks past the 25th are not counted.
+	BatchWriteDropsUnprocessed
+
 	faultCount
 )
 
@@ -1677,27 +1750,42 @@ var faultNames = [faultCount]string{
 	ConflictRetryReappliesWrite:   "ConflictRetryReappliesWrite",
 	CapacityClaimsInKeyOrder:      "CapacityClaimsInKeyOrder",
 
-	CleanupStopsAtFirstActive:     "CleanupStopsAtFirstActive",
-	CleanupCutoffTakesTies:        "CleanupCutoffTakesTies",
-	CleanupOffByOneMax:            "CleanupOffByOneMax",
-	CleanupAtWholeMilliseconds:    "CleanupAtWholeMilliseconds",
-	RenewalChargesOneUnit:         "RenewalChargesOneUnit",
-	BatchNewKeysChargeOneUnit:     "BatchNewKeysChargeOneUnit",
-	RenewalInsertIgnoresConflict:  "RenewalInsertIgnoresConflict",
-	StartRoundedUpToMillis:        "StartRoundedUpToMillis",
-	RenewalKeepsStart:             "RenewalKeepsStart",
-	KeysByPrintedSubject:          "KeysByPrintedSubject",
-	ConfigColumnsResetOnChange:    "ConfigColumnsResetOnChange",
-	ModeSwitchResetsCounter:       "ModeSwitchResetsCounter",
-	ShadowDeniedKeepsClaimedSlots: "ShadowDeniedKeepsClaimedSlots",
-	ShadowKeysTakeNoSlot:          "ShadowKeysTakeNoSlot",
-	PartitionByFingerprintOnly:    "PartitionByFingerprintOnly",
-	ExpiredResetBeforeDeciding:    "ExpiredResetBeforeDeciding",
-	KeysFoldIdentifierCase:        "KeysFoldIdentifierCase",
-	KeysSanitizeIdentifiers:       "KeysSanitizeIdentifiers",
-	KeysCleanScopePath:            "KeysCleanScopePath",
-	CapacityPerPolicy:             "CapacityPerPolicy",
-	BatchInclusiveEnd:             "BatchInclusiveEnd",
+	CleanupStopsAtFirstActive:      "CleanupStopsAtFirstActive",
+	CleanupCutoffTakesTies:         "CleanupCutoffTakesTies",
+	CleanupOffByOneMax:             "CleanupOffByOneMax",
+	CleanupAtWholeMilliseconds:     "CleanupAtWholeMilliseconds",
+	RenewalChargesOneUnit:          "RenewalChargesOneUnit",
+	BatchNewKeysChargeOneUnit:      "BatchNewKeysChargeOneUnit",
+	RenewalInsertIgnoresConflict:   "RenewalInsertIgnoresConflict",
+	StartRoundedUpToMillis:         "StartRoundedUpToMillis",
+	RenewalKeepsStart:              "RenewalKeepsStart",
+	KeysByPrintedSubject:           "KeysByPrintedSubject",
+	ConfigColumnsResetOnChange:     "ConfigColumnsResetOnChange",
+	ModeSwitchResetsCounter:        "ModeSwitchResetsCounter",
+	ShadowDeniedKeepsClaimedSlots:  "ShadowDeniedKeepsClaimedSlots",
+	ShadowKeysTakeNoSlot:           "ShadowKeysTakeNoSlot",
+	PartitionByFingerprintOnly:     "PartitionByFingerprintOnly",
+	ExpiredResetBeforeDeciding:     "ExpiredResetBeforeDeciding",
+	KeysFoldIdentifierCase:         "KeysFoldIdentifierCase",
+	KeysSanitizeIdentifiers:        "KeysSanitizeIdentifiers",
+	KeysCleanScopePath:             "KeysCleanScopePath",
+	CapacityPerPolicy:              "CapacityPerPolicy",
+	BatchInclusiveEnd:              "BatchInclusiveEnd",
+	LongWindowTTLReadAsAbsolute:    "LongWindowTTLReadAsAbsolute",
+	TTLWholeSecondsDropsEarly:      "TTLWholeSecondsDropsEarly",
+	ActiveUntilTTLSecond:           "ActiveUntilTTLSecond",
+	CleanupByTTLSeconds:            "CleanupByTTLSeconds",
+	CleanupCappedAt25PerCall:       "CleanupCappedAt25PerCall",
+	CreateWithoutAbsentCondition:   "CreateWithoutAbsentCondition",
+	IncrementNarrowedToInt32:       "IncrementNarrowedToInt32",
+	StartTruncatedToSeconds:        "StartTruncatedToSeconds",
+	StatsEntriesDistinctSubjects:   "StatsEntriesDistinctSubjects",
+	CapacityCountsDistinctSubjects: "CapacityCountsDistinctSubjects",
+	DoneContextMayHaveConsumed:     "DoneContextMayHaveConsumed",
+	TransactionSplitAt25:           "TransactionSplitAt25",
+	WriteBackLRUDropsEvicted:       "WriteBackLRUDropsEvicted",
+	ActiveUntilLeaseMinTTL:         "ActiveUntilLeaseMinTTL",
+	BatchWriteDropsUnprocessed:     "BatchWriteDropsUnprocessed",
 }
 
 // Faults returns every deliberate defect, None excluded.

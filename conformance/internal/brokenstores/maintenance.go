@@ -229,7 +229,7 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 			return 0, &Error{Op: "cleanup", Err: err}
 		}
 	}
-	max = s.narrowedMax(max)
+	max = s.cappedMax28(s.narrowedMax(max)) // hunt28.go
 	if s.cfg.Fault == CleanupCutShortReportsNone {
 		return s.cleanupInRounds(ctx, max)
 	}
@@ -313,6 +313,8 @@ func (s *Store) removeExpired(p int, now domain.Instant, max int, skip []domain.
 			expired = c.Expires < now-now%domain.Instant(time.Millisecond/time.Microsecond)+domain.Instant(time.Millisecond/time.Microsecond)
 		case CleanupRemovesActive, CleansActivePerCheck:
 			expired = true
+		case CleanupByTTLSeconds:
+			expired = ttlSecondsExpired(c, now) // hunt28.go
 		case CleanupTakesLastMicrosecond, PerCheckTakesLastMicrosecond:
 			expired = s.lastMicroExpired(c, now, skip != nil) // hunt22.go
 		}
@@ -512,6 +514,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 		return st, &Error{Op: "stats", Err: ports.ErrClosed}
 	}
 	st = s.stats26(st) // hunt26.go
+	st = s.stats28(st) // hunt28.go
 	st, err := s.statsAfter(ctx, s.spreadHeadroom(s.report(st)))
 	if err == nil {
 		keep(st)

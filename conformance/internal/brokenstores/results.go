@@ -77,6 +77,9 @@ func (s *Store) doneContextError(ctx context.Context, k domain.CounterKey) error
 	if err == nil {
 		return nil
 	}
+	if err := s.doneContext28(err); err != nil {
+		return err // hunt28.go
+	}
 	b := k.Bytes()
 	switch s.cfg.Fault {
 	case DoneContextErrorMatchesClosed:

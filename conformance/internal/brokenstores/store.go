@@ -78,6 +78,7 @@ type Store struct {
 	hunt26
 	hunt27
 	chunkWaits
+	hunt28
 }
 
 var (
