@@ -203,9 +203,13 @@ func (c *strikingDeadline) Done() <-chan struct{} {
 	return c.done
 }
 
-func (c *strikingDeadline) Err() error {
+func (c *strikingDeadline) Err() error { return passedOnceDone(c.done) }
+
+// passedOnceDone is the Err of a test's deadline that is done once done
+// is closed: context.DeadlineExceeded from then on, nil before.
+func passedOnceDone(done <-chan struct{}) error {
 	select {
-	case <-c.done:
+	case <-done:
 		return context.DeadlineExceeded
 	default:
 		return nil
@@ -244,14 +248,7 @@ func (c *lookedAtDeadline) Deadline() (time.Time, bool) {
 
 func (c *lookedAtDeadline) Done() <-chan struct{} { return c.done }
 
-func (c *lookedAtDeadline) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
+func (c *lookedAtDeadline) Err() error { return passedOnceDone(c.done) }
 
 // appBackends returns the server process ids of the sessions of
 // application app, in order.
