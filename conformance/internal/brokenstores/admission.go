@@ -815,6 +815,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	s.versions[k]++
 	s.put27(a, i, k, existed) // hunt27.go
 	s.wrote28(a, k)           // hunt28.go
+	s.wrote29(a, i, k, c)     // hunt29.go
 	s.wrote(a, k, c)
 	s.bufferWrite(a, i, k, c)
 }
@@ -828,6 +829,7 @@ func (a *admission) deny(now domain.Instant) {
 	idx, outcome := a.denied()
 	a.denied27(outcome) // hunt27.go
 	a.denied28(idx)     // hunt28.go
+	a.denied29(idx)     // hunt29.go
 	switch s.cfg.Fault {
 	case SingleCheckIgnoresCommit:
 		if a.single {
