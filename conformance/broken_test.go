@@ -361,6 +361,9 @@ var targets = map[bs.Fault]string{
 	bs.BatchPerSlotScripts:            "capacity/each_partition_holds_its_own_bound",
 	bs.DenialCacheIgnoresMode:         "shadow/switching_to_enforce_keeps_the_counter",
 	bs.CleanupCountsRenewedInPlace:    "capacity/renewals_leave_the_freed_slots_usable",
+	bs.MultiWithoutWatch:              "replicas/overlapping_checks_on_two_replicas_lose_no_update",
+	bs.StatsFromLaggingReplica:        "stats/occupancy_follows_admissions",
+	bs.BatchWritesBySubject:           "batches/one_subject_under_several_policies",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -78,7 +78,7 @@ func (a *admission) run() error {
 		// one to the other.
 		a.before, a.present = s.sharedBefore, s.sharedPresent
 	}
-	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() || s.optimistic28() ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() || s.optimistic28() || s.cfg.Fault == MultiWithoutWatch ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -233,6 +233,9 @@ func (a *admission) runOptimistic() error {
 				continue
 			}
 			switch {
+			case s.cfg.Fault == MultiWithoutWatch:
+				// The defect: no WATCH, so EXEC applies whatever changed
+				// since the read (hunt29.go).
 			case s.cfg.Fault == CreateWithoutAbsentCondition && !a.present[i]:
 				// The defect: a key read as absent is written with no
 				// condition (a put without create_revision == 0, a set
@@ -757,6 +760,7 @@ func (a *admission) write(now domain.Instant) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lag29() // hunt29.go
 	targets := a.keys
 	if s.cfg.Fault == WritesInLockOrder {
 		targets = slices.Clone(a.keys)
@@ -776,7 +780,7 @@ func (a *admission) write(now domain.Instant) error {
 		if skip || a.dropsUnprocessed(i) {
 			continue // hunt27.go, hunt28.go
 		}
-		s.put(a, i, targets[i], c)
+		s.put(a, i, targets[i], a.bySubject29(i, c))
 	}
 	return nil
 }

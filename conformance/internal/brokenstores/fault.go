@@ -1509,6 +1509,19 @@ const (
 	// removed, the counters renewed in place since the last call (an
 	// expired row overwritten is "deleted" in the author's audit table).
 	CleanupCountsRenewedInPlace
+	// MultiWithoutWatch runs every admission as a Redis MULTI/EXEC that
+	// writes what it read before, without WATCH on the keys read: an
+	// admission racing it between its read and its EXEC is overwritten.
+	MultiWithoutWatch
+	// StatsFromLaggingReplica answers Stats from a read replica one
+	// commit behind the primary: the occupancy before the latest
+	// admission's writes.
+	StatsFromLaggingReplica
+	// BatchWritesBySubject gathers a batch's new counters in a map keyed
+	// by subject, and writes each key the counter of its subject's last
+	// check: a subject checked under two policies in one batch gets the
+	// second policy's counter under both.
+	BatchWritesBySubject
 
 	faultCount
 )
@@ -1839,6 +1852,9 @@ var faultNames = [faultCount]string{
 	BatchPerSlotScripts:            "BatchPerSlotScripts",
 	DenialCacheIgnoresMode:         "DenialCacheIgnoresMode",
 	CleanupCountsRenewedInPlace:    "CleanupCountsRenewedInPlace",
+	MultiWithoutWatch:              "MultiWithoutWatch",
+	StatsFromLaggingReplica:        "StatsFromLaggingReplica",
+	BatchWritesBySubject:           "BatchWritesBySubject",
 }
 
 // Faults returns every deliberate defect, None excluded.

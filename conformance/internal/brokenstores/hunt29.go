@@ -1,6 +1,7 @@
 package brokenstores
 
 import (
+	"slices"
 	"time"
 
 	"github.com/runlimit/runlimit/domain"
@@ -10,9 +11,10 @@ import (
 // author who puts a local "denied until reset" cache in front of the
 // single-check path, counts cleanup's work or MySQL's rows affected
 // instead of what changed, keeps a subject's counters in one Redis hash
-// under one TTL, gives EXPIRE milliseconds, or runs a batch as one script
-// per Redis Cluster hash slot, who wrote it without reading the suite (see
-// fault.go).
+// under one TTL, gives EXPIRE milliseconds, runs a batch as one script
+// per Redis Cluster hash slot, writes after MULTI without WATCH, reads
+// Stats from a lagging replica, or gathers a batch's writes by subject,
+// who wrote it without reading the suite (see fault.go).
 
 // hunt29 is the state of this hunt's faults; the store's mu guards it.
 type hunt29 struct {
@@ -26,6 +28,9 @@ type hunt29 struct {
 	renewed []int
 	// hashTTL is SubjectHashSharedTTL's deadline of each subject's hash.
 	hashTTL map[domain.SubjectKey]domain.Instant
+	// lagged is StatsFromLaggingReplica's replica of the counts each
+	// partition holds, as of the commit before the latest.
+	lagged []int
 }
 
 // refusal is one note of the denial cache.
@@ -208,4 +213,39 @@ func (a *admission) denied29(idx int) {
 			s.put(a, i, a.keys[i], a.next(i))
 		}
 	}
+}
+
+// lag29 brings StatsFromLaggingReplica's replica up to the commit before
+// the one being written. The caller holds s.mu.
+func (s *Store) lag29() {
+	if s.cfg.Fault == StatsFromLaggingReplica {
+		s.lagged = slices.Clone(s.stored)
+	}
+}
+
+// stored29 is the counts of each partition that Stats reads: the
+// primary's, or with StatsFromLaggingReplica the replica's. The caller
+// holds s.mu.
+func (s *Store) stored29() []int {
+	if s.cfg.Fault == StatsFromLaggingReplica {
+		if s.lagged == nil {
+			return make([]int, len(s.stored))
+		}
+		return s.lagged
+	}
+	return s.stored
+}
+
+// bySubject29 is the counter BatchWritesBySubject writes for check i of
+// a, c being its own: that of the batch's last check of i's subject.
+func (a *admission) bySubject29(i int, c domain.Counter) domain.Counter {
+	if a.s.cfg.Fault != BatchWritesBySubject {
+		return c
+	}
+	for j := a.n - 1; j > i; j-- {
+		if a.keys[j].SubjectKey() == a.keys[i].SubjectKey() {
+			return a.next(j)
+		}
+	}
+	return c
 }

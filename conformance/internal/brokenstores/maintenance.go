@@ -482,7 +482,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	defer s.mu.Unlock()
 	parts := s.cfg.Partitions
 	st := ports.Stats{Capacity: int64(parts * s.cfg.Capacity), Shards: parts, Headroom: make([]int64, parts)}
-	held := s.statsHeld29(s.statsHeld(slices.Clone(s.stored))) // hunt29.go
+	held := s.statsHeld29(s.statsHeld(slices.Clone(s.stored29()))) // hunt29.go
 	switch s.cfg.Fault {
 	case StatsCountActiveOnly, RenewalTakesSlot:
 		// RenewalTakesSlot's Stats count the counters stored, not its
