@@ -364,6 +364,8 @@ var targets = map[bs.Fault]string{
 	bs.MultiWithoutWatch:              "replicas/overlapping_checks_on_two_replicas_lose_no_update",
 	bs.StatsFromLaggingReplica:        "stats/occupancy_follows_admissions",
 	bs.BatchWritesBySubject:           "batches/one_subject_under_several_policies",
+	bs.CounterResurrectsAfterDelete:   "waits/cleanup_that_waited_for_a_lock_looks_again_before_it_removes",
+	bs.ScriptRetriedOnColdCache:       "paths/single_check_and_batch_of_one_share_a_counter",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

@@ -14,7 +14,10 @@ import (
 // admission is one Admit or AdmitCheck on its way through the store: the
 // protocol is written once, here, for both.
 type admission struct {
-	s      *Store
+	s *Store
+	// cold is whether ScriptRetriedOnColdCache's script ran twice for
+	// this admission (hunt29.go).
+	cold   bool
 	ctx    context.Context
 	n      int
 	single bool
@@ -761,6 +764,8 @@ func (a *admission) write(now domain.Instant) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lag29() // hunt29.go
+	a.cold = s.cfg.Fault == ScriptRetriedOnColdCache && !s.scriptLoaded
+	s.scriptLoaded = true
 	targets := a.keys
 	if s.cfg.Fault == WritesInLockOrder {
 		targets = slices.Clone(a.keys)
@@ -780,7 +785,7 @@ func (a *admission) write(now domain.Instant) error {
 		if skip || a.dropsUnprocessed(i) {
 			continue // hunt27.go, hunt28.go
 		}
-		s.put(a, i, targets[i], a.bySubject29(i, c))
+		s.put(a, i, targets[i], a.recounted29(i, a.bySubject29(i, c), now))
 	}
 	return nil
 }

@@ -1522,6 +1522,16 @@ const (
 	// check: a subject checked under two policies in one batch gets the
 	// second policy's counter under both.
 	BatchWritesBySubject
+	// CounterResurrectsAfterDelete keeps counts in Cassandra counter
+	// columns, which cannot be set, only incremented, and whose deletion
+	// does not stick: a counter cleanup deleted counts on from its old
+	// value when its key is checked again.
+	CounterResurrectsAfterDelete
+	// ScriptRetriedOnColdCache sends the store's first admission as
+	// EVALSHA, which times out while Redis loads the script, and retries
+	// it with EVAL: the script ran both times, so the first admission a
+	// store commits counts twice.
+	ScriptRetriedOnColdCache
 
 	faultCount
 )
@@ -1855,6 +1865,8 @@ var faultNames = [faultCount]string{
 	MultiWithoutWatch:              "MultiWithoutWatch",
 	StatsFromLaggingReplica:        "StatsFromLaggingReplica",
 	BatchWritesBySubject:           "BatchWritesBySubject",
+	CounterResurrectsAfterDelete:   "CounterResurrectsAfterDelete",
+	ScriptRetriedOnColdCache:       "ScriptRetriedOnColdCache",
 }
 
 // Faults returns every deliberate defect, None excluded.

@@ -12,7 +12,9 @@ import (
 // single-check path, counts cleanup's work or MySQL's rows affected
 // instead of what changed, keeps a subject's counters in one Redis hash
 // under one TTL, gives EXPIRE milliseconds, runs a batch as one script
-// per Redis Cluster hash slot, writes after MULTI without WATCH, reads
+// per Redis Cluster hash slot, writes after MULTI without WATCH, retries
+// a timed-out EVALSHA as EVAL, keeps Cassandra counters (which outlive
+// their deletion), reads
 // Stats from a lagging replica, or gathers a batch's writes by subject,
 // who wrote it without reading the suite (see fault.go).
 
@@ -31,6 +33,11 @@ type hunt29 struct {
 	// lagged is StatsFromLaggingReplica's replica of the counts each
 	// partition holds, as of the commit before the latest.
 	lagged []int
+	// tombs holds CounterResurrectsAfterDelete's deleted counts.
+	tombs map[domain.CounterKey]int64
+	// scriptLoaded is whether ScriptRetriedOnColdCache's script is in the
+	// server's cache: after the first admission's write.
+	scriptLoaded bool
 }
 
 // refusal is one note of the denial cache.
@@ -245,6 +252,44 @@ func (a *admission) bySubject29(i int, c domain.Counter) domain.Counter {
 	for j := a.n - 1; j > i; j-- {
 		if a.keys[j].SubjectKey() == a.keys[i].SubjectKey() {
 			return a.next(j)
+		}
+	}
+	return c
+}
+
+// removed29 records, for CounterResurrectsAfterDelete, the count of the
+// counter under k that is being deleted. The caller holds s.mu.
+func (s *Store) removed29(k domain.CounterKey) {
+	if s.cfg.Fault != CounterResurrectsAfterDelete {
+		return
+	}
+	if c, ok := s.entries[k]; ok {
+		if s.tombs == nil {
+			s.tombs = make(map[domain.CounterKey]int64)
+		}
+		s.tombs[k] += c.Used
+	}
+}
+
+// recounted29 applies this hunt's counting faults to the counter c that
+// check i of a writes at now. The caller holds s.mu.
+func (a *admission) recounted29(i int, c domain.Counter, now domain.Instant) domain.Counter {
+	s := a.s
+	switch s.cfg.Fault {
+	case CounterResurrectsAfterDelete:
+		// The defect: the increment lands on the deleted counter's value.
+		if _, ok := s.entries[a.keys[i]]; !ok {
+			c.Used += s.tombs[a.keys[i]]
+			delete(s.tombs, a.keys[i])
+		}
+	case ScriptRetriedOnColdCache:
+		if a.cold {
+			// The defect: the script ran twice, each adding the cost.
+			var base int64
+			if a.present[i] && a.before[i].Active(now) {
+				base = a.before[i].Used
+			}
+			c.Used += c.Used - base
 		}
 	}
 	return c

@@ -410,6 +410,7 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 		}
 		defer l.Unlock()
 	}
+	s.removed29(k) // hunt29.go
 	delete(s.entries, k)
 	delete(s.firstExpiry, k)
 	delete(s.versions, k)
