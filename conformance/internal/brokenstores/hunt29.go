@@ -14,9 +14,9 @@ import (
 // under one TTL, gives EXPIRE milliseconds, runs a batch as one script
 // per Redis Cluster hash slot, writes after MULTI without WATCH, retries
 // a timed-out EVALSHA as EVAL, keeps Cassandra counters (which outlive
-// their deletion), reads
-// Stats from a lagging replica, or gathers a batch's writes by subject,
-// who wrote it without reading the suite (see fault.go).
+// their deletion), reads Stats from a lagging replica, or gathers a
+// batch's writes by subject, who wrote it without reading the suite (see
+// fault.go).
 
 // hunt29 is the state of this hunt's faults; the store's mu guards it.
 type hunt29 struct {
