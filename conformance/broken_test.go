@@ -352,6 +352,20 @@ var targets = map[bs.Fault]string{
 	bs.ActiveUntilLeaseMinTTL:         "windows/short_windows_are_exact",
 	bs.BatchWriteDropsUnprocessed:     "extents/a_full_size_batch_refused_at_its_last_check_counts_nothing",
 	bs.WriteBackLRUDropsEvicted:       "concurrency/large_batches_never_wait_on_their_own_locks",
+	bs.DenialCacheIgnoresCost:         "denials/quota",
+	bs.DenialCachedForRetrySeconds:    "denials/a_quota_denial_lasts_only_until_the_window_ends",
+	bs.CleanupReturnsExamined:         "cleanup/removes_only_expired_counters",
+	bs.StatsCountsUpsertRowsAffected:  "stats/entries_agree_with_headroom_after_a_check",
+	bs.SubjectHashSharedTTL:           "batches/one_subject_under_several_policies",
+	bs.ExpireGivenMilliseconds:        "extents/a_full_size_batch_refused_at_its_last_check_counts_nothing",
+	bs.BatchPerSlotScripts:            "capacity/each_partition_holds_its_own_bound",
+	bs.DenialCacheIgnoresMode:         "shadow/switching_to_enforce_keeps_the_counter",
+	bs.CleanupCountsRenewedInPlace:    "capacity/renewals_leave_the_freed_slots_usable",
+	bs.MultiWithoutWatch:              "replicas/overlapping_checks_on_two_replicas_lose_no_update",
+	bs.StatsFromLaggingReplica:        "stats/occupancy_follows_admissions",
+	bs.BatchWritesBySubject:           "batches/one_subject_under_several_policies",
+	bs.CounterResurrectsAfterDelete:   "waits/cleanup_that_waited_for_a_lock_looks_again_before_it_removes",
+	bs.ScriptRetriedOnColdCache:       "paths/single_check_and_batch_of_one_share_a_counter",
 }
 
 // TestBrokenStores runs the suite against every broken store, each as a

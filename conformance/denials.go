@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +16,7 @@ func denialsScenario() scenario {
 		{name: "quota", single: true, run: testQuotaDenialConsumesNothing},
 		{name: "storage_capacity", single: true, opts: capacityOptions, run: testCapacityDenialConsumesNothing},
 		{name: "shadow", single: true, run: testShadowDenialConsumesNothing},
+		{name: "a_quota_denial_lasts_only_until_the_window_ends", single: true, run: testQuotaDenialEndsWithWindow},
 	}}
 }
 
@@ -56,4 +58,22 @@ func testShadowDenialConsumesNothing(t *testing.T, f *fixture) {
 
 	f.allow(f.checkCost(p, k, 2), 0, g+" (the 2 units left by the denials are still there)")
 	f.allow(f.check(p, fresh), 4, g+" (the other check of the shadow-denied batch consumed nothing)")
+}
+
+// testQuotaDenialEndsWithWindow refuses a check a fraction of a second
+// before its window ends, so that its Retry-After in whole seconds reaches
+// past that end, and requires the very same check to be allowed at the
+// end: a store that remembers the refusal (a local "denied until reset"
+// note) must forget it when the window does, not when Retry-After's whole
+// seconds run out.
+func testQuotaDenialEndsWithWindow(t *testing.T, f *fixture) {
+	const g = "denials: a quota denial lasts only until its window ends"
+	const w, early = 1500 * time.Millisecond, 100 * time.Millisecond
+	p, k := f.policy(2, w), f.key()
+	f.allow(f.checkCost(p, k, 2), 0, g)
+	f.advance(early)
+	d := f.deny(f.checkCost(p, k, 2), domain.QuotaExhausted, g+" (the window is spent)")
+	f.requireRetry(d, w-early, g+" (retry when the window ends)")
+	f.advance(w - early)
+	f.allow(f.checkCost(p, k, 2), 0, g+" (the same check, at the window's end, opens a new window)")
 }

@@ -14,7 +14,10 @@ import (
 // admission is one Admit or AdmitCheck on its way through the store: the
 // protocol is written once, here, for both.
 type admission struct {
-	s      *Store
+	s *Store
+	// cold is whether ScriptRetriedOnColdCache's script ran twice for
+	// this admission (hunt29.go).
+	cold   bool
 	ctx    context.Context
 	n      int
 	single bool
@@ -78,7 +81,7 @@ func (a *admission) run() error {
 		// one to the other.
 		a.before, a.present = s.sharedBefore, s.sharedPresent
 	}
-	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() || s.optimistic28() ||
+	if s.cfg.Fault == OptimisticCountOnly || s.cfg.Fault == OptimisticVersionRestarts || s.cfg.Fault == AnswersAtFirstAttempt || s.optimisticAll() || s.optimistic26() || s.optimistic28() || s.cfg.Fault == MultiWithoutWatch ||
 		a.single && (s.cfg.OptimisticSingleChecks || s.cfg.Fault == SingleCheckOrphanedRenewal) {
 		return a.runOptimistic()
 	}
@@ -233,6 +236,9 @@ func (a *admission) runOptimistic() error {
 				continue
 			}
 			switch {
+			case s.cfg.Fault == MultiWithoutWatch:
+				// The defect: no WATCH, so EXEC applies whatever changed
+				// since the read (hunt29.go).
 			case s.cfg.Fault == CreateWithoutAbsentCondition && !a.present[i]:
 				// The defect: a key read as absent is written with no
 				// condition (a put without create_revision == 0, a set
@@ -757,6 +763,9 @@ func (a *admission) write(now domain.Instant) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lag29() // hunt29.go
+	a.cold = s.cfg.Fault == ScriptRetriedOnColdCache && !s.scriptLoaded
+	s.scriptLoaded = true
 	targets := a.keys
 	if s.cfg.Fault == WritesInLockOrder {
 		targets = slices.Clone(a.keys)
@@ -776,7 +785,7 @@ func (a *admission) write(now domain.Instant) error {
 		if skip || a.dropsUnprocessed(i) {
 			continue // hunt27.go, hunt28.go
 		}
-		s.put(a, i, targets[i], c)
+		s.put(a, i, targets[i], a.recounted29(i, a.bySubject29(i, c), now))
 	}
 	return nil
 }
@@ -815,6 +824,7 @@ func (s *Store) put(a *admission, i int, k domain.CounterKey, c domain.Counter) 
 	s.versions[k]++
 	s.put27(a, i, k, existed) // hunt27.go
 	s.wrote28(a, k)           // hunt28.go
+	s.wrote29(a, i, k, c)     // hunt29.go
 	s.wrote(a, k, c)
 	s.bufferWrite(a, i, k, c)
 }
@@ -828,6 +838,7 @@ func (a *admission) deny(now domain.Instant) {
 	idx, outcome := a.denied()
 	a.denied27(outcome) // hunt27.go
 	a.denied28(idx)     // hunt28.go
+	a.denied29(idx)     // hunt29.go
 	switch s.cfg.Fault {
 	case SingleCheckIgnoresCommit:
 		if a.single {

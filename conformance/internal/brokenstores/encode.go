@@ -62,7 +62,7 @@ func (s *Store) encode(c domain.Counter, before domain.Counter, present bool, no
 			c.Used = 1
 		}
 	}
-	return s.encode28(c, before, present, now) // hunt28.go
+	return s.encode29(s.encode28(c, before, present, now)) // hunt28.go, hunt29.go
 }
 
 func truncate(i domain.Instant, unit time.Duration) domain.Instant {

@@ -1466,6 +1466,73 @@ const (
 	// 25 checks is allowed, but its checks past the 25th are not counted.
 	BatchWriteDropsUnprocessed
 
+	// The faults of the twenty-ninth blind hunt (hunt29.go).
+
+	// DenialCacheIgnoresCost keeps a local "denied until the window
+	// resets" note for each key a single check was refused on, and refuses
+	// every later single check of the key until then, whatever its cost,
+	// though a cheaper check may still fit.
+	DenialCacheIgnoresCost
+	// DenialCachedForRetrySeconds keeps the same note, for checks of the
+	// cost refused, until the refusal's Retry-After in whole seconds has
+	// passed: past the window's end, the renewed window is refused too.
+	DenialCachedForRetrySeconds
+	// CleanupReturnsExamined returns how many counters a cleanup call
+	// examined (up to max) instead of how many it removed.
+	CleanupReturnsExamined
+	// StatsCountsUpsertRowsAffected keeps its entry count by adding each
+	// write's rows affected, as MySQL's INSERT ... ON DUPLICATE KEY UPDATE
+	// reports them (1 for an insert, 2 for an update), less 1: a renewal in
+	// place is counted as one more entry.
+	StatsCountsUpsertRowsAffected
+	// SubjectHashSharedTTL keeps a subject's counters as fields of one
+	// Redis hash and sets the hash's PEXPIRE on every write: the hash, and
+	// every policy's counter in it, lapses at the end of the window last
+	// written, though another policy's window runs longer.
+	SubjectHashSharedTTL
+	// ExpireGivenMilliseconds sets a counter's lifetime with EXPIRE (whole
+	// seconds) given the window in milliseconds: a window lives a thousand
+	// times its length.
+	ExpireGivenMilliseconds
+	// BatchPerSlotScripts runs a batch as one script per Redis Cluster
+	// hash slot (here, per partition): each partition's checks are decided
+	// and written on their own, so a denial in a later partition leaves
+	// the earlier partitions' checks consumed.
+	BatchPerSlotScripts
+	// DenialCacheIgnoresMode keeps the denial cache of
+	// DenialCacheIgnoresCost by key and cost, but not by quota mode (which
+	// is not part of the key): an enforced refusal is served to a shadow
+	// check of the same counter as a denial.
+	DenialCacheIgnoresMode
+	// CleanupCountsRenewedInPlace counts a renewed window's earlier
+	// lifetime as a removal: each cleanup call reports, beside what it
+	// removed, the counters renewed in place since the last call (an
+	// expired row overwritten is "deleted" in the author's audit table).
+	CleanupCountsRenewedInPlace
+	// MultiWithoutWatch runs every admission as a Redis MULTI/EXEC that
+	// writes what it read before, without WATCH on the keys read: an
+	// admission racing it between its read and its EXEC is overwritten.
+	MultiWithoutWatch
+	// StatsFromLaggingReplica answers Stats from a read replica one
+	// commit behind the primary: the occupancy before the latest
+	// admission's writes.
+	StatsFromLaggingReplica
+	// BatchWritesBySubject gathers a batch's new counters in a map keyed
+	// by subject, and writes each key the counter of its subject's last
+	// check: a subject checked under two policies in one batch gets the
+	// second policy's counter under both.
+	BatchWritesBySubject
+	// CounterResurrectsAfterDelete keeps counts in Cassandra counter
+	// columns, which cannot be set, only incremented, and whose deletion
+	// does not stick: a counter cleanup deleted counts on from its old
+	// value when its key is checked again.
+	CounterResurrectsAfterDelete
+	// ScriptRetriedOnColdCache sends the store's first admission as
+	// EVALSHA, which times out while Redis loads the script, and retries
+	// it with EVAL: the script ran both times, so the first admission a
+	// store commits counts twice.
+	ScriptRetriedOnColdCache
+
 	faultCount
 )
 
@@ -1786,6 +1853,20 @@ var faultNames = [faultCount]string{
 	WriteBackLRUDropsEvicted:       "WriteBackLRUDropsEvicted",
 	ActiveUntilLeaseMinTTL:         "ActiveUntilLeaseMinTTL",
 	BatchWriteDropsUnprocessed:     "BatchWriteDropsUnprocessed",
+	DenialCacheIgnoresCost:         "DenialCacheIgnoresCost",
+	DenialCachedForRetrySeconds:    "DenialCachedForRetrySeconds",
+	CleanupReturnsExamined:         "CleanupReturnsExamined",
+	StatsCountsUpsertRowsAffected:  "StatsCountsUpsertRowsAffected",
+	SubjectHashSharedTTL:           "SubjectHashSharedTTL",
+	ExpireGivenMilliseconds:        "ExpireGivenMilliseconds",
+	BatchPerSlotScripts:            "BatchPerSlotScripts",
+	DenialCacheIgnoresMode:         "DenialCacheIgnoresMode",
+	CleanupCountsRenewedInPlace:    "CleanupCountsRenewedInPlace",
+	MultiWithoutWatch:              "MultiWithoutWatch",
+	StatsFromLaggingReplica:        "StatsFromLaggingReplica",
+	BatchWritesBySubject:           "BatchWritesBySubject",
+	CounterResurrectsAfterDelete:   "CounterResurrectsAfterDelete",
+	ScriptRetriedOnColdCache:       "ScriptRetriedOnColdCache",
 }
 
 // Faults returns every deliberate defect, None excluded.

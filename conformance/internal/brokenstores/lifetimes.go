@@ -39,6 +39,9 @@ func newLifetimes(partitions int) lifetimes {
 // the faults that give a key a deadline of its own, and forgets the
 // deadline when it has. The caller holds s.mu.
 func (s *Store) lapsed(k domain.CounterKey, c domain.Counter, now domain.Instant) bool {
+	if gone, ok := s.lapsed29(k, now); ok {
+		return gone // hunt29.go
+	}
 	if gone, ok := s.lapsed28(c, now); ok {
 		return gone // hunt28.go
 	}

@@ -275,7 +275,8 @@ func (s *Store) CleanupExpired(ctx context.Context, max int) (int, error) {
 	if s.cfg.Fault == CleanupSkipsAfterRemoval {
 		return s.removeSkipping(now, max), nil
 	}
-	removed := s.removeExpired(-1, now, max, nil)
+	stored := len(s.entries)
+	removed := s.cleaned29(s.removeExpired(-1, now, max, nil), max, stored) // hunt29.go
 	if removed == 0 && s.cfg.Fault == CleanupTypedNilError {
 		var none *Error
 		return 0, none
@@ -409,6 +410,7 @@ func (s *Store) tryRemove(k domain.CounterKey, perCheck bool) bool {
 		}
 		defer l.Unlock()
 	}
+	s.removed29(k) // hunt29.go
 	delete(s.entries, k)
 	delete(s.firstExpiry, k)
 	delete(s.versions, k)
@@ -481,7 +483,7 @@ func (s *Store) Stats(ctx context.Context) (ports.Stats, error) {
 	defer s.mu.Unlock()
 	parts := s.cfg.Partitions
 	st := ports.Stats{Capacity: int64(parts * s.cfg.Capacity), Shards: parts, Headroom: make([]int64, parts)}
-	held := s.statsHeld(slices.Clone(s.stored))
+	held := s.statsHeld29(s.statsHeld(slices.Clone(s.stored29()))) // hunt29.go
 	switch s.cfg.Fault {
 	case StatsCountActiveOnly, RenewalTakesSlot:
 		// RenewalTakesSlot's Stats count the counters stored, not its

@@ -79,6 +79,7 @@ type Store struct {
 	hunt27
 	chunkWaits
 	hunt28
+	hunt29
 }
 
 var (
@@ -268,6 +269,9 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	if s.answersApart() {
 		a.decideApartCheck(&c, &d) // hunt24.go
 	}
+	if s.cachedDenial29(&c, &d) {
+		return d, nil // hunt29.go
+	}
 	if err := a.runAnswering(); err != nil {
 		if errors.Is(err, errAnsweredNothing) {
 			return domain.Decision{}, nil // hunt21.go
@@ -277,6 +281,7 @@ func (s *Store) admitCheck(ctx context.Context, c domain.Check) (domain.Decision
 	if err := a.answerLater(); err != nil {
 		return domain.Decision{}, &Error{Op: "admit", Err: err}
 	}
+	s.noteDenial29(&c, a.obs[0], d) // hunt29.go
 	return d, nil
 }
 
