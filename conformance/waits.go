@@ -149,6 +149,20 @@ func (f *fixture) partsAscending(p domain.Policy) (lo, hi int) {
 	return lo, hi
 }
 
+// tookSlot reports whether r, the answer of who in a race for a
+// partition's last free slot, took it: r must be an admission or a
+// refusal for storage capacity.
+func (f *fixture) tookSlot(g string, r result, who string) bool {
+	switch {
+	case r.outcome == domain.Allowed:
+		return true
+	case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
+		return false
+	}
+	require.Failf(f.t, g, "%s is admitted or refused for storage capacity, got %s (%s)", who, r.outcome, r.reason)
+	return false
+}
+
 // requireLastSlotTakenOnce is the verdict of a race in which batch [x, n]
 // (answered in batch) and a check of new key m (answered in single) both
 // wanted the last free slot of partition part, whose bound is capacity: x
@@ -159,17 +173,7 @@ func (f *fixture) partsAscending(p domain.Policy) (lo, hi int) {
 func (f *fixture) requireLastSlotTakenOnce(g string, p domain.Policy, part int, stored occupancy, capacity int,
 	x domain.SubjectKey, limit int64, batch, single result, counted string) {
 	t := f.t
-	took := func(r result, who string) bool {
-		switch {
-		case r.outcome == domain.Allowed:
-			return true
-		case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
-			return false
-		}
-		require.Failf(t, g, "%s is admitted or refused for storage capacity, got %s (%s)", who, r.outcome, r.reason)
-		return false
-	}
-	nTook, mTook := took(batch, "the batch [x, n]"), took(single, "the new key m")
+	nTook, mTook := f.tookSlot(g, batch, "the batch [x, n]"), f.tookSlot(g, single, "the new key m")
 	require.True(t, nTook != mTook, "%s: exactly one of the new keys n (in the batch: %t) and m (%t) takes the "+
 		"partition's one free slot", g, nTook, mTook)
 	stored[part] = capacity

@@ -55,17 +55,7 @@ func testWaitingBatchFindsKeyRemoved(t *testing.T, f *fixture) {
 	}
 	require.Equal(t, domain.Allowed, results[0][0].outcome, "%s: the check of stored key m is within its limit", g)
 	require.LessOrEqual(t, results[2][0].removed, 1, "%s: only k had ended", g)
-	took := func(r result, who string) bool {
-		switch {
-		case r.outcome == domain.Allowed:
-			return true
-		case r.outcome == domain.Denied && r.reason == domain.StorageCapacity:
-			return false
-		}
-		require.Failf(t, g, "%s is admitted or refused for storage capacity, got %s (%s)", who, r.outcome, r.reason)
-		return false
-	}
-	batchTook, qTook := took(results[1][0], "the batch [k, m]"), took(results[3][0], "the new key q")
+	batchTook, qTook := f.tookSlot(g, results[1][0], "the batch [k, m]"), f.tookSlot(g, results[3][0], "the new key q")
 	require.True(t, batchTook != qTook, "%s: exactly one of the batch (admitted: %t) and the new key q (%t) takes the "+
 		"partition's last slot", g, batchTook, qTook)
 	f.requireOccupancy(occupancy{part: c}, g+" (the partition is full, and holds no more)")

@@ -35,10 +35,7 @@ func (s *Store) optimistic26() bool {
 // hunt26Key is the key a keying fault of this hunt keeps c's counter
 // under, and whether one applies. Its first byte keeps c's partition.
 func (s *Store) hunt26Key(c domain.Check) (domain.CounterKey, bool) {
-	k := c.CounterKey()
-	p := c.Policy()
-	id, scope := p.ID().String(), p.Scope().String()
-	limit, windowMillis := p.Limit(), p.Window().Milliseconds()
+	k, p, id, scope, limit, windowMillis := policyFields(c)
 	var fp domain.Fingerprint
 	switch s.cfg.Fault {
 	case KeysByWindowSeconds:

@@ -8,16 +8,20 @@ import (
 	"github.com/runlimit/runlimit/domain"
 )
 
+// policyFields returns c's counter key and policy, and the policy's
+// fields as a store that builds its own key from them reads them.
+func policyFields(c domain.Check) (k domain.CounterKey, p domain.Policy, id, scope string, limit, windowMillis int64) {
+	p = c.Policy()
+	return c.CounterKey(), p, p.ID().String(), p.Scope().String(), p.Limit(), p.Window().Milliseconds()
+}
+
 // joinedKey is the key a fault that builds its own key from the policy's
 // fields, or from part of its fingerprint, keeps c's counter under. Its
 // first byte keeps c's partition, so that keys the fault cannot tell apart
 // share a counter when they share a partition, as in a store that keys a
 // map per partition.
 func (s *Store) joinedKey(c domain.Check) domain.CounterKey {
-	k := c.CounterKey()
-	p := c.Policy()
-	id, scope := p.ID().String(), p.Scope().String()
-	limit, windowMillis := p.Limit(), p.Window().Milliseconds()
+	k, _, id, scope, limit, windowMillis := policyFields(c)
 	var fp domain.Fingerprint
 	switch s.cfg.Fault {
 	case KeysByInt32Limit:
