@@ -172,10 +172,14 @@
 //     windows of a millisecond, one counter per policy fingerprint and
 //     subject, costs, counts beyond 2^31, 2^32 and 2^53, the largest limit
 //     and window;
-//   - denials: a quota, storage-capacity or shadow denial consumes nothing;
+//   - denials: a quota, storage-capacity or shadow denial consumes
+//     nothing, and a quota denial lasts only until its window ends (not
+//     until its retry time rounded to whole seconds);
 //   - batches: all-or-nothing, the first failure in caller order,
 //     allowances in caller order, structural errors that never reach the
-//     store, repeated batches counted each time, and a nil, unprepared or
+//     store, repeated batches counted each time, each check of a batch
+//     counting its own cost (on a new key, an active window and an ended
+//     one), and a nil, unprepared or
 //     already evaluated batch handed to Admit directly refused without a
 //     panic, with Batch.Ready's error even beside a nil context;
 //   - paths: AdmitCheck and Admit share counters, rules and the capacity
